@@ -1,0 +1,126 @@
+"""Command line, no Django: ``python -m training.ml train|score|export-seed``.
+
+Errors end the process with status 1 and one line on stderr saying why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from training.ml import checkpoints
+from training.ml.calibration import SEED_THRESHOLD, Calibration, calibrate
+from training.ml.checkpoints import Checkpoint, CheckpointError
+from training.ml.data import data_hash, group_split, read_jsonl
+from training.ml.encoders import EmbeddingCache, EncoderError, load_encoder
+from training.ml.train import TrainConfig, train
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m training.ml", description=__doc__)
+    parser.add_argument("--model-dir", type=Path, help="where encoders are assembled")
+    parser.add_argument("--cache-dir", type=Path, help="embedding cache directory")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("train", help="train a head and save a checkpoint")
+    t.add_argument("--data", type=Path, required=True, help="JSONL: text, label, group, occupation")
+    t.add_argument("--encoder", required=True, help="encoder name or folder")
+    t.add_argument("--out", type=Path, required=True, help="new checkpoint directory")
+    defaults = TrainConfig()
+    t.add_argument("--epochs", type=int, default=defaults.epochs)
+    t.add_argument("--lr", type=float, default=defaults.lr)
+    t.add_argument("--temperature", type=float, default=defaults.temperature)
+    t.add_argument("--alpha", type=float, default=defaults.alpha)
+    t.add_argument("--seed", type=int, default=defaults.seed)
+    t.add_argument("--eval-fraction", type=float, default=0.2)
+    t.add_argument("--n-boot", type=int, default=defaults.n_boot)
+
+    s = sub.add_parser("score", help="score prompts with a checkpoint")
+    s.add_argument("--checkpoint", type=Path, required=True)
+    s.add_argument("prompts", nargs="+")
+
+    e = sub.add_parser("export-seed", help="write the seed's .pth state dict")
+    e.add_argument("--checkpoint", type=Path, required=True)
+    e.add_argument("--out", type=Path, required=True)
+    return parser
+
+
+def _train(args) -> None:
+    examples = read_jsonl(args.data)
+    train_set, eval_set = group_split(examples, args.eval_fraction, args.seed)
+    encoder = load_encoder(args.encoder, model_dir=args.model_dir, device=args.device)
+    config = TrainConfig(
+        epochs=args.epochs,
+        lr=args.lr,
+        temperature=args.temperature,
+        alpha=args.alpha,
+        seed=args.seed,
+        device=args.device,
+        n_boot=args.n_boot,
+    )
+
+    def progress(report) -> None:
+        rho = (report.eval_metrics or {}).get("spearman", float("nan"))
+        print(f"epoch {report.epoch}/{report.epochs} loss {report.loss:.4f} spearman {rho:.4f}")
+
+    result = train(
+        train_set,
+        encoder,
+        config,
+        eval_examples=eval_set,
+        cache=EmbeddingCache(args.cache_dir),
+        on_epoch=progress,
+    )
+    extra = {"eval_fraction": args.eval_fraction, "n_train": len(train_set)}
+    types = [e.prompt_type for e in eval_set]
+    if all(types):
+        scores = result.model.score([e.text for e in eval_set], EmbeddingCache(args.cache_dir))
+        cal = calibrate(scores, [p == "stereotypical" for p in types])
+    else:
+        cal = Calibration(SEED_THRESHOLD, "seed-default", "the data has no prompt_type")
+    extra["threshold_method"], extra["threshold_reason"] = cal.method, cal.reason
+    ckpt = Checkpoint.from_model(
+        result.model,
+        hyperparameters=config.to_dict(),
+        data_hash=data_hash(examples),
+        metrics=result.metrics or {},
+        threshold=cal.threshold,
+        extra=extra,
+    )
+    checkpoints.save(ckpt, args.out)
+    print(json.dumps({"checkpoint": str(args.out), "spearman": ckpt.metrics.get("spearman")}))
+
+
+def _score(args) -> None:
+    ckpt = checkpoints.load(args.checkpoint)
+    encoder = load_encoder(ckpt.encoder.name, model_dir=args.model_dir, device=args.device)
+    model = ckpt.to_model(encoder)
+    for prompt, score in zip(
+        args.prompts, model.score(args.prompts, EmbeddingCache(args.cache_dir)), strict=True
+    ):
+        flag = "stereotypical" if score < ckpt.threshold else "ok"
+        print(f"{score:.4f}\t{flag}\t{prompt}")
+
+
+def _export(args) -> None:
+    ckpt = checkpoints.load(args.checkpoint)
+    encoder = load_encoder(ckpt.encoder.name, model_dir=args.model_dir, device=args.device)
+    print(checkpoints.export_seed_pth(ckpt, args.out, encoder))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    commands = {"train": _train, "score": _score, "export-seed": _export}
+    try:
+        commands[args.command](args)
+    except (EncoderError, CheckpointError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,269 @@
+"""The checkpoint format, and the seed's ``.pth`` export and import.
+
+A native checkpoint is a directory of two files:
+
+* ``head.safetensors``: ``fc.weight`` ``[1, dim]`` and ``fc.bias`` ``[1]``, float32;
+* ``manifest.json``: ``format`` (``"stereorank-checkpoint"``), ``format_version``
+  (1), ``head_file`` and ``head_sha256`` (SHA-256 of the head file), ``encoder``
+  (the ``EncoderIdentity``), ``hyperparameters``, ``data_hash``, ``metrics``,
+  ``threshold``, ``library_version`` and ``extra``. NaN metrics are written as
+  ``null``.
+
+``save`` writes into a temporary directory beside the target and renames it into
+place, so a checkpoint is either complete or absent; it never overwrites.
+``load`` verifies the manifest, the head's hash and shapes, and, given an
+encoder, that its identity matches (``EncoderMismatch`` otherwise).
+
+The seed format is one ``torch.save``-d state dict: ``embedding_model.*`` (the
+SentenceTransformer's own state dict) plus ``fc.weight`` and ``fc.bias``, as the
+model card's ``RewardModel`` has them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+from torch import Tensor
+
+from training.ml import __version__
+from training.ml.calibration import SEED_THRESHOLD
+from training.ml.encoders import Encoder, EncoderIdentity, EncoderMismatch, load_encoder
+from training.ml.model import RewardModel
+
+FORMAT = "stereorank-checkpoint"
+FORMAT_VERSION = 1
+HEAD_FILE = "head.safetensors"
+MANIFEST_FILE = "manifest.json"
+HEAD_KEYS = ("fc.weight", "fc.bias")
+SEED_PREFIX = "embedding_model."
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is missing, corrupt, or not in this format."""
+
+
+@dataclass
+class Checkpoint:
+    head: dict[str, Tensor]
+    encoder: EncoderIdentity
+    hyperparameters: dict
+    data_hash: str
+    metrics: dict
+    threshold: float
+    library_version: str = __version__
+    extra: dict = field(default_factory=dict)
+
+    def to_model(self, encoder: Encoder) -> RewardModel:
+        """A ``RewardModel`` in eval mode with this head; refuses another encoder."""
+        self.encoder.check_matches(encoder.identity)
+        dropout = float(self.hyperparameters.get("dropout", 0.1))
+        model = RewardModel(encoder, dropout=dropout)
+        model.load_state_dict(self.head)
+        return model.eval()
+
+    @classmethod
+    def from_model(
+        cls,
+        model: RewardModel,
+        *,
+        hyperparameters: dict,
+        data_hash: str,
+        metrics: dict | None = None,
+        threshold: float = SEED_THRESHOLD,
+        extra: dict | None = None,
+    ) -> Checkpoint:
+        head = {
+            k: v.detach().to("cpu", torch.float32).contiguous()
+            for k, v in model.state_dict().items()
+        }
+        return cls(
+            head=head,
+            encoder=model.encoder.identity,
+            hyperparameters=dict(hyperparameters),
+            data_hash=data_hash,
+            metrics=dict(metrics or {}),
+            threshold=float(threshold),
+            extra=dict(extra or {}),
+        )
+
+
+def _json_safe(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _check_head(head: dict[str, Tensor], identity: EncoderIdentity, where: str) -> None:
+    if set(head) != set(HEAD_KEYS):
+        raise CheckpointError(f"{where}: head has keys {sorted(head)}, expected {list(HEAD_KEYS)}")
+    if tuple(head["fc.weight"].shape) != (1, identity.dim) or tuple(head["fc.bias"].shape) != (1,):
+        raise CheckpointError(
+            f"{where}: head shapes {tuple(head['fc.weight'].shape)}, "
+            f"{tuple(head['fc.bias'].shape)} do not fit encoder dim {identity.dim}"
+        )
+
+
+def save(checkpoint: Checkpoint, directory: Path) -> Path:
+    """Write ``checkpoint`` to the new directory ``directory``, atomically."""
+    directory = Path(directory)
+    if directory.exists():
+        raise CheckpointError(f"{directory} already exists; checkpoints are never overwritten")
+    _check_head(checkpoint.head, checkpoint.encoder, "save")
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+    try:
+        head_path = tmp / HEAD_FILE
+        save_file({k: v.contiguous() for k, v in checkpoint.head.items()}, str(head_path))
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "head_file": HEAD_FILE,
+            "head_sha256": _sha256(head_path),
+            "encoder": checkpoint.encoder.to_dict(),
+            "hyperparameters": checkpoint.hyperparameters,
+            "data_hash": checkpoint.data_hash,
+            "metrics": checkpoint.metrics,
+            "threshold": checkpoint.threshold,
+            "library_version": checkpoint.library_version,
+            "extra": checkpoint.extra,
+        }
+        text = json.dumps(_json_safe(manifest), indent=2, sort_keys=True, allow_nan=False)
+        (tmp / MANIFEST_FILE).write_text(text + "\n")
+        try:
+            os.rename(tmp, directory)
+        except OSError as exc:
+            raise CheckpointError(f"{directory} appeared while saving: {exc}") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return directory
+
+
+def load(directory: Path, encoder: Encoder | None = None) -> Checkpoint:
+    """Read and verify a checkpoint; with ``encoder``, require a matching identity."""
+    directory = Path(directory)
+    manifest_path = directory / MANIFEST_FILE
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except FileNotFoundError as exc:
+        raise CheckpointError(f"{directory} is not a checkpoint: no {MANIFEST_FILE}") from exc
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"{manifest_path} is not valid JSON: {exc}") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise CheckpointError(f"{manifest_path} is not a {FORMAT} manifest")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(
+            f"{manifest_path}: format_version {manifest.get('format_version')!r} is not "
+            f"{FORMAT_VERSION}"
+        )
+    try:
+        head_path = directory / manifest["head_file"]
+        identity = EncoderIdentity.from_dict(manifest["encoder"])
+        threshold = float(manifest["threshold"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"{manifest_path} is incomplete: {exc}") from exc
+    if not head_path.is_file():
+        raise CheckpointError(f"{directory}: head file {head_path.name} is missing")
+    actual = _sha256(head_path)
+    if actual != manifest.get("head_sha256"):
+        raise CheckpointError(
+            f"{head_path} has SHA-256 {actual}, the manifest says {manifest.get('head_sha256')}"
+        )
+    try:
+        head = load_file(str(head_path))
+    except (SafetensorError, OSError) as exc:
+        raise CheckpointError(f"{head_path} is not a readable safetensors file: {exc}") from exc
+    _check_head(head, identity, str(directory))
+    checkpoint = Checkpoint(
+        head=head,
+        encoder=identity,
+        hyperparameters=manifest.get("hyperparameters") or {},
+        data_hash=str(manifest.get("data_hash", "")),
+        metrics=manifest.get("metrics") or {},
+        threshold=threshold,
+        library_version=str(manifest.get("library_version", "")),
+        extra=manifest.get("extra") or {},
+    )
+    if encoder is not None:
+        identity.check_matches(encoder.identity)
+    return checkpoint
+
+
+def export_seed_pth(checkpoint: Checkpoint, path: Path, encoder: Encoder | None = None) -> Path:
+    """Write the seed's state dict (``embedding_model.*`` + head) to ``path``, atomically."""
+    encoder = encoder or load_encoder(checkpoint.encoder.name)
+    checkpoint.encoder.check_matches(encoder.identity)
+    state = {SEED_PREFIX + k: v.detach().cpu() for k, v in encoder.model.state_dict().items()}
+    state.update({k: checkpoint.head[k].detach().cpu() for k in HEAD_KEYS})
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def import_seed_pth(path: Path, encoder: Encoder) -> Checkpoint:
+    """A checkpoint from a seed ``.pth``, after checking its encoder weights are ``encoder``'s."""
+    path = Path(path)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError as exc:
+        raise CheckpointError(f"{path} does not exist") from exc
+    except Exception as exc:  # noqa: BLE001 - torch raises many kinds for a bad file
+        raise CheckpointError(f"{path} is not a readable state dict: {exc}") from exc
+    if not isinstance(state, dict) or not all(k in state for k in HEAD_KEYS):
+        raise CheckpointError(f"{path} has no fc.weight / fc.bias: not a seed reward model")
+    theirs = {k[len(SEED_PREFIX) :]: v for k, v in state.items() if k.startswith(SEED_PREFIX)}
+    ours = encoder.model.state_dict()
+    if not theirs:
+        raise EncoderMismatch(f"{path} holds no embedding_model.* weights to check")
+    missing, extra = sorted(set(ours) - set(theirs)), sorted(set(theirs) - set(ours))
+    if missing or extra:
+        raise EncoderMismatch(
+            f"{path} was saved with another encoder than {encoder.identity.name!r}: "
+            f"{len(missing)} key(s) missing (e.g. {missing[:2]}), {len(extra)} unexpected "
+            f"(e.g. {extra[:2]})"
+        )
+    differing = [
+        k
+        for k, v in ours.items()
+        if theirs[k].shape != v.shape or not torch.equal(theirs[k].to(v.dtype), v.cpu())
+    ]
+    if differing:
+        raise EncoderMismatch(
+            f"{path}: {len(differing)} encoder tensor(s) differ from {encoder.identity.name!r} "
+            f"(e.g. {differing[:3]}); the file was trained on other encoder weights"
+        )
+    head = {k: state[k].to(torch.float32).contiguous() for k in HEAD_KEYS}
+    _check_head(head, encoder.identity, str(path))
+    return Checkpoint(
+        head=head,
+        encoder=encoder.identity,
+        hyperparameters={},
+        data_hash="",
+        metrics={},
+        threshold=SEED_THRESHOLD,
+        extra={"imported_from": path.name, "source_sha256": _sha256(path)},
+    )

@@ -1,0 +1,175 @@
+"""Ranking metrics, group bootstrap intervals and the paired comparison.
+
+* ``spearman``: Pearson correlation of average ranks (ties share their mean
+  rank), i.e. ``scipy.stats.spearmanr``; NaN when either side is constant.
+* ``kendall_tau``: Kendall's tau-b.
+* ``pairwise_accuracy``: over all pairs with different labels, the share the
+  prediction orders the same way; a tied prediction counts one half.
+  ``(C + T_p / 2) / n_d`` with C concordant pairs, T_p prediction ties, n_d
+  pairs with distinct labels; computed from tau-b's counts in O(n log n).
+* Bootstrap: resample whole groups (an original prompt with its paraphrases)
+  with replacement, ``n_boot`` times; the 95% interval is the 2.5th and 97.5th
+  percentile of the statistic (NaN draws dropped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy import stats
+
+
+def _arrays(pred, target) -> tuple[np.ndarray, np.ndarray]:
+    p = np.asarray(pred, dtype=np.float64).ravel()
+    t = np.asarray(target, dtype=np.float64).ravel()
+    if p.shape != t.shape:
+        raise ValueError(f"pred has {p.size} items, target {t.size}")
+    return p, t
+
+
+def _pearson(a: np.ndarray, b: np.ndarray) -> float:
+    a = a - a.mean()
+    b = b - b.mean()
+    denom = np.sqrt((a * a).sum() * (b * b).sum())
+    return float((a * b).sum() / denom) if denom > 0 else float("nan")
+
+
+def spearman(pred, target) -> float:
+    """Spearman's rho with average ranks for ties (as ``scipy.stats.spearmanr``)."""
+    p, t = _arrays(pred, target)
+    if p.size < 2:
+        return float("nan")
+    return _pearson(stats.rankdata(p), stats.rankdata(t))
+
+
+def kendall_tau(pred, target) -> float:
+    """Kendall's tau-b."""
+    p, t = _arrays(pred, target)
+    if p.size < 2:
+        return float("nan")
+    return float(stats.kendalltau(p, t).statistic)
+
+
+def _tied_pairs(*columns: np.ndarray) -> int:
+    _, counts = np.unique(np.stack(columns, axis=1), axis=0, return_counts=True)
+    return int((counts * (counts - 1) // 2).sum())
+
+
+def pairwise_accuracy(pred, target) -> float:
+    """Share of distinct-label pairs ordered as the labels; prediction ties count 0.5."""
+    p, t = _arrays(pred, target)
+    n0 = p.size * (p.size - 1) // 2
+    n_target_ties, n_pred_ties = _tied_pairs(t), _tied_pairs(p)
+    n_distinct = n0 - n_target_ties
+    if n_distinct == 0:
+        return float("nan")
+    pred_ties = n_pred_ties - _tied_pairs(p, t)  # prediction ties among distinct-label pairs
+    if n0 - n_pred_ties == 0:
+        c_minus_d = 0.0
+    else:
+        tau_b = stats.kendalltau(p, t).statistic
+        c_minus_d = tau_b * np.sqrt(float(n0 - n_target_ties) * float(n0 - n_pred_ties))
+    concordant = (c_minus_d + n_distinct - pred_ties) / 2
+    return float((concordant + 0.5 * pred_ties) / n_distinct)
+
+
+def per_occupation_spearman(pred, target, occupations: Sequence[str]) -> dict[str, float]:
+    """Spearman's rho within each occupation's items."""
+    p, t = _arrays(pred, target)
+    occ = np.asarray(occupations)
+    return {str(o): spearman(p[occ == o], t[occ == o]) for o in sorted(set(occ.tolist()))}
+
+
+def _mean_occupation_spearman(p, t, occ) -> float:
+    values = [v for v in per_occupation_spearman(p, t, occ).values() if not np.isnan(v)]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def _group_resamples(groups: Sequence[str], n_boot: int, seed: int) -> list[np.ndarray]:
+    """``n_boot`` index arrays, each a resample of whole groups with replacement."""
+    g = np.asarray(groups)
+    names, inverse = np.unique(g, return_inverse=True)
+    members = [np.flatnonzero(inverse == i) for i in range(len(names))]
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(names), size=(n_boot, len(names)))
+    return [np.concatenate([members[j] for j in row]) for row in draws]
+
+
+def _ci(values: Sequence[float]) -> list[float] | None:
+    v = np.asarray(values, dtype=np.float64)
+    v = v[~np.isnan(v)]
+    if v.size == 0:
+        return None
+    lo, hi = np.percentile(v, [2.5, 97.5])
+    return [float(lo), float(hi)]
+
+
+def evaluate(
+    pred,
+    target,
+    groups: Sequence[str],
+    occupations: Sequence[str],
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict:
+    """All metrics, each with a 95% group-bootstrap interval (``None`` if ``n_boot=0``)."""
+    p, t = _arrays(pred, target)
+    occ = np.asarray(occupations)
+    if len(groups) != p.size or occ.size != p.size:
+        raise ValueError("pred, target, groups and occupations must have one entry per item")
+    statistics: dict[str, Callable] = {
+        "spearman": lambda i: spearman(p[i], t[i]),
+        "mean_occupation_spearman": lambda i: _mean_occupation_spearman(p[i], t[i], occ[i]),
+        "kendall_tau": lambda i: kendall_tau(p[i], t[i]),
+        "pairwise_accuracy": lambda i: pairwise_accuracy(p[i], t[i]),
+    }
+    everything = np.arange(p.size)
+    resamples = _group_resamples(groups, n_boot, seed) if n_boot > 0 else []
+    out: dict = {}
+    for name, fn in statistics.items():
+        out[name] = fn(everything)
+        out[f"{name}_ci"] = _ci([fn(i) for i in resamples]) if resamples else None
+    out["per_occupation"] = per_occupation_spearman(p, t, occ)
+    out["n_items"] = int(p.size)
+    out["n_groups"] = len(set(groups))
+    out["n_boot"] = n_boot
+    return out
+
+
+def paired_comparison(
+    pred_a, pred_b, target, groups: Sequence[str], *, n_boot: int = 1000, seed: int = 0
+) -> dict:
+    """Is A's Spearman higher than B's on the same items? Paired group bootstrap.
+
+    ``diff = rho_a - rho_b``; each draw resamples groups once and scores both on
+    it. ``p_value`` is two-sided: ``2 * min(P(diff* <= 0), P(diff* >= 0))`` with
+    the usual ``(k + 1) / (n + 1)`` correction, capped at 1.
+    """
+    a, t = _arrays(pred_a, target)
+    b, _ = _arrays(pred_b, target)
+    if len(groups) != t.size:
+        raise ValueError("groups must have one entry per item")
+    rho_a, rho_b = spearman(a, t), spearman(b, t)
+    diffs = np.array(
+        [
+            spearman(a[i], t[i]) - spearman(b[i], t[i])
+            for i in _group_resamples(groups, n_boot, seed)
+        ]
+    )
+    diffs = diffs[~np.isnan(diffs)]
+    if diffs.size:
+        tail = min((diffs <= 0).sum(), (diffs >= 0).sum())
+        p_value = float(min(1.0, 2 * (tail + 1) / (diffs.size + 1)))
+    else:
+        p_value = float("nan")
+    return {
+        "rho_a": rho_a,
+        "rho_b": rho_b,
+        "diff": rho_a - rho_b,
+        "ci": _ci(diffs),
+        "p_value": p_value,
+        "n_items": int(t.size),
+        "n_boot": n_boot,
+    }
