@@ -100,6 +100,23 @@ def test_cache_separates_encoders(tmp_path):
     assert (a.encode_calls, b.encode_calls) == (1, 1)
 
 
+def test_compact_merges_shards_and_keeps_every_row(tmp_path):
+    enc = FakeEncoder()
+    cache = EmbeddingCache(tmp_path)
+    for i in range(5):
+        cache.embed(enc, [f"t{i}", f"t{i + 1}"])
+    shard_dir = tmp_path / enc.identity.key
+    assert len(list(shard_dir.glob("*.npz"))) == 5
+    assert cache.compact(enc.identity) == 6
+    assert len(list(shard_dir.glob("*.npz"))) == 1
+    fresh, calls = EmbeddingCache(tmp_path), enc.encode_calls
+    rows = fresh.embed(enc, [f"t{i}" for i in range(6)])
+    assert enc.encode_calls == calls
+    np.testing.assert_array_equal(rows, np.stack([enc.vector(f"t{i}") for i in range(6)]))
+    cache.embed(enc, ["t0", "new"])  # the compacting instance keeps working
+    assert enc.encode_calls == calls + 1
+
+
 WRITER = textwrap.dedent(
     """
     import sys

@@ -399,7 +399,7 @@ class EmbeddingCache:
 
     Layout: ``<root>/<identity.key>/identity.json`` and ``<uuid>.npz`` shards,
     each holding ``keys`` (``[n, 32]`` uint8 digests) and ``vectors``
-    (``[n, dim]`` float32). Shards are only ever added, whole.
+    (``[n, dim]`` float32). Shards are added whole; only ``compact`` removes any.
     """
 
     def __init__(self, root: Path | None = None) -> None:
@@ -430,8 +430,11 @@ class EmbeddingCache:
         for shard in sorted(self._dir(identity).glob("*.npz")):
             if shard.name in seen:
                 continue
-            with np.load(shard) as data:
-                keys, vectors = data["keys"], data["vectors"]
+            try:
+                with np.load(shard) as data:
+                    keys, vectors = data["keys"], data["vectors"]
+            except FileNotFoundError:  # merged away by compact(); its rows are in a new shard
+                continue
             if vectors.shape[1:] != (identity.dim,):
                 raise EncoderMismatch(f"cache shard {shard} has dim {vectors.shape[1:]}")
             for k, v in zip(keys, vectors, strict=True):
@@ -448,6 +451,22 @@ class EmbeddingCache:
             np.savez(f, keys=key_arr, vectors=vectors.astype(np.float32))
         os.replace(tmp, d / name)
         self._seen[identity.key].add(name)
+
+    def compact(self, identity: EncoderIdentity) -> int:
+        """Merge this encoder's shards into one (many small ones slow the first lookup).
+
+        The merged shard is in place before the old ones go, so a concurrent
+        reader at worst re-encodes a few texts. Returns the number of rows kept.
+        """
+        index = self._refresh(identity)
+        old = sorted(self._seen[identity.key])
+        if len(old) > 1:
+            self._write_shard(identity, list(index), np.stack(list(index.values())))
+            d = self._dir(identity)
+            for name in old:
+                (d / name).unlink(missing_ok=True)
+                self._seen[identity.key].discard(name)
+        return len(index)
 
     def embed(self, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
         """Rows for ``texts`` in order; each distinct missing text encoded once, in one call."""
