@@ -140,6 +140,28 @@ def test_seed_pth_round_trip_with_the_model_cards_code(trained, minilm, tmp_path
         assert torch.equal(back.head[k], trained.head[k])
 
 
+def test_import_accepts_the_published_files_older_key_names(trained, minilm, tmp_path):
+    pth = checkpoints.export_seed_pth(trained, tmp_path / "reward.pth", minilm)
+    legacy = {
+        k.replace("embedding_model.0.model.", "embedding_model.0.auto_model."): v
+        for k, v in torch.load(pth).items()
+    }
+    assert any(".auto_model." in k for k in legacy)
+    buffers = dict(minilm.model.named_buffers())
+    legacy["embedding_model.0.auto_model.embeddings.position_ids"] = buffers[
+        "0.model.embeddings.position_ids"
+    ]
+    torch.save(legacy, tmp_path / "legacy.pth")
+    back = checkpoints.import_seed_pth(tmp_path / "legacy.pth", minilm)
+    assert torch.equal(back.head["fc.weight"], trained.head["fc.weight"])
+    legacy["embedding_model.0.auto_model.embeddings.position_ids"] = (
+        buffers["0.model.embeddings.position_ids"] + 1
+    )
+    torch.save(legacy, tmp_path / "legacy-bad.pth")
+    with pytest.raises(EncoderMismatch, match="position_ids"):
+        checkpoints.import_seed_pth(tmp_path / "legacy-bad.pth", minilm)
+
+
 def test_import_refuses_other_encoder_weights(trained, minilm, tmp_path):
     pth = checkpoints.export_seed_pth(trained, tmp_path / "reward.pth", minilm)
     state = torch.load(pth)

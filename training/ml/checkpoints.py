@@ -16,7 +16,11 @@ encoder, that its identity matches (``EncoderMismatch`` otherwise).
 
 The seed format is one ``torch.save``-d state dict: ``embedding_model.*`` (the
 SentenceTransformer's own state dict) plus ``fc.weight`` and ``fc.bias``, as the
-model card's ``RewardModel`` has them.
+model card's ``RewardModel`` has them. Export writes the key names of the
+installed sentence-transformers (``embedding_model.0.model.*`` since 6.0);
+import also accepts the older ``embedding_model.0.auto_model.*`` names (as in
+the published ``reward_model_listwise_3.0_main.pth``) and the buffers older
+transformers saved (``position_ids``), checking each against the encoder.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -224,6 +229,11 @@ def export_seed_pth(checkpoint: Checkpoint, path: Path, encoder: Encoder | None 
     return path
 
 
+def _canonical(key: str) -> str:
+    """sentence-transformers < 6 named the Transformer module's model ``auto_model``."""
+    return re.sub(r"^(\d+)\.auto_model\.", r"\1.model.", key)
+
+
 def import_seed_pth(path: Path, encoder: Encoder) -> Checkpoint:
     """A checkpoint from a seed ``.pth``, after checking its encoder weights are ``encoder``'s."""
     path = Path(path)
@@ -235,10 +245,15 @@ def import_seed_pth(path: Path, encoder: Encoder) -> Checkpoint:
         raise CheckpointError(f"{path} is not a readable state dict: {exc}") from exc
     if not isinstance(state, dict) or not all(k in state for k in HEAD_KEYS):
         raise CheckpointError(f"{path} has no fc.weight / fc.bias: not a seed reward model")
-    theirs = {k[len(SEED_PREFIX) :]: v for k, v in state.items() if k.startswith(SEED_PREFIX)}
-    ours = encoder.model.state_dict()
+    theirs = {
+        _canonical(k[len(SEED_PREFIX) :]): v for k, v in state.items() if k.startswith(SEED_PREFIX)
+    }
     if not theirs:
         raise EncoderMismatch(f"{path} holds no embedding_model.* weights to check")
+    ours = {_canonical(k): v for k, v in encoder.model.state_dict().items()}
+    buffers = {_canonical(k): v for k, v in encoder.model.named_buffers()}
+    # buffers older transformers saved (position_ids, token_type_ids) are checked too
+    ours.update({k: buffers[k] for k in theirs if k not in ours and k in buffers})
     missing, extra = sorted(set(ours) - set(theirs)), sorted(set(theirs) - set(ours))
     if missing or extra:
         raise EncoderMismatch(
