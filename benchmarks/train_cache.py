@@ -121,6 +121,8 @@ def main() -> int:
         "--seed-epochs", type=int, default=None, help="epochs to measure (a) for (default: all)"
     )
     parser.add_argument("--score-texts", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3, help="scoring repeats (best kept)")
+    parser.add_argument("--skip-training", action="store_true", help="scoring figures only")
     args = parser.parse_args()
     names = ["minilm", "mpnet"] if args.encoder == "both" else [args.encoder]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU")
@@ -133,10 +135,11 @@ def main() -> int:
             continue
         examples = synthetic_examples(n_occupations=40, prompts_per_type=per_type, variants=9)
         print(f"{name} ({encoder_name}, {len(examples)} texts)")
-        bench_training(encoder, examples, args.epochs, args.seed_epochs or args.epochs)
+        if not args.skip_training:
+            bench_training(encoder, examples, args.epochs, args.seed_epochs or args.epochs)
         model = train(examples[:200], encoder, TrainConfig(epochs=1, n_boot=0)).model
         texts = [e.text for e in examples[: args.score_texts]]
-        bench_scoring(encoder, model, texts)
+        bench_scoring(encoder, model, texts, repeats=args.repeats)
     return 0
 
 
