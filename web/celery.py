@@ -1,0 +1,26 @@
+"""The one Celery app. Queues: ``default`` (augmentation, bookkeeping) and
+``gpu`` (embedding and training); tasks are routed by name in ``task_routes``."""
+
+import os
+
+from celery import Celery
+from kombu import Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "web.settings")
+
+app = Celery("stereorank")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.update(
+    task_queues=[Queue("default"), Queue("gpu")],
+    task_default_queue="default",
+    task_routes={"training.tasks.train_run": {"queue": "gpu"}},
+    # Long work: acknowledge after the task ran, so a killed worker's task is
+    # delivered again; take one message at a time.
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    task_track_started=True,
+    broker_connection_retry_on_startup=True,
+    worker_hijack_root_logger=False,
+)
+app.autodiscover_tasks()

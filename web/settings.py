@@ -1,0 +1,221 @@
+"""Django settings for stereorank, read from the environment.
+
+Two modes:
+- embedded (the default when DATABASE_URL is unset): SQLite under ``var/``, a
+  filesystem Celery broker that needs no server, DEBUG on. This is what the
+  README's run command uses.
+- production: DATABASE_URL (PostgreSQL), REDIS_URL or CELERY_BROKER_URL,
+  DJANGO_SECRET_KEY and DJANGO_ALLOWED_HOSTS from the environment, DEBUG off.
+"""
+
+from datetime import timedelta
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+
+DATABASE_URL = env.str("DATABASE_URL", default="")
+EMBEDDED = env.bool("STEREORANK_EMBEDDED", default=not DATABASE_URL)
+VAR_DIR = Path(env.str("STEREORANK_VAR_DIR", default=str(BASE_DIR / "var")))
+
+DEBUG = env.bool("DJANGO_DEBUG", default=EMBEDDED)
+if EMBEDDED:
+    SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="embedded-insecure-key-for-local-use-only")
+else:
+    SECRET_KEY = env.str("DJANGO_SECRET_KEY")
+ALLOWED_HOSTS = env.list(
+    "DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"] if EMBEDDED else []
+)
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "django_celery_beat",
+    "annotation",
+    "training",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "web.urls"
+WSGI_APPLICATION = "web.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "web" / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+if DATABASE_URL:
+    DATABASES = {"default": env.db_url("DATABASE_URL")}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "db.sqlite3",
+            # Wait for a writer instead of failing with "database is locked".
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+        }
+    }
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=0))
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+MEDIA_URL = "media/"
+MEDIA_ROOT = Path(env.str("STEREORANK_MEDIA_ROOT", default=str(VAR_DIR / "media")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+# Item images are served by Django itself (no separate server), see web/urls.py.
+SERVE_MEDIA = env.bool("STEREORANK_SERVE_MEDIA", default=True)
+
+LOGIN_URL = "portal:login"
+LOGIN_REDIRECT_URL = "portal:home"
+LOGOUT_REDIRECT_URL = "portal:login"
+
+# Security: on by default outside the embedded mode (`manage.py check --deploy`).
+if not DEBUG:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=60 * 60 * 24 * 365)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+    "DEFAULT_THROTTLE_RATES": {
+        "auth": env.str("STEREORANK_THROTTLE_AUTH", default="30/min"),
+        "submit": env.str("STEREORANK_THROTTLE_SUBMIT", default="120/min"),
+    },
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "stereorank API",
+    "DESCRIPTION": "Ranking tasks, rankings, exports and the reward-model registry.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# Throttle counters: Redis when there is one, else local memory.
+REDIS_URL = env.str("REDIS_URL", default="")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+
+# Celery: Redis in production, a filesystem broker in the embedded mode.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://")
+CELERY_RESULT_BACKEND = env.str(
+    "CELERY_RESULT_BACKEND",
+    default=REDIS_URL or f"file://{(VAR_DIR / 'celery' / 'results').as_posix()}",
+)
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {
+        "data_folder_in": str(VAR_DIR / "celery" / "queue"),
+        "data_folder_out": str(VAR_DIR / "celery" / "queue"),
+        "processed_folder": str(VAR_DIR / "celery" / "processed"),
+        "store_processed": False,
+    }
+    if CELERY_BROKER_URL.startswith("filesystem")
+    else {
+        # Longer than the longest training run, so a long task is not re-delivered
+        # to a second worker while the first is still on it.
+        "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=6 * 60 * 60),
+    }
+)
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+
+# The annotation study.
+STEREORANK = {
+    "TASK_SIZE": env.int("STEREORANK_TASK_SIZE", default=6),
+    "TASK_OVERLAP": env.int("STEREORANK_TASK_OVERLAP", default=1),
+    "ANNOTATOR_QUOTA": env.int("STEREORANK_ANNOTATOR_QUOTA", default=20),
+    "RESERVATION": timedelta(minutes=env.int("STEREORANK_RESERVATION_MINUTES", default=30)),
+    # Secret that turns user ids into stable pseudonyms in exports.
+    "PSEUDONYM_KEY": env.str("STEREORANK_PSEUDONYM_KEY", default=SECRET_KEY),
+}
+
+# The reward model side.
+TRAINING = {
+    "MODEL_DIR": Path(env.str("STEREORANK_MODEL_DIR", default=str(VAR_DIR / "models"))),
+    "EMBEDDING_CACHE": Path(
+        env.str("STEREORANK_EMBEDDING_CACHE", default=str(VAR_DIR / "embeddings"))
+    ),
+    "CHECKPOINT_DIR": Path(
+        env.str("STEREORANK_CHECKPOINT_DIR", default=str(VAR_DIR / "checkpoints"))
+    ),
+    "DEFAULT_ENCODER": env.str(
+        "STEREORANK_ENCODER", default="sentence-transformers/all-mpnet-base-v2"
+    ),
+    "DEVICE": env.str("STEREORANK_DEVICE", default="auto"),
+    "PARAPHRASE_BACKEND": env.str("STEREORANK_PARAPHRASE_BACKEND", default="offline"),
+    "OPENAI_BASE_URL": env.str("OPENAI_BASE_URL", default="https://api.openai.com/v1"),
+    "OPENAI_API_KEY": env.str("OPENAI_API_KEY", default=""),
+    "OPENAI_MODEL": env.str("OPENAI_MODEL", default="gpt-4o"),
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+}

@@ -1,0 +1,18 @@
+from django.conf import settings
+from django.contrib import admin
+from django.urls import path, re_path
+from django.views.static import serve
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+]
+
+if settings.SERVE_MEDIA:
+    # Item images live on local disk (or a shared volume); Django serves them so
+    # the platform needs no separate file server.
+    urlpatterns += [
+        re_path(r"^media/(?P<path>.*)$", serve, {"document_root": settings.MEDIA_ROOT}),
+    ]
