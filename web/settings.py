@@ -79,6 +79,7 @@ TEMPLATES = [
 if DATABASE_URL:
     DATABASES = {"default": env.db_url("DATABASE_URL")}
 else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
