@@ -89,6 +89,9 @@ def _occupations() -> dict[str, Occupation]:
 def validate(manifest: Path) -> list[Row]:
     """Check every row; raise ManifestError listing all bad rows."""
     occupations = _occupations()
+    # (occupation id, prompt text) -> prompt type, from the database and earlier rows:
+    # one text cannot be two prompt types (Prompt is unique by occupation and text).
+    known_types = {(p.occupation_id, p.text): p.prompt_type for p in Prompt.objects.all()}
     errors, rows = [], []
     for number, raw, problem in read_rows(manifest):
         where = f"row {number}"
@@ -129,11 +132,16 @@ def validate(manifest: Path) -> list[Row]:
                     img.verify()
             except (UnidentifiedImageError, OSError, SyntaxError):
                 row_errors.append(f"unreadable image {path}")
+        text = str(raw["prompt"]).strip()
+        if occupation is not None and prompt_type in PromptType.values:
+            seen = known_types.setdefault((occupation.pk, text), prompt_type)
+            if seen != prompt_type:
+                row_errors.append(f"prompt text is already a {seen} prompt, not {prompt_type}")
         if row_errors:
             errors.extend(f"{where}: {e}" for e in row_errors)
             continue
         rows.append(
-            Row(number, str(raw["prompt"]).strip(), occupation, prompt_type, path, data,
+            Row(number, text, occupation, prompt_type, path, data,
                 hashlib.sha256(data).hexdigest(), generator)
         )
     if errors:
@@ -143,12 +151,7 @@ def validate(manifest: Path) -> list[Row]:
 
 def _prompt_for(row: Row) -> Prompt:
     existing = Prompt.objects.filter(occupation=row.occupation, text=row.prompt).first()
-    if existing:
-        if existing.prompt_type != row.prompt_type:
-            raise ManifestError([
-                f"row {row.number}: prompt text already exists as {existing.prompt_type}, "
-                f"not {row.prompt_type}"
-            ])
+    if existing:  # validate() made sure its type matches
         return existing
     original = Prompt.objects.filter(
         occupation=row.occupation, prompt_type=row.prompt_type, origin__isnull=True

@@ -23,5 +23,5 @@ def placeholder_png(prompt: str, prompt_type: str, variant: int) -> bytes:
         y += 26
     draw.text((16, SIZE - 28), f"variant {variant}", fill="#555555", font=small)
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", optimize=False)
+    image.save(buffer, format="PNG", compress_level=1)  # fast; flat cards compress well anyway
     return buffer.getvalue()

@@ -41,3 +41,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if ON_CI:
             pytest.fail(f"CI requires the real services: {reason}", pytrace=False)
         pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Accounts are made in many tests; a slow hasher buys nothing there."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -142,6 +142,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
+    # `?format=` selects an export's format, not a DRF renderer.
+    "URL_FORMAT_OVERRIDE": None,
     "DEFAULT_THROTTLE_RATES": {
         "auth": env.str("STEREORANK_THROTTLE_AUTH", default="30/min"),
         "submit": env.str("STEREORANK_THROTTLE_SUBMIT", default="120/min"),

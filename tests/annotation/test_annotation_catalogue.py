@@ -140,10 +140,12 @@ def test_import_items_reports_each_bad_row_and_imports_nothing(tmp_path, media, 
         {"prompt": "x", "occupation": "nurse", "prompt_type": "diverse", "image": "gone.png"},
         {"prompt": "x", "occupation": "nurse", "prompt_type": "diverse", "image": "broken.png"},
         {"occupation": "nurse", "prompt_type": "diverse", "image": "ok.png"},
+        {"prompt": "Generate an image of a nurse", "occupation": "nurse",
+         "prompt_type": "diverse", "image": "ok.png"},
     ]
     manifest = _jsonl(tmp_path / "m.jsonl", rows)
     err = io.StringIO()
-    with pytest.raises(CommandError, match="5 problem"):
+    with pytest.raises(CommandError, match="6 problem"):
         call_command("import_items", str(manifest), stdout=io.StringIO(), stderr=err)
     text = err.getvalue()
     assert "row 2: unknown occupation 'astronaut'" in text
@@ -151,6 +153,7 @@ def test_import_items_reports_each_bad_row_and_imports_nothing(tmp_path, media, 
     assert "row 4: missing image file" in text
     assert "row 5: unreadable image" in text
     assert "row 6: missing prompt" in text
+    assert "row 7: prompt text is already a neutral prompt, not diverse" in text
     assert "row 1" not in text
     assert Item.objects.count() == 0
     assert Prompt.objects.count() == 120

@@ -1,0 +1,171 @@
+"""DRF views: thin, they call annotation.services and annotation.exports."""
+
+import csv
+import io
+import json
+
+from django.core.exceptions import ValidationError
+from django.http import StreamingHttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.permissions import IsAdminUser
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from . import services
+from .exports import pair_rows, ranking_rows
+from .models import Item
+
+
+class TokenView(ObtainAuthToken):
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "auth"
+
+
+class ItemSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    prompt = serializers.CharField(source="prompt.text")
+    image_url = serializers.SerializerMethodField()
+
+    def get_image_url(self, item: Item) -> str:
+        return self.context["request"].build_absolute_uri(item.image.url)
+
+
+class TaskSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="task.id")
+    occupation = serializers.CharField(source="task.occupation.name")
+    items = serializers.SerializerMethodField()
+    reserved_until = serializers.DateTimeField()
+
+    def get_items(self, assignment) -> list[dict]:
+        items = Item.objects.select_related("prompt").in_bulk(assignment.shown_order)
+        ordered = [items[i] for i in assignment.shown_order]
+        return ItemSerializer(ordered, many=True, context=self.context).data
+
+
+class RankingInSerializer(serializers.Serializer):
+    order = serializers.JSONField(help_text="Item ids, most to least stereotypical.")
+    seconds_spent = serializers.FloatField(required=False, allow_null=True, min_value=0)
+
+
+class RankingOutSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    task = serializers.IntegerField(source="task_id")
+    order = serializers.JSONField()
+    shown_order = serializers.JSONField()
+    created_at = serializers.DateTimeField()
+
+
+def _error(error: Exception) -> Response:
+    if isinstance(error, ValidationError):
+        return Response({"detail": " ".join(error.messages)}, status=400)
+    return Response({"detail": error.message}, status=error.status)
+
+
+class NextTaskView(APIView):
+    @extend_schema(request=None, responses={200: TaskSerializer, 204: None})
+    def post(self, request):
+        profile = services.get_profile(request.user)
+        try:
+            assignment = services.next_task(profile)
+        except services.AssignmentError as error:
+            return _error(error)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(TaskSerializer(assignment, context={"request": request}).data)
+
+
+class SubmitRankingView(APIView):
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "submit"
+
+    @extend_schema(request=RankingInSerializer, responses={201: RankingOutSerializer,
+                                                           200: RankingOutSerializer})
+    def post(self, request, task_id: int):
+        data = RankingInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        profile = services.get_profile(request.user)
+        try:
+            ranking, created = services.submit_ranking(
+                profile, task_id, data.validated_data["order"],
+                data.validated_data.get("seconds_spent"),
+            )
+        except (ValidationError, services.AssignmentError) as error:
+            return _error(error)
+        return Response(RankingOutSerializer(ranking).data, status=201 if created else 200)
+
+
+class MeView(APIView):
+    @extend_schema(responses=inline_serializer("Me", {
+        "username": serializers.CharField(), "consent": serializers.BooleanField(),
+        "demographics": serializers.DictField(), "progress": serializers.DictField()}))
+    def get(self, request):
+        profile = services.get_profile(request.user)
+        return Response({
+            "username": request.user.username,
+            "consent": services.has_consent(profile),
+            "demographics": profile.demographics,
+            "progress": services.progress(profile),
+        })
+
+
+class ConsentView(APIView):
+    @extend_schema(request=None, responses={201: None})
+    def post(self, request):
+        services.give_consent(services.get_profile(request.user))
+        return Response({"consent": True}, status=201)
+
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request):
+        services.withdraw_consent(services.get_profile(request.user))
+        return Response(status=204)
+
+
+FORMAT = OpenApiParameter("format", str, enum=["jsonl", "csv"])
+SYNTHETIC = OpenApiParameter("include_synthetic", bool)
+
+
+def _jsonl(rows):
+    for row in rows:
+        yield json.dumps(row) + "\n"
+
+
+def _csv(rows):
+    header = None
+    for row in rows:
+        flat = {k: v for k, v in row.items() if k != "demographics"}
+        flat["order"] = json.dumps(flat["order"])
+        flat["shown_order"] = json.dumps(flat["shown_order"])
+        flat.update(row["demographics"])
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(flat))
+        if header is None:
+            header = list(flat)
+            writer.writeheader()
+        writer.writerow(flat)
+        yield buffer.getvalue()
+
+
+class ExportView(APIView):
+    """Staff only: pseudonymous rows with demographics, streamed."""
+
+    permission_classes = [IsAdminUser]
+    rows = staticmethod(ranking_rows)
+    formats = {"jsonl": (_jsonl, "application/jsonl"), "csv": (_csv, "text/csv")}
+
+    @extend_schema(parameters=[FORMAT, SYNTHETIC], responses={200: bytes})
+    def get(self, request):
+        fmt = request.query_params.get("format", "jsonl")
+        if fmt not in self.formats:
+            return Response({"detail": f"Unknown format '{fmt}': use one of "
+                             f"{', '.join(self.formats)}."}, status=400)
+        synthetic = request.query_params.get("include_synthetic", "") in {"1", "true", "yes"}
+        render, content_type = self.formats[fmt]
+        return StreamingHttpResponse(render(self.rows(synthetic)), content_type=content_type)
+
+
+class PairsExportView(ExportView):
+    rows = staticmethod(pair_rows)
+    formats = {"jsonl": ExportView.formats["jsonl"]}

@@ -1,0 +1,57 @@
+"""Pseudonymous exports of rankings, joined with the annotators' demographics."""
+
+import hashlib
+import hmac
+from collections.abc import Iterator
+from itertools import combinations
+
+from django.conf import settings
+
+from .models import DemographicField, Item, Ranking
+
+
+def pseudonym(user_id: int) -> str:
+    """A stable pseudonym: HMAC of the user id with a secret key."""
+    key = settings.STEREORANK["PSEUDONYM_KEY"].encode()
+    return "a-" + hmac.new(key, str(user_id).encode(), hashlib.sha256).hexdigest()[:12]
+
+
+def _rankings(include_synthetic: bool):
+    rankings = Ranking.objects.select_related("annotator", "task__occupation").order_by("id")
+    if not include_synthetic:
+        rankings = rankings.filter(annotator__is_synthetic=False)
+    return rankings
+
+
+def ranking_rows(include_synthetic: bool = False) -> Iterator[dict]:
+    """One row per ranking; demographics as ``demographics`` (one key per field)."""
+    keys = list(DemographicField.objects.values_list("key", flat=True))
+    for ranking in _rankings(include_synthetic).iterator(chunk_size=1000):
+        answers = ranking.annotator.demographics
+        yield {
+            "task": ranking.task_id,
+            "occupation": ranking.task.occupation.name,
+            "annotator": pseudonym(ranking.annotator.user_id),
+            "synthetic": ranking.annotator.is_synthetic,
+            "order": ranking.order,
+            "shown_order": ranking.shown_order,
+            "seconds_spent": ranking.seconds_spent,
+            "created_at": ranking.created_at.isoformat(),
+            "demographics": {key: answers.get(key, "") for key in keys},
+        }
+
+
+def pair_rows(include_synthetic: bool = False) -> Iterator[dict]:
+    """Every ranking as chosen/rejected pairs: chosen is the less stereotypical item."""
+    texts = dict(Item.objects.values_list("id", "prompt__text"))
+    for row in ranking_rows(include_synthetic):
+        for earlier, later in combinations(row["order"], 2):
+            yield {
+                "task": row["task"],
+                "annotator": row["annotator"],
+                "demographics": row["demographics"],
+                "chosen_item": later,
+                "chosen": texts[later],
+                "rejected_item": earlier,
+                "rejected": texts[earlier],
+            }
