@@ -26,14 +26,16 @@ def portal_tasks(db):
 
     def make(n=2, k=3):
         occupation = Occupation.objects.create(name="pilot", slug="pilot")
+        original = Prompt.objects.create(
+            occupation=occupation, prompt_type=PromptType.NEUTRAL, text="a pilot"
+        )
         tasks = []
         for t in range(n):
             task = RankingTask.objects.create(occupation=occupation)
             for i in range(k):
                 prompt = Prompt.objects.create(
-                    occupation=occupation, prompt_type=PromptType.NEUTRAL, text=f"pilot {t} {i}"
-                ) if (t, i) != (0, 0) else Prompt.objects.create(
-                    occupation=occupation, prompt_type=PromptType.NEUTRAL, text="a pilot"
+                    occupation=occupation, prompt_type=PromptType.NEUTRAL, origin=original,
+                    text=f"pilot {t} {i}",
                 )
                 item = Item.objects.create(
                     prompt=prompt, image=f"items/p{t}-{i}.png", image_sha256=f"p{t}-{i}"
