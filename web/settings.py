@@ -170,6 +170,9 @@ CELERY_RESULT_BACKEND = env.str(
     "CELERY_RESULT_BACKEND",
     default=REDIS_URL or f"file://{(VAR_DIR / 'celery' / 'results').as_posix()}",
 )
+if CELERY_BROKER_URL.startswith("filesystem"):
+    for folder in ("queue", "processed", "results"):
+        (VAR_DIR / "celery" / folder).mkdir(parents=True, exist_ok=True)
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
         "data_folder_in": str(VAR_DIR / "celery" / "queue"),
