@@ -1,110 +1,210 @@
-"""Server-rendered annotator portal: thin views over annotation.services."""
+"""The annotator portal: server-rendered pages over ``annotation.services``.
 
-import json
+Views stay thin: they parse the request, call a service and render or redirect.
+Every page except log-in, sign-up and consent needs an active consent.
+"""
+
+from functools import wraps
 
 from django import forms
+from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.core.exceptions import ValidationError
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods
 
-from . import services
-from .models import ConsentText, DemographicField, Item
+from annotation import services
+from annotation.models import ConsentText, DemographicField, Item
+
+PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
 
 
 def consent_required(view):
-    """Log-in first, then consent before anything else."""
+    """Log-in required, then an active consent; otherwise off to the consent page."""
 
     @login_required
+    @wraps(view)
     def wrapped(request, *args, **kwargs):
-        request.profile = services.get_profile(request.user)
-        if not services.has_consent(request.profile):
+        profile = services.get_profile(request.user)
+        if not services.has_consent(profile):
             return redirect("portal:consent")
+        request.profile = profile
         return view(request, *args, **kwargs)
 
     return wrapped
 
 
+@require_http_methods(["GET", "POST"])
 def signup(request):
+    if request.user.is_authenticated:
+        return redirect("portal:home")
     form = UserCreationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
-        login(request, user)
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        services.get_profile(user)
         return redirect("portal:consent")
     return render(request, "portal/signup.html", {"form": form})
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def consent(request):
     profile = services.get_profile(request.user)
     if request.method == "POST":
-        if request.POST.get("action") == "withdraw":
+        action = request.POST.get("action")
+        if action == "agree":
+            services.give_consent(profile)
+            messages.success(request, "Thank you: your consent is recorded.")
+            return redirect("portal:home" if profile.demographics else "portal:demographics")
+        if action == "withdraw":
             services.withdraw_consent(profile)
+            messages.info(request, "Your consent is withdrawn. You can agree again at any time.")
             return redirect("portal:consent")
-        services.give_consent(profile)
-        return redirect("portal:demographics")
-    return render(request, "portal/consent.html", {
-        "text": ConsentText.objects.first(), "given": services.has_consent(profile)})
+    text = ConsentText.objects.first()
+    return render(
+        request,
+        "portal/consent.html",
+        {
+            "consent_text": text.text if text else services.DEFAULT_CONSENT,
+            "version": text.version if text else 1,
+            "has_consent": services.has_consent(profile),
+        },
+    )
 
 
-def demographics_form(data=None, initial=None) -> forms.Form:
-    """A form built from the active DemographicField rows; every field optional."""
-    form = forms.Form(data, initial=initial)
-    for field in DemographicField.objects.filter(active=True):
+def demographics_form_class(fields):
+    """A form with one optional field per active DemographicField."""
+    form_fields = {}
+    for field in fields:
         if field.choices:
-            options = [("", "—")] + [(c, c) for c in field.choices]
-            options.append((DemographicField.PREFER_NOT_TO_SAY, "Prefer not to say"))
-            form.fields[field.key] = forms.ChoiceField(
-                label=field.label, choices=options, required=False, help_text=field.help_text)
+            options = [("", "—")] + [(c, c) for c in field.choices] + [(PREFER_NOT, PREFER_NOT)]
+            form_fields[field.key] = forms.ChoiceField(
+                label=field.label, help_text=field.help_text, choices=options, required=False
+            )
         else:
-            form.fields[field.key] = forms.CharField(
-                label=field.label, required=False, max_length=200,
-                help_text=field.help_text or "Free text, or 'prefer not to say'")
-    return form
+            form_fields[field.key] = forms.CharField(
+                label=field.label, help_text=field.help_text, required=False, max_length=200
+            )
+            form_fields[f"{field.key}__prefer_not"] = forms.BooleanField(
+                label=f"{field.label}: {PREFER_NOT}", required=False
+            )
+    return type("DemographicsForm", (forms.Form,), form_fields)
 
 
 @consent_required
+@require_http_methods(["GET", "POST"])
 def demographics(request):
-    form = demographics_form(request.POST or None, initial=request.profile.demographics)
-    if request.method == "POST" and form.is_valid():
-        try:
-            services.save_demographics(request.profile, form.cleaned_data)
-        except ValidationError as error:
-            form.add_error(None, error)
-        else:
-            return redirect("portal:home")
-    return render(request, "portal/demographics.html", {"form": form})
+    profile = request.profile
+    fields = list(DemographicField.objects.filter(active=True))
+    form_class = demographics_form_class(fields)
+    if request.method == "POST":
+        form = form_class(request.POST)
+        if form.is_valid():
+            answers = {}
+            for field in fields:
+                value = form.cleaned_data.get(field.key) or ""
+                if form.cleaned_data.get(f"{field.key}__prefer_not"):
+                    value = PREFER_NOT
+                answers[field.key] = value
+            try:
+                services.save_demographics(profile, answers)
+            except ValidationError as error:
+                form.add_error(None, error)
+            else:
+                messages.success(request, "Thank you: your answers are saved.")
+                return redirect("portal:home")
+    else:
+        initial = {}
+        for field in fields:
+            value = profile.demographics.get(field.key, "")
+            if not field.choices and value == PREFER_NOT:
+                initial[f"{field.key}__prefer_not"] = True
+            else:
+                initial[field.key] = value
+        form = form_class(initial=initial)
+    rows = [
+        {"field": form[f.key], "prefer_not": None if f.choices else form[f"{f.key}__prefer_not"]}
+        for f in fields
+    ]
+    return render(request, "portal/demographics.html", {"form": form, "rows": rows})
 
 
 @consent_required
 def home(request):
-    return render(request, "portal/home.html", {"progress": services.progress(request.profile)})
+    stats = services.progress(request.profile)
+    percent = round(100 * stats["done"] / stats["quota"]) if stats["quota"] else 100
+    return render(
+        request,
+        "portal/home.html",
+        {
+            "done": stats["done"],
+            "quota": stats["quota"],
+            "percent": min(percent, 100),
+            "finished": stats["done"] >= stats["quota"],
+        },
+    )
 
 
-@consent_required
-def rank(request):
-    assignment = services.next_task(request.profile)
-    if assignment is None:
-        return render(request, "portal/done.html", {"progress": services.progress(request.profile)})
-    items = Item.objects.select_related("prompt").in_bulk(assignment.shown_order)
-    return render(request, "portal/rank.html", {
-        "assignment": assignment,
-        "items": [items[i] for i in assignment.shown_order],
-        "progress": services.progress(request.profile),
-    })
-
-
-@require_POST
-@consent_required
-def submit(request, task_id: int):
+def _parse_order(raw: str):
     try:
-        order = json.loads(request.POST.get("order", ""))
-        seconds = float(request.POST.get("seconds_spent") or 0) or None
-        services.submit_ranking(request.profile, task_id, order, seconds)
-    except (ValueError, ValidationError, services.AssignmentError) as error:
-        message = getattr(error, "message", None) or " ".join(getattr(error, "messages", [])) \
-            or "The ranking could not be read."
-        return render(request, "portal/error.html", {"message": message}, status=400)
-    return redirect("portal:rank")
+        return [int(part) for part in raw.split(",") if part.strip()]
+    except ValueError:
+        return raw  # services.validate_order refuses it with a clear message
+
+
+@consent_required
+@require_http_methods(["GET", "POST"])
+def rank(request):
+    profile = request.profile
+    if request.method == "POST":
+        try:
+            task_id = int(request.POST.get("task_id", ""))
+        except ValueError:
+            messages.error(request, "The form did not say which task it ranks.")
+            return redirect("portal:rank")
+        seconds = request.POST.get("seconds_spent") or None
+        try:
+            seconds = float(seconds) if seconds is not None else None
+        except ValueError:
+            seconds = None
+        try:
+            services.submit_ranking(
+                profile, task_id, _parse_order(request.POST.get("order", "")), seconds
+            )
+        except (ValidationError, services.AssignmentError) as error:
+            text = "; ".join(error.messages) if isinstance(error, ValidationError) else str(error)
+            messages.error(request, text)
+        else:
+            messages.success(request, "Ranking saved.")
+        return redirect("portal:rank")
+
+    try:
+        assignment = services.next_task(profile)
+    except services.AssignmentError as error:
+        messages.error(request, str(error))
+        return redirect("portal:home")
+    if assignment is None:
+        messages.info(request, "No more tasks for you right now: thank you!")
+        return redirect("portal:home")
+    items = Item.objects.select_related("prompt").in_bulk(assignment.shown_order)
+    cards = [
+        {"item": items[item_id], "label": f"Image {chr(ord('A') + i)}", "position": i + 1}
+        for i, item_id in enumerate(assignment.shown_order)
+    ]
+    stats = services.progress(profile)
+    return render(
+        request,
+        "portal/rank.html",
+        {
+            "assignment": assignment,
+            "task": assignment.task,
+            "cards": cards,
+            "k": len(cards),
+            "order": ",".join(str(i) for i in assignment.shown_order),
+            "done": stats["done"],
+            "quota": stats["quota"],
+        },
+    )

@@ -1,16 +1,22 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import portal
+from annotation import portal
 
 app_name = "portal"
+
 urlpatterns = [
     path("", portal.home, name="home"),
     path("signup/", portal.signup, name="signup"),
-    path("login/", auth_views.LoginView.as_view(template_name="portal/login.html"), name="login"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            template_name="portal/login.html", redirect_authenticated_user=True
+        ),
+        name="login",
+    ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("consent/", portal.consent, name="consent"),
     path("demographics/", portal.demographics, name="demographics"),
     path("rank/", portal.rank, name="rank"),
-    path("rank/<int:task_id>/", portal.submit, name="submit"),
 ]

@@ -1,38 +1,174 @@
-"""The portal pages with Django's test client: gating, demographics, ranking."""
+"""The portal's server-rendered views, through the Django test client."""
 
-import json
-
+import pytest
 from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
 
 from annotation import services
-from annotation.models import ConsentText, DemographicField, Ranking
+from annotation.models import (
+    Assignment,
+    ConsentText,
+    DemographicField,
+    Item,
+    Occupation,
+    Prompt,
+    PromptType,
+    Ranking,
+    RankingTask,
+    TaskItem,
+)
 
 
-def test_pages_require_consent_then_rank(client, make_tasks):
-    (task,) = make_tasks(1)
-    ConsentText.objects.create(version=1, text="Consent text v1")
-    DemographicField.objects.create(key="age_band", label="Age", choices=["25-34", "35-44"])
-    user = get_user_model().objects.create_user("ann", password="pw-123456")
-    client.force_login(user)
-    assert client.get("/rank/").url == "/consent/"
-    assert "Consent text v1" in client.get("/consent/").content.decode()
-    assert client.post("/consent/", {"action": "agree"}).url == "/demographics/"
-    page = client.get("/demographics/").content.decode()
-    assert "Prefer not to say" in page
-    assert client.post("/demographics/", {"age_band": "25-34"}).url == "/"
-    assert services.get_profile(user).demographics == {"age_band": "25-34"}
-    page = client.get("/rank/").content.decode()
-    ids = list(task.task_items.values_list("item_id", flat=True))
-    assert all(f'data-id="{i}"' in page for i in ids)
-    bad = client.post(f"/rank/{task.pk}/", {"order": json.dumps(ids[:1])})
-    assert bad.status_code == 400 and "exactly" in bad.content.decode()
-    assert client.post(f"/rank/{task.pk}/", {"order": json.dumps(ids)}).url == "/rank/"
-    assert Ranking.objects.get().order == ids
-    assert "1</strong> of 20" in client.get("/").content.decode()
+@pytest.fixture
+def portal_tasks(db):
+    """portal_tasks(n, k) -> n tasks of k items each (image files need not exist here)."""
+
+    def make(n=2, k=3):
+        occupation = Occupation.objects.create(name="pilot", slug="pilot")
+        original = Prompt.objects.create(
+            occupation=occupation, prompt_type=PromptType.NEUTRAL, text="a pilot"
+        )
+        tasks = []
+        for t in range(n):
+            task = RankingTask.objects.create(occupation=occupation)
+            for i in range(k):
+                prompt = Prompt.objects.create(
+                    occupation=occupation, prompt_type=PromptType.NEUTRAL, origin=original,
+                    text=f"pilot {t} {i}",
+                )
+                item = Item.objects.create(
+                    prompt=prompt, image=f"items/p{t}-{i}.png", image_sha256=f"p{t}-{i}"
+                )
+                TaskItem.objects.create(task=task, item=item)
+            tasks.append(task)
+        return tasks
+
+    return make
 
 
-def test_signup_leads_to_consent(client, db):
-    response = client.post("/signup/", {"username": "newbie", "password1": "a-Long-pass-42",
-                                        "password2": "a-Long-pass-42"})
-    assert response.url == "/consent/"
-    assert client.get("/").url == "/consent/"
+@pytest.fixture
+def portal_client(db):
+    def make(name="ann", consent=True):
+        user = get_user_model().objects.create_user(name, password="pw-123456")
+        profile = services.get_profile(user)
+        if consent:
+            services.give_consent(profile)
+        client = Client()
+        client.force_login(user)
+        client.profile = profile
+        return client
+
+    return make
+
+
+def test_anonymous_users_go_to_login(client):
+    response = client.get(reverse("portal:home"))
+    assert response.status_code == 302
+    assert response.url.startswith(reverse("portal:login"))
+
+
+@pytest.mark.parametrize("name", ["portal:home", "portal:demographics", "portal:rank"])
+def test_pages_redirect_to_consent_without_consent(portal_client, name):
+    client = portal_client(consent=False)
+    response = client.get(reverse(name))
+    assert response.status_code == 302
+    assert response.url == reverse("portal:consent")
+
+
+def test_signup_logs_in_and_asks_for_consent(client, db):
+    ConsentText.objects.create(version=3, text="Consent text number three.")
+    response = client.post(
+        reverse("portal:signup"),
+        {"username": "newbie", "password1": "a-Long-pass-987", "password2": "a-Long-pass-987"},
+    )
+    assert response.status_code == 302
+    assert response.url == reverse("portal:consent")
+    page = client.get(reverse("portal:consent"))
+    assert b"Consent text number three." in page.content
+    response = client.post(reverse("portal:consent"), {"action": "agree"})
+    assert response.url == reverse("portal:demographics")
+    profile = services.get_profile(get_user_model().objects.get(username="newbie"))
+    assert services.has_consent(profile)
+    assert profile.consents.get().text.version == 3
+
+
+def test_withdraw_consent_gates_again(portal_client):
+    client = portal_client()
+    client.post(reverse("portal:consent"), {"action": "withdraw"})
+    assert not services.has_consent(client.profile)
+    assert client.get(reverse("portal:home")).url == reverse("portal:consent")
+
+
+def test_demographics_saved(portal_client):
+    DemographicField.objects.create(key="gender", label="Gender", choices=["woman", "man"])
+    DemographicField.objects.create(key="country", label="Country")
+    DemographicField.objects.create(key="age", label="Age", choices=["18-30"], order=9)
+    DemographicField.objects.create(key="old", label="Old", active=False)
+    client = portal_client()
+    page = client.get(reverse("portal:demographics"))
+    assert b"prefer not to say" in page.content
+    assert b"Old" not in page.content
+    response = client.post(
+        reverse("portal:demographics"),
+        {"gender": "woman", "country": "ignored", "country__prefer_not": "on", "age": ""},
+    )
+    assert response.status_code == 302
+    client.profile.refresh_from_db()
+    assert client.profile.demographics == {"gender": "woman", "country": "prefer not to say"}
+
+
+def test_demographics_refuses_unknown_choice(portal_client):
+    DemographicField.objects.create(key="gender", label="Gender", choices=["woman", "man"])
+    client = portal_client()
+    response = client.post(reverse("portal:demographics"), {"gender": "robot"})
+    assert response.status_code == 200
+    client.profile.refresh_from_db()
+    assert client.profile.demographics == {}
+
+
+def test_rank_page_shows_the_reserved_task_and_post_stores_ranking(portal_client, portal_tasks):
+    tasks = portal_tasks(n=2, k=3)
+    client = portal_client()
+    page = client.get(reverse("portal:rank"))
+    assert page.status_code == 200
+    assignment = Assignment.objects.get(annotator=client.profile)
+    html = page.content.decode()
+    positions = [html.index(f'data-item-id="{i}"') for i in assignment.shown_order]
+    assert positions == sorted(positions)  # shown in the assignment's order
+    # Resuming shows the same reservation.
+    client.get(reverse("portal:rank"))
+    assert Assignment.objects.filter(annotator=client.profile).count() == 1
+
+    order = list(reversed(assignment.shown_order))
+    response = client.post(
+        reverse("portal:rank"),
+        {"task_id": assignment.task_id, "order": ",".join(map(str, order)), "seconds_spent": "4.5"},
+    )
+    assert response.status_code == 302
+    assert response.url == reverse("portal:rank")
+    ranking = Ranking.objects.get(annotator=client.profile)
+    assert ranking.order == order
+    assert ranking.seconds_spent == 4.5
+    assert services.progress(client.profile)["done"] == 1
+    assert ranking.task_id in {t.pk for t in tasks}
+
+
+def test_rank_post_with_a_bad_order_stores_nothing(portal_client, portal_tasks):
+    portal_tasks(n=1, k=3)
+    client = portal_client()
+    client.get(reverse("portal:rank"))
+    assignment = Assignment.objects.get(annotator=client.profile)
+    response = client.post(
+        reverse("portal:rank"),
+        {"task_id": assignment.task_id, "order": str(assignment.shown_order[0])},
+        follow=True,
+    )
+    assert not Ranking.objects.exists()
+    assert b"missing items" in response.content
+
+
+def test_rank_redirects_home_when_no_task_left(portal_client, db):
+    client = portal_client()
+    response = client.get(reverse("portal:rank"))
+    assert response.url == reverse("portal:home")

@@ -1,102 +1,201 @@
-"""Headless Chromium through the portal: sign up, consent, demographics, rank
-one task with the mouse and one with the keyboard, see progress."""
+"""The portal end to end in headless Chromium: sign up, consent, demographics,
+rank one task by mouse drag and one by keyboard, progress 0 -> 2."""
 
+import io
 import shutil
 
 import pytest
+from django.urls import reverse
 
-from annotation.models import ConsentText, DemographicField, Ranking
+from annotation.models import (
+    ConsentText,
+    DemographicField,
+    Item,
+    Occupation,
+    Prompt,
+    PromptType,
+    Ranking,
+    RankingTask,
+    TaskItem,
+)
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not (shutil.os.path.exists(CHROMIUM) and shutil.os.path.exists(CHROMEDRIVER)),
+        reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)",
+    ),
+]
 
 
 @pytest.fixture
 def browser():
-    if not (CHROMIUM and DRIVER):
-        pytest.skip("needs Debian's chromium and chromium-driver (bin/test installs them as root)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--window-size=1200,1400"):
+    for flag in (
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--no-first-run", "--window-size=1200,1000",
+    ):
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.implicitly_wait(3)
     yield driver
     driver.quit()
 
 
-def wait_for_path(driver, path):
-    from selenium.webdriver.support.ui import WebDriverWait
+def _png(color) -> bytes:
+    from PIL import Image
 
-    WebDriverWait(driver, 10).until(lambda d: d.current_url.split("//", 1)[1].partition("/")[2]
-                                    == path.lstrip("/"))
-
-
-def order_on_page(driver):
-    from selenium.webdriver.common.by import By
-
-    return [int(c.get_attribute("data-id")) for c in driver.find_elements(By.CSS_SELECTOR, ".card")]
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), color).save(buffer, format="PNG")
+    return buffer.getvalue()
 
 
-def submit_page(driver):
-    from selenium.webdriver.common.by import By
+@pytest.fixture
+def portal_data(transactional_db, settings, tmp_path, monkeypatch):
+    """Two tasks of three items each, with real PNG files in a temporary MEDIA_ROOT."""
+    import web.urls
 
-    driver.find_element(By.ID, "review").click()
-    driver.find_element(By.ID, "confirm-submit").click()
+    settings.MEDIA_ROOT = str(tmp_path)
+    # web.urls bound MEDIA_ROOT when it was imported; point the media view here too.
+    for pattern in web.urls.urlpatterns:
+        if "document_root" in getattr(pattern, "default_args", {}):
+            monkeypatch.setitem(pattern.default_args, "document_root", str(tmp_path))
+    (tmp_path / "items").mkdir()
+    ConsentText.objects.create(version=2, text="Browser test consent text.")
+    DemographicField.objects.create(key="gender", label="Gender", choices=["woman", "man"])
+    DemographicField.objects.create(key="country", label="Country", order=1)
+    occupation = Occupation.objects.create(name="firefighter", slug="firefighter")
+    original = Prompt.objects.create(
+        occupation=occupation, prompt_type=PromptType.NEUTRAL, text="A photo of a firefighter"
+    )
+    colors = ["red", "green", "blue", "yellow", "purple", "orange"]
+    for t in range(2):
+        task = RankingTask.objects.create(occupation=occupation)
+        for i in range(3):
+            n = 3 * t + i
+            (tmp_path / "items" / f"{n}.png").write_bytes(_png(colors[n]))
+            prompt = Prompt.objects.create(
+                occupation=occupation, prompt_type=PromptType.NEUTRAL, origin=original,
+                text=f"A firefighter, variant {n}",
+            )
+            item = Item.objects.create(prompt=prompt, image=f"items/{n}.png", image_sha256=str(n))
+            TaskItem.objects.create(task=task, item=item)
 
 
-def test_sign_up_consent_demographics_and_rank(browser, live_server, make_tasks):
+def _shown(driver):
+    return [c.get_attribute("data-item-id") for c in driver.find_elements("css selector", ".rank-card")]
+
+
+def _order(driver):
+    return driver.find_element("id", "order-input").get_attribute("value").split(",")
+
+
+def _positions(driver):
+    return [p.text for p in driver.find_elements("css selector", ".rank-card .position")]
+
+
+def _confirm_and_submit(driver):
+    driver.find_element("id", "review-order").click()
+    panel = driver.find_element("id", "confirm-panel")
+    assert panel.is_displayed()
+    listed = driver.find_elements("css selector", "#confirm-list li")
+    labels = [c.get_attribute("data-label") for c in driver.find_elements("css selector", ".rank-card")]
+    assert [li.text.split(" — ")[0] for li in listed] == labels
+    # "Go back" closes the panel without submitting.
+    driver.find_element("id", "confirm-back").click()
+    assert not panel.is_displayed()
+    driver.find_element("id", "review-order").click()
+    driver.find_element("id", "confirm-submit").click()
+
+
+def _progress(driver):
+    return driver.find_element("id", "progress-done").text, driver.find_element("id", "progress-quota").text
+
+
+def test_browser_portal_signup_consent_demographics_and_two_rankings(browser, live_server, portal_data):
     from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
 
-    make_tasks(2, k=3)
-    ConsentText.objects.create(version=1, text="Please agree to take part.")
-    DemographicField.objects.create(key="age_band", label="Age", choices=["25-34"])
-    b, url = browser, live_server.url
-    b.get(url + "/signup/")
-    b.find_element(By.NAME, "username").send_keys("chromie")
-    b.find_element(By.NAME, "password1").send_keys("a-Long-pass-42")
-    b.find_element(By.NAME, "password2").send_keys("a-Long-pass-42")
-    b.find_element(By.CSS_SELECTOR, "main form button").click()
-    wait_for_path(b, "/consent/")
-    assert "Please agree" in b.page_source
-    b.find_element(By.CSS_SELECTOR, "button[value=agree]").click()
-    wait_for_path(b, "/demographics/")
-    b.find_element(By.NAME, "age_band").send_keys("25-34")
-    b.find_element(By.CSS_SELECTOR, "main form button").click()
-    wait_for_path(b, "/")
-    assert "0</strong> of 20" in b.page_source
+    url = live_server.url
+    browser.get(url + reverse("portal:home"))
+    assert "/login/" in browser.current_url  # anonymous -> log in
+    browser.get(url + reverse("portal:signup"))
+    browser.find_element("name", "username").send_keys("alice")
+    browser.find_element("name", "password1").send_keys("a-Long-pass-987")
+    browser.find_element("name", "password2").send_keys("a-Long-pass-987")
+    browser.find_element("css selector", "#signup-form button[type=submit]").click()
 
-    # Task 1 with the mouse: drag the first card below the last.
-    b.get(url + "/rank/")
-    before = order_on_page(b)
-    cards = b.find_elements(By.CSS_SELECTOR, ".card")
-    ActionChains(b).click_and_hold(cards[0]).move_to_element_with_offset(cards[2], 0, 30) \
-        .release().perform()
-    dragged = order_on_page(b)
-    assert dragged == before[1:] + before[:1]
-    submit_page(b)
-    b.find_element(By.ID, "review")  # the next task's page
-    assert Ranking.objects.get().order == dragged
+    assert browser.current_url.endswith(reverse("portal:consent"))
+    assert "Browser test consent text." in browser.page_source
+    browser.find_element("id", "agree").click()
 
-    # Task 2 with the keyboard: focus the last card, press 1, then ArrowDown.
-    before = order_on_page(b)
-    last = b.find_elements(By.CSS_SELECTOR, ".card")[-1]
-    last.click()
-    last.send_keys("1")
-    b.switch_to.active_element.send_keys(Keys.ARROW_DOWN)
-    keyed = order_on_page(b)
-    assert keyed == [before[0], before[2], before[1]]
-    assert [p.text for p in b.find_elements(By.CSS_SELECTOR, ".pos")] == ["1", "2", "3"]
-    submit_page(b)
-    assert "Thank you" in b.find_element(By.TAG_NAME, "h1").text or b.find_element(By.ID, "review")
-    assert Ranking.objects.order_by("id").last().order == keyed
-    b.get(url + "/")
-    assert "2</strong> of 20" in b.page_source
+    assert browser.current_url.endswith(reverse("portal:demographics"))
+    Select(browser.find_element("name", "gender")).select_by_visible_text("prefer not to say")
+    browser.find_element("name", "country").send_keys("Portugal")
+    browser.find_element("css selector", "#demographics-form button[type=submit]").click()
+
+    assert browser.current_url.endswith(reverse("portal:home"))
+    assert _progress(browser) == ("0", "20")
+    browser.find_element("id", "start-ranking").click()
+
+    # Task 1: mouse drag the first card onto the last one.
+    assert browser.current_url.endswith(reverse("portal:rank"))
+    shown = _shown(browser)
+    assert len(shown) == 3 and _order(browser) == shown
+    assert _positions(browser) == ["1", "2", "3"]
+    loaded = browser.execute_script(
+        "return Array.from(document.querySelectorAll('.rank-card img'))"
+        ".every(function (i) { return i.complete && i.naturalWidth === 8; });"
+    )
+    assert loaded, "item images did not load from MEDIA_ROOT"
+    cards = browser.find_elements("css selector", ".rank-card")
+    ActionChains(browser).click_and_hold(cards[0]).move_by_offset(10, 10).move_to_element(
+        cards[2]
+    ).release().perform()
+    dragged = [shown[1], shown[2], shown[0]]
+    assert _shown(browser) == dragged
+    assert _order(browser) == dragged
+    assert _positions(browser) == ["1", "2", "3"]
+    _confirm_and_submit(browser)
+
+    # Redirected straight to the next task.
+    assert browser.current_url.endswith(reverse("portal:rank"))
+    first = Ranking.objects.get()
+    assert [str(i) for i in first.order] == dragged
+    shown = _shown(browser)
+    assert set(shown).isdisjoint(dragged)
+
+    # Task 2: keyboard only. Put the last card first with "1", then move the new
+    # last card up one with ArrowUp.
+    cards = browser.find_elements("css selector", ".rank-card")
+    cards[2].send_keys("1")
+    assert _shown(browser) == [shown[2], shown[0], shown[1]]
+    live = browser.find_element("id", "rank-live")
+    assert "moved to position 1 of 3" in live.get_attribute("textContent")
+    focused = browser.switch_to.active_element
+    assert focused.get_attribute("data-item-id") == shown[2]  # focus follows the card
+    focused.send_keys(Keys.ARROW_DOWN)
+    assert _shown(browser) == [shown[0], shown[2], shown[1]]
+    browser.find_elements("css selector", ".rank-card")[2].send_keys(Keys.ARROW_UP)
+    keyboard = [shown[0], shown[1], shown[2]]
+    assert _shown(browser) == keyboard
+    browser.find_elements("css selector", ".rank-card")[0].send_keys("3")
+    keyboard = [shown[1], shown[2], shown[0]]
+    assert _order(browser) == keyboard
+    assert "moved to position 3 of 3" in live.get_attribute("textContent")
+    _confirm_and_submit(browser)
+
+    # No tasks left: home, progress 2.
+    assert browser.current_url.endswith(reverse("portal:home"))
+    assert _progress(browser) == ("2", "20")
+    assert [str(i) for i in Ranking.objects.get(pk__gt=first.pk).order] == keyboard
+    assert Ranking.objects.filter(seconds_spent__gt=0).count() == 2

@@ -1,64 +1,118 @@
-// Reorder the ranking cards by pointer drag or keyboard; confirm, then submit.
+/* Ranking page: reorder cards by pointer drag or keyboard; confirm before POST. */
 (function () {
-  const list = document.getElementById("ranking");
-  const live = document.getElementById("live");
-  const started = Date.now();
-  const cards = () => Array.from(list.children);
+  "use strict";
+  var form = document.getElementById("rank-form");
+  if (!form) return;
+  var list = document.getElementById("rank-list");
+  var orderInput = document.getElementById("order-input");
+  var secondsInput = document.getElementById("seconds-input");
+  var live = document.getElementById("rank-live");
+  var panel = document.getElementById("confirm-panel");
+  var confirmList = document.getElementById("confirm-list");
+  var reviewButton = document.getElementById("review-order");
+  var started = Date.now();
 
-  function renumber(moved) {
-    cards().forEach((card, i) => { card.querySelector(".pos").textContent = i + 1; });
-    if (moved) live.textContent = `${moved.getAttribute("aria-label")}: place ${cards().indexOf(moved) + 1}`;
+  function cards() { return Array.prototype.slice.call(list.querySelectorAll(".rank-card")); }
+
+  function refresh() {
+    var all = cards();
+    all.forEach(function (card, i) {
+      card.querySelector(".position").textContent = String(i + 1);
+      card.setAttribute("aria-label", card.dataset.label + ", position " + (i + 1) + " of " + all.length);
+    });
+    orderInput.value = all.map(function (c) { return c.dataset.itemId; }).join(",");
   }
+
+  function announce(card) {
+    var all = cards();
+    live.textContent = card.dataset.label + " moved to position " + (all.indexOf(card) + 1) + " of " + all.length + ".";
+  }
+
   function moveTo(card, index) {
-    const others = cards().filter((c) => c !== card);
-    index = Math.max(0, Math.min(index, others.length));
-    list.insertBefore(card, others[index] || null);
-    card.focus();
-    renumber(card);
+    var all = cards();
+    index = Math.max(0, Math.min(all.length - 1, index));
+    var from = all.indexOf(card);
+    if (from === index) return false;
+    var rest = all.filter(function (c) { return c !== card; });
+    list.insertBefore(card, rest[index] || null);
+    refresh();
+    return true;
   }
 
-  list.addEventListener("keydown", (event) => {
-    const card = event.target.closest(".card");
+  /* Keyboard */
+  list.addEventListener("keydown", function (event) {
+    var card = event.target.closest(".rank-card");
     if (!card) return;
-    const at = cards().indexOf(card);
-    if (event.key === "ArrowUp") moveTo(card, at - 1);
-    else if (event.key === "ArrowDown") moveTo(card, at + 1);
-    else if (/^[1-9]$/.test(event.key)) moveTo(card, Number(event.key) - 1);
+    var index = cards().indexOf(card);
+    var target = null;
+    if (event.key === "ArrowUp" || event.key === "ArrowLeft") target = index - 1;
+    else if (event.key === "ArrowDown" || event.key === "ArrowRight") target = index + 1;
+    else if (/^[1-9]$/.test(event.key) && Number(event.key) <= cards().length) target = Number(event.key) - 1;
     else return;
     event.preventDefault();
+    moveTo(card, target);
+    card.focus();
+    announce(card);
   });
 
-  let dragged = null;
-  list.addEventListener("pointerdown", (event) => {
-    dragged = event.target.closest(".card");
-    if (!dragged) return;
-    dragged.classList.add("dragging");
-    dragged.setPointerCapture(event.pointerId);
+  /* Pointer dragging (mouse, pen, touch). */
+  var drag = null;
+  list.addEventListener("pointerdown", function (event) {
+    var card = event.target.closest(".rank-card");
+    if (!card || event.button > 0) return;
+    drag = { card: card, id: event.pointerId };
+    card.classList.add("dragging");
+    try { card.setPointerCapture(event.pointerId); } catch (e) { /* synthetic pointer */ }
+    card.focus();
+    event.preventDefault();
   });
-  list.addEventListener("pointermove", (event) => {
-    if (!dragged) return;
-    const over = document.elementsFromPoint(event.clientX, event.clientY)
-      .find((el) => el.classList && el.classList.contains("card") && el !== dragged);
-    if (!over) return;
-    const box = over.getBoundingClientRect();
-    list.insertBefore(dragged, event.clientY > box.top + box.height / 2 ? over.nextSibling : over);
-    renumber();
+  document.addEventListener("pointermove", function (event) {
+    if (!drag) return;
+    var x = event.clientX, y = event.clientY;
+    var all = cards();
+    for (var i = 0; i < all.length; i++) {
+      var other = all[i];
+      if (other === drag.card) continue;
+      var r = other.getBoundingClientRect();
+      if (x >= r.left && x <= r.right && y >= r.top && y <= r.bottom) {
+        moveTo(drag.card, i);
+        break;
+      }
+    }
   });
-  const drop = () => { if (dragged) { dragged.classList.remove("dragging"); renumber(dragged); dragged = null; } };
-  list.addEventListener("pointerup", drop);
-  list.addEventListener("pointercancel", drop);
+  function endDrag() {
+    if (!drag) return;
+    var card = drag.card;
+    card.classList.remove("dragging");
+    drag = null;
+    announce(card);
+  }
+  document.addEventListener("pointerup", endDrag);
+  document.addEventListener("pointercancel", endDrag);
 
-  const confirmBox = document.getElementById("confirm");
-  document.getElementById("review").addEventListener("click", () => {
-    const ids = cards().map((c) => Number(c.dataset.id));
-    document.getElementById("order").value = JSON.stringify(ids);
-    document.getElementById("seconds").value = ((Date.now() - started) / 1000).toFixed(1);
-    const summary = document.getElementById("confirm-list");
-    summary.replaceChildren(...cards().map((c) => {
-      const li = document.createElement("li"); li.textContent = c.getAttribute("aria-label"); return li;
-    }));
-    confirmBox.hidden = false;
+  /* Confirmation panel. */
+  function openPanel() {
+    confirmList.innerHTML = "";
+    cards().forEach(function (card) {
+      var li = document.createElement("li");
+      li.textContent = card.dataset.label + " — " + card.querySelector(".prompt").textContent;
+      confirmList.appendChild(li);
+    });
+    panel.hidden = false;
     document.getElementById("confirm-submit").focus();
+  }
+  function closePanel() {
+    panel.hidden = true;
+    reviewButton.focus();
+  }
+  reviewButton.addEventListener("click", openPanel);
+  document.getElementById("confirm-back").addEventListener("click", closePanel);
+  panel.addEventListener("keydown", function (event) { if (event.key === "Escape") closePanel(); });
+  form.addEventListener("submit", function (event) {
+    if (panel.hidden) { event.preventDefault(); openPanel(); return; }
+    refresh();
+    secondsInput.value = ((Date.now() - started) / 1000).toFixed(1);
   });
-  document.getElementById("confirm-cancel").addEventListener("click", () => { confirmBox.hidden = true; });
+
+  refresh();
 })();
