@@ -34,7 +34,9 @@ def portal_tasks(db):
             task = RankingTask.objects.create(occupation=occupation)
             for i in range(k):
                 prompt = Prompt.objects.create(
-                    occupation=occupation, prompt_type=PromptType.NEUTRAL, origin=original,
+                    occupation=occupation,
+                    prompt_type=PromptType.NEUTRAL,
+                    origin=original,
                     text=f"pilot {t} {i}",
                 )
                 item = Item.objects.create(

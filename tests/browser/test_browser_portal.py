@@ -2,6 +2,7 @@
 rank one task by mouse drag and one by keyboard, progress 0 -> 2."""
 
 import io
+import os
 import shutil
 
 import pytest
@@ -25,8 +26,9 @@ CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(
-        not (shutil.os.path.exists(CHROMIUM) and shutil.os.path.exists(CHROMEDRIVER)),
-        reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)",
+        not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
+        reason="needs Debian's chromium and chromium-driver "
+        "(apt-get install chromium chromium-driver)",
     ),
 ]
 
@@ -39,9 +41,15 @@ def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in (
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--no-first-run", "--window-size=1200,1000",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--window-size=1200,1000",
     ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
@@ -83,7 +91,9 @@ def portal_data(transactional_db, settings, tmp_path, monkeypatch):
             n = 3 * t + i
             (tmp_path / "items" / f"{n}.png").write_bytes(_png(colors[n]))
             prompt = Prompt.objects.create(
-                occupation=occupation, prompt_type=PromptType.NEUTRAL, origin=original,
+                occupation=occupation,
+                prompt_type=PromptType.NEUTRAL,
+                origin=original,
                 text=f"A firefighter, variant {n}",
             )
             item = Item.objects.create(prompt=prompt, image=f"items/{n}.png", image_sha256=str(n))
@@ -91,7 +101,9 @@ def portal_data(transactional_db, settings, tmp_path, monkeypatch):
 
 
 def _shown(driver):
-    return [c.get_attribute("data-item-id") for c in driver.find_elements("css selector", ".rank-card")]
+    return [
+        c.get_attribute("data-item-id") for c in driver.find_elements("css selector", ".rank-card")
+    ]
 
 
 def _order(driver):
@@ -107,7 +119,9 @@ def _confirm_and_submit(driver):
     panel = driver.find_element("id", "confirm-panel")
     assert panel.is_displayed()
     listed = driver.find_elements("css selector", "#confirm-list li")
-    labels = [c.get_attribute("data-label") for c in driver.find_elements("css selector", ".rank-card")]
+    labels = [
+        c.get_attribute("data-label") for c in driver.find_elements("css selector", ".rank-card")
+    ]
     assert [li.text.split(" — ")[0] for li in listed] == labels
     # "Go back" closes the panel without submitting.
     driver.find_element("id", "confirm-back").click()
@@ -117,10 +131,14 @@ def _confirm_and_submit(driver):
 
 
 def _progress(driver):
-    return driver.find_element("id", "progress-done").text, driver.find_element("id", "progress-quota").text
+    return driver.find_element("id", "progress-done").text, driver.find_element(
+        "id", "progress-quota"
+    ).text
 
 
-def test_browser_portal_signup_consent_demographics_and_two_rankings(browser, live_server, portal_data):
+def test_browser_portal_signup_consent_demographics_and_two_rankings(
+    browser, live_server, portal_data
+):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import Select
