@@ -56,10 +56,12 @@ def main() -> None:
         sys.exit("portal_load: set DATABASE_URL to a PostgreSQL database (it is flushed)")
 
     env = {**os.environ, "DJANGO_SECRET_KEY": "bench-secret", "STEREORANK_EMBEDDED": "true",
-           "DJANGO_DEBUG": "false", "STEREORANK_THROTTLE_AUTH": "100000/min",
+           "DJANGO_DEBUG": "false", "DJANGO_SECURE_SSL_REDIRECT": "false",
+           "STEREORANK_THROTTLE_AUTH": "100000/min",
            "STEREORANK_THROTTLE_SUBMIT": "100000/min", "STEREORANK_TASK_OVERLAP": "2",
            "STEREORANK_ANNOTATOR_QUOTA": str(args.tasks_each)}
     manage(env, "migrate", "--no-input")
+    manage(env, "collectstatic", "--no-input")
     manage(env, "flush", "--no-input")
     manage(env, "load_catalogue", "--placeholder-images")
     manage(env, "build_tasks", "--overlap", "2")
@@ -74,9 +76,9 @@ def main() -> None:
     try:
         for _ in range(100):
             try:
-                urllib.request.urlopen(f"{base}/api/schema/", timeout=1)
+                urllib.request.urlopen(f"{base}/login/", timeout=5)
                 break
-            except (urllib.error.URLError, ConnectionError):
+            except OSError:
                 time.sleep(0.2)
         latencies: list[float] = []
         submitted = 0
@@ -122,7 +124,7 @@ def main() -> None:
          "print(Ranking.objects.count(), RankingTask.objects.filter("
          "ranking_count__gt=F('overlap')).count())"],
         cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout.split()
-    stored, over = int(out[0]), int(out[1])
+    stored, over = int(out[-2]), int(out[-1])
     q = statistics.quantiles(latencies, n=100)
     print(f"annotators: {args.annotators}  gunicorn workers: {args.workers}")
     rate = len(latencies) / wall

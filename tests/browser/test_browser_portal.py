@@ -100,6 +100,13 @@ def portal_data(transactional_db, settings, tmp_path, monkeypatch):
             TaskItem.objects.create(task=task, item=item)
 
 
+def _wait_url(driver, path):
+    """Clicks that submit a form return before the next page has loaded."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 15).until(lambda d: d.current_url.endswith(path))
+
+
 def _shown(driver):
     return [
         c.get_attribute("data-item-id") for c in driver.find_elements("css selector", ".rank-card")
@@ -152,21 +159,21 @@ def test_browser_portal_signup_consent_demographics_and_two_rankings(
     browser.find_element("name", "password2").send_keys("a-Long-pass-987")
     browser.find_element("css selector", "#signup-form button[type=submit]").click()
 
-    assert browser.current_url.endswith(reverse("portal:consent"))
+    _wait_url(browser, reverse("portal:consent"))
     assert "Browser test consent text." in browser.page_source
     browser.find_element("id", "agree").click()
 
-    assert browser.current_url.endswith(reverse("portal:demographics"))
+    _wait_url(browser, reverse("portal:demographics"))
     Select(browser.find_element("name", "gender")).select_by_visible_text("prefer not to say")
     browser.find_element("name", "country").send_keys("Portugal")
     browser.find_element("css selector", "#demographics-form button[type=submit]").click()
 
-    assert browser.current_url.endswith(reverse("portal:home"))
+    _wait_url(browser, reverse("portal:home"))
     assert _progress(browser) == ("0", "20")
     browser.find_element("id", "start-ranking").click()
 
     # Task 1: mouse drag the first card onto the last one.
-    assert browser.current_url.endswith(reverse("portal:rank"))
+    _wait_url(browser, reverse("portal:rank"))
     shown = _shown(browser)
     assert len(shown) == 3 and _order(browser) == shown
     assert _positions(browser) == ["1", "2", "3"]
@@ -186,7 +193,7 @@ def test_browser_portal_signup_consent_demographics_and_two_rankings(
     _confirm_and_submit(browser)
 
     # Redirected straight to the next task.
-    assert browser.current_url.endswith(reverse("portal:rank"))
+    _wait_url(browser, reverse("portal:rank"))
     first = Ranking.objects.get()
     assert [str(i) for i in first.order] == dragged
     shown = _shown(browser)
@@ -213,7 +220,7 @@ def test_browser_portal_signup_consent_demographics_and_two_rankings(
     _confirm_and_submit(browser)
 
     # No tasks left: home, progress 2.
-    assert browser.current_url.endswith(reverse("portal:home"))
+    _wait_url(browser, reverse("portal:home"))
     assert _progress(browser) == ("2", "20")
     assert [str(i) for i in Ranking.objects.get(pk__gt=first.pk).order] == keyboard
     assert Ranking.objects.filter(seconds_spent__gt=0).count() == 2
