@@ -1,8 +1,5 @@
 """DRF views: thin, they call annotation.services and annotation.exports."""
 
-import csv
-import io
-import json
 
 from django.core.exceptions import ValidationError
 from django.http import StreamingHttpResponse
@@ -15,7 +12,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from . import services
-from .exports import pair_rows, ranking_rows
+from .exports import csv_lines, jsonl_lines, pair_rows, ranking_rows
 from .models import Item
 
 
@@ -127,33 +124,12 @@ FORMAT = OpenApiParameter("format", str, enum=["jsonl", "csv"])
 SYNTHETIC = OpenApiParameter("include_synthetic", bool)
 
 
-def _jsonl(rows):
-    for row in rows:
-        yield json.dumps(row) + "\n"
-
-
-def _csv(rows):
-    header = None
-    for row in rows:
-        flat = {k: v for k, v in row.items() if k != "demographics"}
-        flat["order"] = json.dumps(flat["order"])
-        flat["shown_order"] = json.dumps(flat["shown_order"])
-        flat.update(row["demographics"])
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=list(flat))
-        if header is None:
-            header = list(flat)
-            writer.writeheader()
-        writer.writerow(flat)
-        yield buffer.getvalue()
-
-
 class ExportView(APIView):
     """Staff only: pseudonymous rows with demographics, streamed."""
 
     permission_classes = [IsAdminUser]
     rows = staticmethod(ranking_rows)
-    formats = {"jsonl": (_jsonl, "application/jsonl"), "csv": (_csv, "text/csv")}
+    formats = {"jsonl": (jsonl_lines, "application/jsonl"), "csv": (csv_lines, "text/csv")}
 
     @extend_schema(parameters=[FORMAT, SYNTHETIC], responses={200: bytes})
     def get(self, request):

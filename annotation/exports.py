@@ -1,7 +1,10 @@
 """Pseudonymous exports of rankings, joined with the annotators' demographics."""
 
+import csv
 import hashlib
 import hmac
+import io
+import json
 from collections.abc import Iterator
 from itertools import combinations
 
@@ -55,3 +58,26 @@ def pair_rows(include_synthetic: bool = False) -> Iterator[dict]:
                 "rejected_item": earlier,
                 "rejected": texts[earlier],
             }
+
+
+def jsonl_lines(rows: Iterator[dict]) -> Iterator[str]:
+    """One JSON object a line."""
+    for row in rows:
+        yield json.dumps(row) + "\n"
+
+
+def csv_lines(rows: Iterator[dict]) -> Iterator[str]:
+    """CSV with one column per demographic field (rows share the same keys)."""
+    header = None
+    for row in rows:
+        flat = {k: v for k, v in row.items() if k != "demographics"}
+        flat["order"] = json.dumps(flat["order"])
+        flat["shown_order"] = json.dumps(flat["shown_order"])
+        flat.update(row["demographics"])
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(flat))
+        if header is None:
+            header = list(flat)
+            writer.writeheader()
+        writer.writerow(flat)
+        yield buffer.getvalue()
