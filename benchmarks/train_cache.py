@@ -4,11 +4,13 @@ For each encoder: (a) the seed's way, re-encoding every batch every epoch (and
 the eval texts every epoch), as the model card's ``forward`` does; (b) ours with
 a cold cache; (c) ours with the cache warm. Same data, seed and configuration,
 so (a) and (b) draw the same random numbers and should end at the same metric.
-Then scoring throughput: ``RewardModel.score`` (no cache, and warm cache) vs a
-raw ``SentenceTransformer.encode`` of the same texts at the same batch size.
+Every figure is measured, none extrapolated; the load average is printed beside
+them because the CPUs may be shared. Then scoring throughput:
+``RewardModel.score`` through a cold cache (and a warm one) vs a raw
+``SentenceTransformer.encode`` of the same texts at the same batch size.
 
     .venv/bin/python benchmarks/train_cache.py                  # MiniLM 10,800 + mpnet 1,080
-    .venv/bin/python benchmarks/train_cache.py --encoder minilm --seed-epochs 3
+    .venv/bin/python benchmarks/train_cache.py --encoder minilm --epochs 2
 """
 
 from __future__ import annotations
@@ -42,73 +44,64 @@ def _timed(fn):
     return out, time.perf_counter() - start
 
 
-def bench_training(encoder, examples, epochs: int, seed_epochs: int) -> dict:
+def _load() -> str:
+    return "load avg " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def bench_training(encoder, examples, epochs: int) -> dict:
     train_set, eval_set = group_split(examples, eval_fraction=0.2, seed=0)
     config = TrainConfig(epochs=epochs, n_boot=0)
-    seed_config = TrainConfig(epochs=seed_epochs, n_boot=0)
-    print(f"  {len(train_set)} train / {len(eval_set)} eval texts, {epochs} epochs")
+    print(f"  {len(train_set)} train / {len(eval_set)} eval texts, {epochs} epochs, seed 0")
+    rows = []
     with tempfile.TemporaryDirectory() as cache_dir:
-        seed_way, t_a = _timed(
-            lambda: train(
-                train_set, encoder, seed_config, eval_examples=eval_set, embedding_mode="reencode"
+        modes = [
+            ("(a) seed way, re-encode", {"embedding_mode": "reencode"}),
+            ("(b) ours, cold cache", {"cache": EmbeddingCache(cache_dir)}),
+            ("(c) ours, warm cache", {"cache": EmbeddingCache(cache_dir)}),
+        ]
+        for label, kwargs in modes:
+            result, seconds = _timed(
+                lambda kwargs=kwargs: train(
+                    train_set, encoder, config, eval_examples=eval_set, **kwargs
+                )
             )
-        )
-        cold, t_b = _timed(
-            lambda: train(
-                train_set, encoder, config, eval_examples=eval_set, cache=EmbeddingCache(cache_dir)
+            rows.append((label, seconds, result))
+            print(
+                f"  {label:24s} {seconds:9.2f} s  encode calls {result.encode_calls:5d}  "
+                f"texts encoded {result.texts_encoded:7d}  ({_load()})",
+                flush=True,
             )
-        )
-        warm, t_c = _timed(
-            lambda: train(
-                train_set, encoder, config, eval_examples=eval_set, cache=EmbeddingCache(cache_dir)
-            )
-        )
-    t_a_full = t_a * epochs / seed_epochs
-    note = (
-        ""
-        if seed_epochs == epochs
-        else f" (measured {seed_epochs} epochs, x{epochs / seed_epochs:g})"
+    (_, t_a, seed_way), (_, t_b, cold), (_, t_c, _) = rows
+    print(f"  ratio (a)/(b) = {t_a / t_b:.1f}x   (a)/(c) = {t_a / t_c:.1f}x")
+    rho_a, rho_b = seed_way.metrics["spearman"], cold.metrics["spearman"]
+    w = (seed_way.model.fc.weight - cold.model.fc.weight).abs().max().item()
+    print(
+        f"  final eval spearman (a) {rho_a:.9f}  (b) {rho_b:.9f}  |(a) - (b)| = "
+        f"{abs(rho_a - rho_b):.2e}; max |fc.weight (a) - (b)| = {w:.2e}"
     )
-    rows = [
-        ("(a) seed way, re-encode", t_a_full, seed_way),
-        ("(b) ours, cold cache", t_b, cold),
-        ("(c) ours, warm cache", t_c, warm),
-    ]
-    for label, seconds, result in rows:
-        print(
-            f"  {label:26s} {seconds:9.2f} s  encode calls {result.encode_calls:5d}  "
-            f"texts encoded {result.texts_encoded:7d}  spearman {result.metrics['spearman']:.6f}"
-        )
-    if note:
-        print(f"  (a) extrapolated{note}")
-    print(f"  ratio (a)/(b) = {t_a_full / t_b:.1f}x   (a)/(c) = {t_a_full / t_c:.1f}x")
-    out = {"a": t_a_full, "b": t_b, "c": t_c, "a_measured_epochs": seed_epochs}
-    if seed_epochs == epochs:
-        diff = abs(seed_way.metrics["spearman"] - cold.metrics["spearman"])
-        w = (seed_way.model.fc.weight - cold.model.fc.weight).abs().max().item()
-        print(f"  |spearman (a) - (b)| = {diff:.2e}, max |weight (a) - (b)| = {w:.2e}")
-        out.update(metric_diff=diff, weight_diff=w)
-    return out
+    return {"a": t_a, "b": t_b, "c": t_c, "metric_diff": abs(rho_a - rho_b), "weight_diff": w}
 
 
 def bench_scoring(encoder, model, texts, repeats: int = 3, batch_size: int = 64) -> dict:
-    with tempfile.TemporaryDirectory() as cache_dir:
-        cache = EmbeddingCache(cache_dir)
-        model.score(texts[:64])  # warm-up
-        raw = ours = float("inf")
-        for _ in range(repeats):  # alternate, keep the best of each: the CPUs are shared
-            _, t = _timed(
-                lambda: encoder.model.encode(texts, batch_size=batch_size, show_progress_bar=False)
-            )
-            raw = min(raw, t)
-            _, t = _timed(lambda: model.score(texts))
+    """Best of ``repeats`` alternating runs: raw encode vs ``score`` through a cold cache."""
+    model.score(texts[:batch_size])  # warm-up
+    raw = ours = float("inf")
+    for _ in range(repeats):  # alternate, keep the best of each: the CPUs are shared
+        _, t = _timed(
+            lambda: encoder.model.encode(texts, batch_size=batch_size, show_progress_bar=False)
+        )
+        raw = min(raw, t)
+        with tempfile.TemporaryDirectory() as cache_dir:
+            cache = EmbeddingCache(cache_dir)
+            _, t = _timed(lambda cache=cache: model.score(texts, cache))
             ours = min(ours, t)
-        model.score(texts, cache)
-        _, warm = _timed(lambda: model.score(texts, cache))
+            _, warm = _timed(lambda cache=cache: model.score(texts, cache))
     n = len(texts)
     print(
-        f"  scoring {n} texts: raw encode {n / raw:8.1f} prompts/s, RewardModel.score "
-        f"{n / ours:8.1f} prompts/s ({raw / ours:.1%} of raw), warm cache {n / warm:9.1f} prompts/s"
+        f"  scoring {n} texts ({len(set(texts))} distinct), batch {batch_size}: raw "
+        f"SentenceTransformer.encode {n / raw:8.1f} prompts/s, RewardModel.score cold cache "
+        f"{n / ours:8.1f} prompts/s = {raw / ours:.1%} of raw; warm cache {n / warm:9.1f} "
+        f"prompts/s  ({_load()})"
     )
     return {"raw": n / raw, "ours": n / ours, "ratio": raw / ours, "warm": n / warm}
 
@@ -117,15 +110,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--encoder", choices=["minilm", "mpnet", "both"], default="both")
     parser.add_argument("--epochs", type=int, default=12)
-    parser.add_argument(
-        "--seed-epochs", type=int, default=None, help="epochs to measure (a) for (default: all)"
-    )
     parser.add_argument("--score-texts", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3, help="scoring repeats (best kept)")
     parser.add_argument("--skip-training", action="store_true", help="scoring figures only")
     args = parser.parse_args()
     names = ["minilm", "mpnet"] if args.encoder == "both" else [args.encoder]
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU, "
+        f"{os.cpu_count()} cores, {_load()}"
+    )
     for name in names:
         encoder_name, per_type = SETTINGS[name]
         try:
@@ -136,7 +129,7 @@ def main() -> int:
         examples = synthetic_examples(n_occupations=40, prompts_per_type=per_type, variants=9)
         print(f"{name} ({encoder_name}, {len(examples)} texts)")
         if not args.skip_training:
-            bench_training(encoder, examples, args.epochs, args.seed_epochs or args.epochs)
+            bench_training(encoder, examples, args.epochs)
         model = train(examples[:200], encoder, TrainConfig(epochs=1, n_boot=0)).model
         texts = [e.text for e in examples[: args.score_texts]]
         bench_scoring(encoder, model, texts, repeats=args.repeats)
