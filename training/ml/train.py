@@ -5,7 +5,11 @@ batched call; the epochs then run on the embedding tensor. Each step is one
 batch of ``occupations_per_batch`` lists, a list being all the training items
 of one occupation (the seed's grouping: one occupation per batch); the order of
 occupations is shuffled every epoch by a generator seeded with ``seed``.
-AdamW, then ``CosineAnnealingLR(T_max=epochs)`` stepped once per epoch. The
+AdamW, then ``CosineAnnealingLR(T_max=epochs)`` stepped once per epoch.
+``on_epoch`` gets each epoch's loss and eval metrics (a progress bar);
+``early_stop`` returning True ends training after that epoch and keeps the
+model (``stopped_early``); ``should_stop`` returning True between two steps
+cancels the run (``TrainingCancelled``). The
 global torch RNG (head initialisation, dropout) is seeded with ``seed`` inside
 ``torch.random.fork_rng``, so runs are reproducible on CPU and the caller's RNG
 state is left untouched.
@@ -66,6 +70,7 @@ class TrainResult:
     metrics: dict | None
     encode_calls: int
     texts_encoded: int
+    stopped_early: bool = False
 
 
 class TrainingCancelled(Exception):
@@ -99,6 +104,7 @@ def train(
     on_epoch: Callable[[EpochReport], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     embedding_mode: Literal["cached", "reencode"] = "cached",
+    early_stop: Callable[[EpochReport], bool] | None = None,
 ) -> TrainResult:
     """Train a ``RewardModel`` head; see the module doc for the recipe."""
     config = config or TrainConfig()
@@ -165,6 +171,7 @@ def train(
         )
         scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs)
         history = []
+        stopped_early = False
         model.train()
         for epoch in range(1, config.epochs + 1):
             order = torch.randperm(len(lists), generator=order_rng).tolist()
@@ -193,6 +200,9 @@ def train(
             history.append(report)
             if on_epoch is not None:
                 on_epoch(report)
+            if early_stop is not None and epoch < config.epochs and early_stop(report):
+                stopped_early = True
+                break
         model.eval()
         final = eval_metrics(model, config.n_boot)
         model.eval()
@@ -202,4 +212,5 @@ def train(
         metrics=final,
         encode_calls=encoder.encode_calls - calls0,
         texts_encoded=encoder.texts_encoded - texts0,
+        stopped_early=stopped_early,
     )
