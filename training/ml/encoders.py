@@ -19,7 +19,8 @@ The embedding cache stores, per encoder identity, ``.npz`` shards (``keys``: the
 SHA-256 of identity key + text, ``vectors``: float32 rows). Every write is a new
 shard written to a temporary name and ``os.replace``-d into place, so concurrent
 writers never clash and readers never see a partial file; a text two writers
-raced on is stored twice, harmlessly.
+raced on is stored twice, harmlessly. An unreadable shard (a damaged disk, a
+stray file) is logged and skipped; its texts are encoded again.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -51,6 +53,8 @@ ALIASES = {
     "all-mpnet-base-v2": MPNET_NAME,
 }
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+log = logging.getLogger(__name__)
 
 
 class EncoderError(ValueError):
@@ -434,6 +438,10 @@ class EmbeddingCache:
                 with np.load(shard) as data:
                     keys, vectors = data["keys"], data["vectors"]
             except FileNotFoundError:  # merged away by compact(); its rows are in a new shard
+                continue
+            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+                log.warning("skipping unreadable embedding cache shard %s: %s", shard, exc)
+                seen.add(shard.name)  # its texts are encoded again, into a new shard
                 continue
             if vectors.shape[1:] != (identity.dim,):
                 raise EncoderMismatch(f"cache shard {shard} has dim {vectors.shape[1:]}")
