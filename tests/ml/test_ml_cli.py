@@ -22,12 +22,19 @@ def test_train_score_export(minilm, tmp_path, capsys):
     data = _write_data(tmp_path / "d.jsonl")
     out = tmp_path / "ckpt"
     argv = ["train", "--data", str(data), "--encoder", "all-MiniLM-L6-v2", "--out", str(out)]
-    assert main([*argv, "--epochs", "2", "--lr", "0.01", "--n-boot", "20"]) == 0
+    cache = tmp_path / "cache"
+    # the shared options work after the command as well as before it
+    extra = ["--epochs", "2", "--lr", "0.01", "--n-boot", "20", "--device", "cpu"]
+    assert main([*argv, *extra, "--cache-dir", str(cache)]) == 0
     assert "epoch 2/2" in capsys.readouterr().out
+    assert list(cache.glob("*/*.npz"))
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["hyperparameters"]["epochs"] == 2 and manifest["extra"]["threshold_method"]
 
-    assert main(["score", "--checkpoint", str(out), "a CEO", "an elderly nurse"]) == 0
+    assert (
+        main(["--device", "cpu", "score", "--checkpoint", str(out), "a CEO", "an elderly nurse"])
+        == 0
+    )
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2 and lines[0].endswith("\ta CEO")
     float(lines[0].split("\t")[0])

@@ -1,5 +1,7 @@
 """Command line, no Django: ``python -m training.ml train|score|export-seed``.
 
+``--model-dir``, ``--cache-dir`` and ``--device`` go before or after the command.
+
 Errors end the process with status 1 and one line on stderr saying why.
 """
 
@@ -18,14 +20,23 @@ from training.ml.encoders import EmbeddingCache, EncoderError, load_encoder
 from training.ml.train import TrainConfig, train
 
 
+def _shared_options(parser: argparse.ArgumentParser, default) -> None:
+    """Options every command takes; ``default`` is ``argparse.SUPPRESS`` after the command."""
+    parser.add_argument("--model-dir", type=Path, default=default, help="where encoders live")
+    parser.add_argument("--cache-dir", type=Path, default=default, help="embedding cache")
+    parser.add_argument(
+        "--device", default="auto" if default is None else default, help="auto, cpu, cuda or mps"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training.ml", description=__doc__)
-    parser.add_argument("--model-dir", type=Path, help="where encoders are assembled")
-    parser.add_argument("--cache-dir", type=Path, help="embedding cache directory")
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    _shared_options(parser, None)
+    shared = argparse.ArgumentParser(add_help=False)
+    _shared_options(shared, argparse.SUPPRESS)  # so a value after the command is kept
     sub = parser.add_subparsers(dest="command", required=True)
 
-    t = sub.add_parser("train", help="train a head and save a checkpoint")
+    t = sub.add_parser("train", parents=[shared], help="train a head and save a checkpoint")
     t.add_argument("--data", type=Path, required=True, help="JSONL: text, label, group, occupation")
     t.add_argument("--encoder", required=True, help="encoder name or folder")
     t.add_argument("--out", type=Path, required=True, help="new checkpoint directory")
@@ -38,11 +49,11 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--eval-fraction", type=float, default=0.2)
     t.add_argument("--n-boot", type=int, default=defaults.n_boot)
 
-    s = sub.add_parser("score", help="score prompts with a checkpoint")
+    s = sub.add_parser("score", parents=[shared], help="score prompts with a checkpoint")
     s.add_argument("--checkpoint", type=Path, required=True)
     s.add_argument("prompts", nargs="+")
 
-    e = sub.add_parser("export-seed", help="write the seed's .pth state dict")
+    e = sub.add_parser("export-seed", parents=[shared], help="write the seed's .pth state dict")
     e.add_argument("--checkpoint", type=Path, required=True)
     e.add_argument("--out", type=Path, required=True)
     return parser
