@@ -43,24 +43,32 @@ def test_train_score_export(minilm, tmp_path, capsys):
     assert main(["export-seed", "--checkpoint", str(out), "--out", str(pth)]) == 0
     assert "fc.weight" in torch.load(pth)
 
-    # a second train into the same directory is refused, with one line
+    # a second train into the same directory is refused before training, with one line
     assert main([*argv, "--epochs", "1"]) == 1
-    assert capsys.readouterr().err.startswith("error: ")
+    captured = capsys.readouterr()
+    assert captured.err.startswith("error: ") and "already exists" in captured.err
+    assert "epoch" not in captured.out
 
 
 def test_errors_exit_non_zero_with_one_line(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "x"}\n')
-    for args in (
-        ["train", "--data", str(bad), "--encoder", "x", "--out", str(tmp_path / "o")],
-        ["score", "--checkpoint", str(tmp_path / "missing"), "a prompt"],
+    good = _write_data(tmp_path / "good.jsonl")
+    for args, why in (
+        (["train", "--data", str(bad), "--encoder", "x", "--out", str(tmp_path / "o")], "label"),
+        (
+            ["train", "--data", str(good), "--encoder", "x", "--out", str(tmp_path / "o")]
+            + ["--temperature", "0"],
+            "temperature",
+        ),
+        (["score", "--checkpoint", str(tmp_path / "missing"), "a prompt"], "not a checkpoint"),
     ):
         proc = subprocess.run(
             [sys.executable, "-m", "training.ml", *args], cwd=REPO, capture_output=True, text=True
         )
         assert proc.returncode == 1, proc.stderr
         assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
-        assert "Traceback" not in proc.stderr
+        assert "Traceback" not in proc.stderr and why in proc.stderr
 
 
 def test_no_django_below_training_ml():

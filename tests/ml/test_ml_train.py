@@ -120,3 +120,27 @@ def test_early_stop_ends_after_an_epoch_and_keeps_the_model(minilm, split):
     assert result.metrics["spearman"] == pytest.approx(result.history[-1].eval_metrics["spearman"])
     full = train(train_set, minilm, cfg, eval_examples=eval_set)
     assert not full.stopped_early and len(full.history) == 12
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"epochs": 0},
+        {"lr": 0.0},
+        {"temperature": 0.0},
+        {"temperature": -1.0},
+        {"alpha": -0.1},
+        {"dropout": 1.0},
+        {"occupations_per_batch": 0},
+        {"n_boot": -1},
+        {"lr": float("nan")},
+    ],
+)
+def test_bad_hyperparameters_are_refused_with_their_name(bad):
+    name = next(iter(bad))
+    with pytest.raises(ValueError, match=name):
+        TrainConfig(**bad)
+    cfg = TrainConfig()
+    setattr(cfg, name, bad[name])  # changed after construction: train checks again
+    with pytest.raises(ValueError, match=name):
+        train([object()], None, cfg)

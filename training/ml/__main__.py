@@ -60,9 +60,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _train(args) -> None:
+    if args.out.exists():
+        raise CheckpointError(f"{args.out} already exists; checkpoints are never overwritten")
     examples = read_jsonl(args.data)
     train_set, eval_set = group_split(examples, args.eval_fraction, args.seed)
-    encoder = load_encoder(args.encoder, model_dir=args.model_dir, device=args.device)
     config = TrainConfig(
         epochs=args.epochs,
         lr=args.lr,
@@ -72,6 +73,7 @@ def _train(args) -> None:
         device=args.device,
         n_boot=args.n_boot,
     )
+    encoder = load_encoder(args.encoder, model_dir=args.model_dir, device=args.device)
 
     def progress(report) -> None:
         rho = (report.eval_metrics or {}).get("spearman", float("nan"))

@@ -23,6 +23,7 @@ float noise of encoding texts in different batches.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
@@ -50,6 +51,25 @@ class TrainConfig:
     occupations_per_batch: int = 1
     device: str = "auto"
     n_boot: int = 1000
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first hyper-parameter out of its range."""
+        checks = {
+            "epochs": self.epochs >= 1,
+            "lr": math.isfinite(self.lr) and self.lr > 0,
+            "weight_decay": math.isfinite(self.weight_decay) and self.weight_decay >= 0,
+            "temperature": math.isfinite(self.temperature) and self.temperature > 0,
+            "alpha": math.isfinite(self.alpha) and self.alpha >= 0,
+            "dropout": 0 <= self.dropout < 1,
+            "occupations_per_batch": self.occupations_per_batch >= 1,
+            "n_boot": self.n_boot >= 0,
+        }
+        for name, ok in checks.items():
+            if not ok:
+                raise ValueError(f"{name}={getattr(self, name)!r} is out of range")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -108,10 +128,9 @@ def train(
 ) -> TrainResult:
     """Train a ``RewardModel`` head; see the module doc for the recipe."""
     config = config or TrainConfig()
+    config.validate()
     if not train_examples:
         raise ValueError("no training examples")
-    if config.epochs < 1 or config.occupations_per_batch < 1:
-        raise ValueError("epochs and occupations_per_batch must be at least 1")
     device = pick_device(config.device)
     calls0, texts0 = encoder.encode_calls, encoder.texts_encoded
     eval_examples = list(eval_examples or [])
