@@ -1,5 +1,4 @@
 import hashlib
-import importlib.metadata
 import io
 import json
 import os
@@ -69,8 +68,15 @@ def test_pick_device(monkeypatch):
     assert pick_device() == "cpu"
     monkeypatch.setenv("STEREORANK_DEVICE", "cuda:7")
     if not encoders.torch.cuda.is_available():
-        with pytest.raises(encoders.EncoderError):
+        with pytest.raises(encoders.EncoderError, match="CUDA is not available"):
             pick_device()
+    if not encoders.torch.backends.mps.is_available():
+        with pytest.raises(encoders.EncoderError, match="MPS is not available"):
+            pick_device("mps")
+    monkeypatch.delenv("STEREORANK_DEVICE")
+    expected = "cuda" if encoders.torch.cuda.is_available() else "cpu"
+    if not encoders.torch.backends.mps.is_available():
+        assert pick_device() == pick_device("auto") == expected
 
 
 def test_encode_is_float32_and_normalised(minilm):
@@ -222,26 +228,17 @@ def test_missing_seed_packages_name_what_to_install(tmp_path, monkeypatch):
         resolve_encoder(MPNET_NAME, tmp_path)
 
 
-def _seed_parts_installed() -> bool:
-    try:
-        for name in encoders.MPNET_PARTS:
-            importlib.metadata.distribution(name)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not _seed_parts_installed(), reason="stereorank[seed] not installed")
-def test_real_mpnet_parts_assemble_and_verify(tmp_path, monkeypatch):
+def test_real_mpnet_parts_assemble_and_verify(seed_model_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    folder = resolve_encoder("all-mpnet-base-v2", tmp_path)
-    assert folder == tmp_path / "sentence-transformers--all-mpnet-base-v2"
+    folder = resolve_encoder("all-mpnet-base-v2", seed_model_dir)
+    assert folder == seed_model_dir / "sentence-transformers--all-mpnet-base-v2"
     weights = folder / "model.safetensors"
     assert hashlib.sha256(weights.read_bytes()).hexdigest() == encoders.MPNET_SHA256
     assert (folder / "modules.json").is_file() and not list(folder.rglob("desktop.ini"))
-    assert resolve_encoder(MPNET_NAME, tmp_path) == folder  # assembled once
-    enc = load_encoder(MPNET_NAME, model_dir=tmp_path, device="cpu")
+    assert sorted(p.name for p in seed_model_dir.iterdir()) == [folder.name]  # no leftovers
+    assert resolve_encoder(MPNET_NAME, seed_model_dir) == folder  # assembled once
+    enc = load_encoder(MPNET_NAME, model_dir=seed_model_dir, device="cpu")
     assert (enc.identity.dim, enc.identity.normalize) == (768, True)
     assert enc.identity.weight_sha256 == encoders.MPNET_SHA256
 
