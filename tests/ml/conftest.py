@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import pytest
 
 from training.ml.data import synthetic_examples
-from training.ml.encoders import load_encoder
+from training.ml.encoders import MPNET_PARTS, load_encoder
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -28,3 +30,14 @@ def minilm():
 def small_examples():
     """6 occupations x 3 types x 4 originals x 3 variants = 216 texts."""
     return synthetic_examples(n_occupations=6, prompts_per_type=4, variants=3, seed=1)
+
+
+@pytest.fixture(scope="session")
+def seed_model_dir(tmp_path_factory):
+    """An empty model directory for the seed encoder's parts; skip without ``[seed]``."""
+    try:
+        for name in MPNET_PARTS:
+            importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("stereorank[seed] is not installed")
+    return tmp_path_factory.mktemp("models")
