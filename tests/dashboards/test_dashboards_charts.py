@@ -1,0 +1,76 @@
+"""Plots: valid PNG and SVG, deterministic for the same data, different for other data."""
+
+import uuid
+import xml.etree.ElementTree as ET
+
+import pytest
+from django.test import RequestFactory
+
+from web import charts
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def points(rho_last: float) -> list[charts.RhoPoint]:
+    return [
+        charts.RhoPoint("v1", 0.41, 0.30, 0.52),
+        charts.RhoPoint("v2", 0.55, 0.47, 0.63, active=True),
+        charts.RhoPoint("v3", rho_last, None, None),
+    ]
+
+
+def test_png_is_valid_deterministic_and_follows_the_data():
+    first = charts.render(charts.rho_across_versions(points(0.6)), "png")
+    again = charts.render(charts.rho_across_versions(points(0.6)), "png")
+    other = charts.render(charts.rho_across_versions(points(0.2)), "png")
+    assert first.startswith(PNG_MAGIC) and len(first) > 2000
+    assert first == again
+    assert first != other
+
+
+def test_svg_is_well_formed_and_deterministic():
+    fig = charts.occupations_side_by_side("v1", {"nurse": 0.5, "CEO": 0.2}, "v2", {"nurse": 0.7})
+    svg = charts.render(fig, "svg")
+    root = ET.fromstring(svg)
+    assert root.tag.endswith("svg")
+    assert b"nurse" in svg and b"CEO" in svg  # svg.fonttype none keeps labels as text
+    fig = charts.occupations_side_by_side("v1", {"nurse": 0.5, "CEO": 0.2}, "v2", {"nurse": 0.7})
+    assert charts.render(fig, "svg") == svg
+
+
+def test_empty_data_still_draws_a_readable_image():
+    assert charts.render(charts.rho_across_versions([]), "png").startswith(PNG_MAGIC)
+    assert b"No per-occupation" in charts.render(
+        charts.occupations_side_by_side("a", {}, "b", {}), "svg"
+    )
+
+
+def test_unknown_format_is_refused():
+    with pytest.raises(ValueError, match="Unknown chart format 'gif'"):
+        charts.render(charts.rho_across_versions([]), "gif")
+    response = charts.chart_response(
+        RequestFactory().get("/x", {"format": "gif"}), "rho", [], lambda: None
+    )
+    assert response.status_code == 400 and b"png or svg" in response.content
+
+
+def test_response_is_cached_by_content_and_honours_etag():
+    drawn = []
+
+    def draw():
+        drawn.append(1)
+        return charts.rho_across_versions(points(0.6))
+
+    rf = RequestFactory()
+    name = f"rho-test-{uuid.uuid4()}"  # the cache may be a shared Redis
+    data = [p.__dict__ for p in points(0.6)]
+    first = charts.chart_response(rf.get("/c"), name, data, draw)
+    assert first.status_code == 200 and first["Content-Type"] == "image/png"
+    second = charts.chart_response(rf.get("/c"), name, data, draw)
+    assert second.content == first.content and len(drawn) == 1  # served from the cache
+    not_modified = charts.chart_response(
+        rf.get("/c", HTTP_IF_NONE_MATCH=first["ETag"]), name, data, draw
+    )
+    assert not_modified.status_code == 304
+    changed = charts.chart_response(rf.get("/c"), name, data[:2], draw)
+    assert changed["ETag"] != first["ETag"] and len(drawn) == 2

@@ -1,0 +1,83 @@
+"""Annotation progress dashboard: staff only, real numbers, constant query count."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from annotation import services
+from annotation.exports import pseudonym
+from annotation.models import DemographicField, Occupation, RankingTask
+from web.dashboards import demographic_counts
+
+URL = reverse("dashboards:progress")
+
+
+def test_anonymous_is_sent_to_log_in(client, db):
+    response = client.get(URL)
+    assert response.status_code == 302
+    assert "/admin/login/" in response["Location"]
+
+
+def test_annotator_is_refused(annotator_client):
+    assert annotator_client.get(URL).status_code == 403
+
+
+def test_staff_sees_occupations_annotators_and_demographics(
+    staff_client, make_tasks, annotator, rank
+):
+    make_tasks(n=4, k=3, overlap=2)
+    DemographicField.objects.create(key="gender", label="Gender", choices=["woman", "man"])
+    alice, bob = annotator("alice"), annotator("bob")
+    services.save_demographics(alice.profile, {"gender": "woman"})
+    rank(alice.profile, 4)
+    rank(bob.profile, 1)
+
+    response = staff_client.get(URL)
+    assert response.status_code == 200
+    nurse = next(r for r in response.context["occupations"] if r["name"] == "nurse")
+    # 4 tasks x overlap 2 = 8 slots; 5 rankings stored; one task has both of its rankings.
+    assert (nurse["n_tasks"], nurse["slots"], nurse["rankings"]) == (4, 8, 5)
+    assert nurse["complete"] == 1 and nurse["percent"] == 62
+    rows = {a["username"]: a for a in response.context["annotators"]}
+    assert (rows["alice"]["done"], rows["alice"]["quota"]) == (4, alice.profile.quota)
+    assert rows["bob"]["done"] == 1
+    assert rows["alice"]["pseudonym"] == pseudonym(alice.profile.user_id)
+    gender = response.context["demographics"][0]
+    assert dict(gender["counts"])["woman"] == 1
+    assert gender["unanswered"] == 1  # bob
+    html = response.content.decode()
+    assert "alice" in html and "nurse" in html and "Gender" in html
+
+
+def test_demographic_counts_orders_choices_then_free_text():
+    field = DemographicField(key="age", label="Age", choices=["18-29", "30-49"])
+    answers = [{"age": "30-49"}, {"age": "30-49"}, {"age": "prefer not to say"}, {}, {"x": 1}]
+    [out] = demographic_counts([field], answers)
+    assert out["counts"] == [("18-29", 0), ("30-49", 2), ("prefer not to say", 1)]
+    assert out["unanswered"] == 2
+    free = DemographicField(key="lang", label="Language", choices=[])
+    [out] = demographic_counts([free], [{"lang": "fr"}, {"lang": "de"}, {"lang": "fr"}])
+    assert out["counts"] == [("fr", 2), ("de", 1)]
+
+
+@pytest.mark.postgres
+def test_query_count_does_not_grow_with_rows(
+    staff_client, make_tasks, annotator, rank, django_assert_max_num_queries
+):
+    def count() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert staff_client.get(URL).status_code == 200
+        return len(ctx.captured_queries)
+
+    make_tasks(n=2, k=3, overlap=1)
+    rank(annotator("a0").profile, 1)
+    small = count()
+    other = Occupation.objects.create(name="pilot", slug="pilot")
+    for task in make_tasks(n=10, k=3, overlap=3):
+        RankingTask.objects.filter(pk=task.pk).update(occupation=other)
+    for i in range(1, 8):
+        rank(annotator(f"a{i}").profile, 2)
+    assert count() == small
+    with django_assert_max_num_queries(small):
+        staff_client.get(URL)

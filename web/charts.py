@@ -1,0 +1,137 @@
+"""Server-side plots for the staff dashboards, drawn with matplotlib (Agg).
+
+Drawing functions take plain data and return a matplotlib ``Figure``; they use
+``Figure`` directly, never ``pyplot``, so there is no global state shared across
+threads. ``chart_response`` renders PNG or SVG, cached by the content hash of the
+data: the same data is drawn once and answered with ``304`` to a matching ETag.
+"""
+
+import hashlib
+import io
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from django.core.cache import cache  # noqa: E402
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
+# Bump when a drawing function changes, so cached images are not served stale.
+STYLE_VERSION = 1
+CACHE_SECONDS = 24 * 60 * 60
+PRIMARY, ACCENT, MUTED = "#2451c7", "#e07b00", "#5d6675"
+
+
+@dataclass(frozen=True)
+class RhoPoint:
+    """One version's headline Spearman with its 95% interval (either end may be None)."""
+
+    label: str
+    rho: float
+    low: float | None = None
+    high: float | None = None
+    active: bool = False
+
+
+def rho_across_versions(points: Sequence[RhoPoint], title: str = "") -> Figure:
+    """Spearman's rho of each version with its 95% interval; the active one highlighted."""
+    fig = Figure(figsize=(7, 3.2), layout="constrained")
+    ax = fig.subplots()
+    if not points:
+        ax.text(0.5, 0.5, "No evaluated versions yet", ha="center", va="center", color=MUTED)
+        ax.set_axis_off()
+        return fig
+    xs = range(len(points))
+    for x, p in zip(xs, points, strict=True):
+        colour = ACCENT if p.active else PRIMARY
+        if p.low is not None and p.high is not None:
+            yerr = [[max(p.rho - p.low, 0.0)], [max(p.high - p.rho, 0.0)]]
+            ax.errorbar([x], [p.rho], yerr=yerr, fmt="o", color=colour, capsize=4)
+        else:
+            ax.plot([x], [p.rho], "o", color=colour)
+    ax.axhline(0.0, color=MUTED, linewidth=0.8, linestyle="--")
+    ax.set_xticks(list(xs), [p.label for p in points], rotation=45 if len(points) > 8 else 0)
+    ax.set_ylabel("Spearman's rho (95% CI)")
+    ax.set_xlabel("version (orange: active)")
+    if title:
+        ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def occupations_side_by_side(
+    label_a: str, per_a: dict[str, float], label_b: str, per_b: dict[str, float]
+) -> Figure:
+    """Per-occupation rho of two versions as paired horizontal bars."""
+    names = sorted(set(per_a) | set(per_b))
+    height = max(2.5, 0.28 * len(names) + 1.2)
+    fig = Figure(figsize=(7, height), layout="constrained")
+    ax = fig.subplots()
+    if not names:
+        ax.text(0.5, 0.5, "No per-occupation figures", ha="center", va="center", color=MUTED)
+        ax.set_axis_off()
+        return fig
+    ys = range(len(names))
+    bar = 0.4
+
+    def values(per: dict[str, float]) -> list[float]:
+        return [per.get(n, float("nan")) for n in names]
+
+    ax.barh([y - bar / 2 for y in ys], values(per_a), height=bar, color=PRIMARY, label=label_a)
+    ax.barh([y + bar / 2 for y in ys], values(per_b), height=bar, color=ACCENT, label=label_b)
+    ax.set_yticks(list(ys), names)
+    ax.invert_yaxis()
+    ax.axvline(0.0, color=MUTED, linewidth=0.8)
+    ax.set_xlabel("Spearman's rho per occupation")
+    ax.legend(loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def render(fig: Figure, fmt: str) -> bytes:
+    """The figure as PNG or SVG bytes; deterministic (no dates, fixed SVG ids)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"Unknown chart format '{fmt}'; use one of {', '.join(FORMATS)}.")
+    buffer = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "stereorank", "svg.fonttype": "none"}):
+        metadata = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
+        fig.savefig(buffer, format=fmt, dpi=100, metadata=metadata)
+    return buffer.getvalue()
+
+
+def content_key(name: str, data: object, fmt: str) -> str:
+    """A hash of what a chart shows: same data, same key."""
+    payload = json.dumps(
+        {"chart": name, "v": STYLE_VERSION, "fmt": fmt, "data": data},
+        sort_keys=True,
+        default=lambda o: asdict(o) if hasattr(o, "__dataclass_fields__") else str(o),
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def chart_response(
+    request: HttpRequest, name: str, data: object, draw: Callable[[], Figure]
+) -> HttpResponse:
+    """Answer a chart request: ``?format=png|svg``, cached and ETagged by content."""
+    fmt = request.GET.get("format", "png")
+    if fmt not in FORMATS:
+        return HttpResponse(
+            f"Unknown chart format '{fmt}'; use png or svg.", status=400, content_type="text/plain"
+        )
+    key = content_key(name, data, fmt)
+    etag = f'"{key}"'
+    if request.headers.get("If-None-Match") == etag:
+        return HttpResponseNotModified(headers={"ETag": etag})
+    body = cache.get(f"chart:{key}")
+    if body is None:
+        body = render(draw(), fmt)
+        cache.set(f"chart:{key}", body, CACHE_SECONDS)
+    response = HttpResponse(body, content_type=FORMATS[fmt])
+    response["ETag"] = etag
+    response["Cache-Control"] = "private, max-age=0, must-revalidate"
+    return response
