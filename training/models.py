@@ -1,0 +1,315 @@
+"""From rankings to checkpoints: snapshots, paraphrases, runs, the registry.
+
+Glossary in ../shared/DESIGN.md. Writes go through ``training.services``; the
+models carry the invariants (one active checkpoint, one checkpoint per run,
+one evaluation per checkpoint and snapshot).
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class DatasetSnapshot(models.Model):
+    """Item labels frozen at one moment, with their content hash and grouped split.
+
+    ``examples`` is a list of ``{"key", "item_id", "text", "label", "group",
+    "occupation", "prompt_type", "split"}`` (``split`` is ``train`` or ``eval``);
+    ``group_labels`` is ``{field: {value: {key: label}}}`` from that demographic
+    group's rankings only. Personal data stays out: only aggregated labels.
+    """
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    include_synthetic = models.BooleanField(default=False)
+    ranking_count = models.PositiveIntegerField()
+    # Highest Ranking id included: "new rankings since the last snapshot" counts above it.
+    last_ranking_id = models.BigIntegerField(null=True, blank=True)
+    content_hash = models.CharField(max_length=64, db_index=True)
+    split_seed = models.IntegerField(default=0)
+    eval_fraction = models.FloatField(default=0.2)
+    example_count = models.PositiveIntegerField()
+    train_count = models.PositiveIntegerField()
+    eval_count = models.PositiveIntegerField()
+    examples = models.JSONField()
+    group_labels = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        get_latest_by = "id"
+
+    def __str__(self) -> str:
+        return f"snapshot {self.pk} ({self.example_count} items, {self.content_hash[:8]})"
+
+
+class Augmentation(models.Model):
+    """One paraphrasing pass over a snapshot's originals: N per original, one backend."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    snapshot = models.ForeignKey(
+        DatasetSnapshot, on_delete=models.CASCADE, related_name="augmentations"
+    )
+    backend = models.CharField(max_length=30)
+    model = models.CharField(max_length=200, blank=True)
+    n = models.PositiveSmallIntegerField(default=8)
+    min_cosine = models.FloatField(default=0.75)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    # Kept / rejected counts, rejection reasons, cosine summary (from the paraphrase library).
+    stats = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    celery_task_id = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["snapshot", "backend", "model", "n"], name="one_augmentation_per_setting"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"augmentation {self.pk} of snapshot {self.snapshot_id} ({self.backend}, n={self.n})"
+
+
+class Paraphrase(models.Model):
+    """A kept paraphrase of one snapshot example, with its provenance."""
+
+    augmentation = models.ForeignKey(
+        Augmentation, on_delete=models.CASCADE, related_name="paraphrases"
+    )
+    origin_key = models.CharField(max_length=100)
+    text = models.TextField()
+    backend = models.CharField(max_length=30)
+    model = models.CharField(max_length=200, blank=True)
+    template = models.CharField(max_length=200, blank=True)
+    seed = models.BigIntegerField(null=True, blank=True)
+    cosine = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["augmentation", "origin_key", "text"], name="unique_paraphrase_text"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class TrainingRun(models.Model):
+    """Snapshot + encoder + hyper-parameters, trained on the gpu queue; progress lives here."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        EMBEDDING = "embedding", "Embedding"
+        TRAINING = "training", "Training"
+        EVALUATING = "evaluating", "Evaluating"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    ACTIVE_STATUSES = (Status.EMBEDDING, Status.TRAINING, Status.EVALUATING)
+    FINISHED_STATUSES = (Status.DONE, Status.FAILED, Status.CANCELLED)
+
+    snapshot = models.ForeignKey(DatasetSnapshot, on_delete=models.PROTECT, related_name="runs")
+    augmentation = models.ForeignKey(
+        Augmentation, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    encoder = models.CharField(max_length=300)
+    hyperparameters = models.JSONField(help_text="training.ml.train.TrainConfig as a dict.")
+    # The active version when the run was started: the new checkpoint's parent.
+    parent = models.ForeignKey(
+        "Checkpoint", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_runs"
+    )
+    status = models.CharField(
+        max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True
+    )
+    epoch = models.PositiveIntegerField(default=0)
+    epochs = models.PositiveIntegerField()
+    # One entry per finished epoch: {"epoch", "loss", "eval_spearman"}.
+    history = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    celery_task_id = models.CharField(max_length=255, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    # Which worker process holds the run, and when it last said so (lost-worker recovery).
+    worker = models.CharField(max_length=255, blank=True)
+    worker_pid = models.IntegerField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(epoch__lte=models.F("epochs")), name="epoch_le_epochs"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED_STATUSES
+
+    @property
+    def progress(self) -> float:
+        """Fraction of epochs done, 1.0 once done."""
+        if self.status == self.Status.DONE:
+            return 1.0
+        return self.epoch / self.epochs if self.epochs else 0.0
+
+
+class VersionCounter(models.Model):
+    """One row holding the last checkpoint version; locked to hand out the next one."""
+
+    last = models.PositiveIntegerField(default=0)
+
+
+class Checkpoint(models.Model):
+    """A registry version: files on disk under ``path``, lineage and metrics here."""
+
+    class Status(models.TextChoices):
+        CANDIDATE = "candidate", "Candidate"
+        ACTIVE = "active", "Active"
+        ARCHIVED = "archived", "Archived"
+
+    version = models.PositiveIntegerField(unique=True)
+    run = models.OneToOneField(
+        TrainingRun, null=True, blank=True, on_delete=models.PROTECT, related_name="checkpoint"
+    )
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.CANDIDATE)
+    path = models.CharField(max_length=500, help_text="The checkpoint directory.")
+    head_sha256 = models.CharField(max_length=64)
+    encoder_name = models.CharField(max_length=300)
+    encoder_identity = models.JSONField(help_text="training.ml.encoders.EncoderIdentity.")
+    hyperparameters = models.JSONField(default=dict, blank=True)
+    snapshot = models.ForeignKey(
+        DatasetSnapshot,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="checkpoints",
+    )
+    data_hash = models.CharField(max_length=64, blank=True)
+    code_version = models.CharField(max_length=100, blank=True)
+    threshold = models.FloatField()
+    metrics = models.JSONField(default=dict, blank=True)
+    source = models.CharField(max_length=200, blank=True, help_text="Imported file, if any.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["status"], condition=Q(status="active"), name="one_active_checkpoint"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"v{self.version} ({self.status})"
+
+    @property
+    def spearman(self) -> float | None:
+        return self.metrics.get("spearman")
+
+
+class Evaluation(models.Model):
+    """A checkpoint scored on one snapshot's eval split; predictions kept for comparisons."""
+
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="evaluations")
+    snapshot = models.ForeignKey(
+        DatasetSnapshot, on_delete=models.CASCADE, related_name="evaluations"
+    )
+    metrics = models.JSONField()
+    # {example key: score} over the snapshot's eval originals.
+    predictions = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["checkpoint", "snapshot"], name="one_evaluation_per_snapshot"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"v{self.checkpoint.version} on snapshot {self.snapshot_id}"
+
+
+class RegistryEvent(models.Model):
+    """Who promoted, rolled back or imported which version, when and why."""
+
+    class Action(models.TextChoices):
+        PROMOTE = "promote", "Promote"
+        ROLLBACK = "rollback", "Roll back"
+        IMPORT = "import", "Import"
+
+    action = models.CharField(max_length=20, choices=Action.choices)
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.PROTECT, related_name="events")
+    # The version active before this event (None if there was none).
+    previous = models.ForeignKey(
+        Checkpoint, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reason = models.TextField(blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} v{self.checkpoint.version}"
+
+
+class RetrainDecision(models.Model):
+    """One decision of a retraining schedule, with its reason (written by training.schedules)."""
+
+    class Decision(models.TextChoices):
+        RETRAIN = "retrain", "Retrain"
+        SKIP = "skip", "Skip"
+        PROMOTE = "promote", "Promote"
+        KEEP = "keep", "Keep"
+
+    at = models.DateTimeField(auto_now_add=True)
+    schedule = models.CharField(max_length=200, help_text="The periodic task's name.")
+    decision = models.CharField(max_length=20, choices=Decision.choices)
+    reason = models.TextField()
+    snapshot = models.ForeignKey(
+        DatasetSnapshot, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    run = models.ForeignKey(
+        TrainingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="decisions"
+    )
+    checkpoint = models.ForeignKey(
+        Checkpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="decisions"
+    )
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.schedule}: {self.decision}"
