@@ -13,7 +13,10 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(
     task_queues=[Queue("default"), Queue("gpu")],
     task_default_queue="default",
-    task_routes={"training.tasks.train_run": {"queue": "gpu"}},
+    task_routes={
+        "training.tasks.train_run": {"queue": "gpu"},
+        "training.tasks.evaluate_checkpoint": {"queue": "gpu"},
+    },
     # Long work: acknowledge after the task ran, so a killed worker's task is
     # delivered again; take one message at a time.
     task_acks_late=True,
@@ -24,3 +27,5 @@ app.conf.update(
     worker_hijack_root_logger=False,
 )
 app.autodiscover_tasks()
+# autodiscover imports only <app>/tasks.py; the beat-driven retraining task lives here.
+app.conf.imports = ["training.schedules"]

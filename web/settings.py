@@ -188,6 +188,17 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     }
 )
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+# Training runs (training/runs.py): the soft limit is checked between steps (the gpu
+# worker runs -P solo, where Celery's own limits do not apply); a run whose heartbeat
+# is older than STALE_AFTER is taken as lost; a lost run is retried up to MAX_ATTEMPTS.
+TRAINING_RUNS = {
+    "SOFT_TIME_LIMIT": env.int("STEREORANK_RUN_SOFT_TIME_LIMIT", default=5 * 60 * 60),
+    "STALE_AFTER": env.int("STEREORANK_RUN_STALE_AFTER", default=30 * 60),
+    "MAX_ATTEMPTS": env.int("STEREORANK_RUN_MAX_ATTEMPTS", default=2),
+}
+# Prefork pools (the default queue): Celery's own limits, soft first.
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=2 * 60 * 60)
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=2 * 60 * 60 + 300)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 
 # The annotation study.

@@ -1,0 +1,146 @@
+"""Paraphrase augmentation of a snapshot, stored with provenance.
+
+One ``Augmentation`` per (snapshot, backend, model, n): asking again returns
+the existing one, and a finished one is never redone. Kept paraphrases are rows
+(``Paraphrase``); rejected ones are counted in ``stats``. The rows and the
+``done`` status are written in one transaction, so a worker killed mid-way
+leaves a ``running`` augmentation with no paraphrases, which a redelivered task
+runs again from the start.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from training.models import Augmentation, DatasetSnapshot, Paraphrase, TrainingRun
+from training.registry import json_safe
+from training.snapshots import rows_of
+
+BACKENDS = ("offline", "openai")
+
+
+class AugmentationError(ValueError):
+    """An augmentation cannot be asked for or run; the message says why."""
+
+
+def backend_model(backend: str) -> str:
+    """The model name recorded for ``backend`` (empty for the rule-based one)."""
+    if backend == "openai":
+        return settings.TRAINING["OPENAI_MODEL"]
+    return ""
+
+
+def request_augmentation(
+    snapshot: DatasetSnapshot, backend: str = "offline", n: int = 8, min_cosine: float = 0.75
+) -> tuple[Augmentation, bool]:
+    """The augmentation for these settings, and whether it still has to run."""
+    if backend not in BACKENDS:
+        raise AugmentationError(f"unknown backend {backend!r}: use {' or '.join(BACKENDS)}")
+    if not 1 <= n <= 50:
+        raise AugmentationError(f"n must be between 1 and 50, not {n}")
+    if backend == "openai" and not settings.TRAINING["OPENAI_API_KEY"]:
+        raise AugmentationError("the openai backend needs OPENAI_API_KEY in the environment")
+    augmentation, _ = Augmentation.objects.get_or_create(
+        snapshot=snapshot,
+        backend=backend,
+        model=backend_model(backend),
+        n=n,
+        defaults={"min_cosine": min_cosine},
+    )
+    if augmentation.status == Augmentation.Status.FAILED:
+        Augmentation.objects.filter(pk=augmentation.pk, status=Augmentation.Status.FAILED).update(
+            status=Augmentation.Status.QUEUED, error=""
+        )
+        augmentation.refresh_from_db()
+    return augmentation, augmentation.status != Augmentation.Status.DONE
+
+
+def _make_backend(augmentation: Augmentation):
+    from training.ml.paraphrase import make_backend
+
+    if augmentation.backend == "openai":
+        t = settings.TRAINING
+        return make_backend(
+            "openai",
+            base_url=t["OPENAI_BASE_URL"],
+            model=augmentation.model,
+            api_key=t["OPENAI_API_KEY"],
+        )
+    return make_backend("offline")
+
+
+def run_augmentation(augmentation_id: int, encoder_name: str | None = None) -> Augmentation:
+    """Paraphrase every example of the snapshot N times and store the kept ones."""
+    from training.ml.encoders import EmbeddingCache, load_encoder
+    from training.ml.paraphrase import Original, augment
+
+    augmentation = Augmentation.objects.select_related("snapshot").get(pk=augmentation_id)
+    if augmentation.status == Augmentation.Status.DONE:
+        return augmentation
+    Augmentation.objects.filter(pk=augmentation.pk).update(status=Augmentation.Status.RUNNING)
+    try:
+        name = encoder_name or settings.TRAINING["DEFAULT_ENCODER"]
+        encoder = load_encoder(name, device=settings.TRAINING["DEVICE"])
+        cache = EmbeddingCache(settings.TRAINING["EMBEDDING_CACHE"])
+        rows = rows_of(augmentation.snapshot)
+        originals = [
+            Original(key=r["key"], text=r["text"], occupation=r["occupation"], seed=r["item_id"])
+            for r in rows
+        ]
+        result = augment(
+            originals,
+            _make_backend(augmentation),
+            n=augmentation.n,
+            embed=lambda texts: cache.embed(encoder, texts),
+            min_cosine=augmentation.min_cosine,
+        )
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        with transaction.atomic():
+            Augmentation.objects.filter(pk=augmentation.pk).update(
+                status=Augmentation.Status.FAILED, error=reason, finished_at=timezone.now()
+            )
+            # Runs waiting for it would never start: fail them with the reason.
+            augmentation.runs.filter(status=TrainingRun.Status.QUEUED).update(
+                status=TrainingRun.Status.FAILED,
+                error=f"augmentation {augmentation.pk} failed: {reason}",
+                finished_at=timezone.now(),
+            )
+        raise
+    stats = json_safe(
+        {
+            **dict(result.stats),
+            "kept": len(result.kept),
+            "rejected": len(result.rejected),
+            "filter_encoder": encoder.identity.name,
+            "originals": len(originals),
+        }
+    )
+    with transaction.atomic():
+        Paraphrase.objects.bulk_create(
+            [
+                Paraphrase(
+                    augmentation=augmentation,
+                    origin_key=p.origin_key,
+                    text=p.text,
+                    backend=p.backend,
+                    model=p.model or "",
+                    template=p.template or "",
+                    seed=p.seed,
+                    cosine=p.cosine,
+                )
+                for p in result.kept
+            ],
+            ignore_conflicts=True,
+            batch_size=1000,
+        )
+        Augmentation.objects.filter(pk=augmentation.pk).update(
+            status=Augmentation.Status.DONE,
+            stats=stats,
+            error="",
+            finished_at=timezone.now(),
+        )
+    augmentation.refresh_from_db()
+    return augmentation

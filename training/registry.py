@@ -1,0 +1,403 @@
+"""The checkpoint registry: versions on disk and in the database, evaluations,
+promotion and rollback, comparison, export and import.
+
+A version's files live in ``CHECKPOINT_DIR/v{N}``. They are first saved whole
+into a hidden staging folder (``training.ml.checkpoints.save`` is atomic) and
+fsync-ed; then, in one transaction holding the ``VersionCounter`` row lock, the
+next number is taken, the folder renamed to ``v{N}`` and the row created. If
+anything fails before the commit the folder is removed again. A process killed
+between the rename and the commit leaves a ``v{N}`` folder without a row: the
+next registration of N, and ``sweep_orphans`` (run when a gpu worker starts),
+remove it under the same lock, so no folder without a row survives and no row
+ever points at a missing folder.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+
+from training.ml import __version__ as library_version
+from training.ml.checkpoints import (
+    MANIFEST_FILE,
+    CheckpointError,
+    export_seed_pth,
+    import_seed_pth,
+)
+from training.ml.checkpoints import Checkpoint as MLCheckpoint
+from training.ml.checkpoints import load as load_files
+from training.ml.checkpoints import save as save_files
+from training.models import Checkpoint, DatasetSnapshot, Evaluation, RegistryEvent, VersionCounter
+from training.snapshots import EVAL, rows_of
+
+STAGING = ".staging"
+STALE_STAGING_SECONDS = 6 * 60 * 60
+
+
+class RegistryError(ValueError):
+    """A registry action cannot be done; the message says why."""
+
+
+def checkpoint_root() -> Path:
+    return Path(settings.TRAINING["CHECKPOINT_DIR"])
+
+
+@functools.cache
+def code_version() -> str:
+    """``git describe`` of the running code, else the library's version."""
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--tags"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
+        return f"{library_version}+{out.stdout.strip()}"
+    except (OSError, subprocess.SubprocessError):
+        return library_version
+
+
+def _fsync_tree(folder: Path) -> None:
+    for path in [*folder.iterdir(), folder]:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _locked_counter() -> VersionCounter:
+    """The counter row, locked for this transaction (created on first use)."""
+    counter = VersionCounter.objects.select_for_update().filter(pk=1).first()
+    if counter is None:
+        try:
+            with transaction.atomic():
+                VersionCounter.objects.create(pk=1, last=0)
+        except IntegrityError:
+            pass  # another process created it first
+        counter = VersionCounter.objects.select_for_update().get(pk=1)
+    return counter
+
+
+def _next_version(counter: VersionCounter) -> int:
+    highest = Checkpoint.objects.aggregate(m=Max("version"))["m"] or 0
+    counter.last = max(counter.last, highest) + 1
+    counter.save(update_fields=["last"])
+    return counter.last
+
+
+def register(
+    files: MLCheckpoint,
+    *,
+    run=None,
+    snapshot: DatasetSnapshot | None = None,
+    parent: Checkpoint | None = None,
+    source: str = "",
+    in_transaction=None,
+) -> Checkpoint:
+    """Store ``files`` as the next version; ``in_transaction(checkpoint)`` commits with it."""
+    root = checkpoint_root()
+    staging_root = root / STAGING
+    staging_root.mkdir(parents=True, exist_ok=True)
+    staged = save_files(files, staging_root / uuid.uuid4().hex)
+    _fsync_tree(staged)
+    final: Path | None = None
+    try:
+        with transaction.atomic():
+            version = _next_version(_locked_counter())
+            final = root / f"v{version}"
+            if final.exists():  # left by a process killed before its commit: no row owns it
+                shutil.rmtree(final)
+            os.rename(staged, final)
+            _fsync_tree(root)
+            manifest = json.loads((final / MANIFEST_FILE).read_text())
+            checkpoint = Checkpoint.objects.create(
+                version=version,
+                run=run,
+                parent=parent,
+                path=str(final),
+                head_sha256=manifest["head_sha256"],
+                encoder_name=files.encoder.name,
+                encoder_identity=files.encoder.to_dict(),
+                hyperparameters=files.hyperparameters,
+                snapshot=snapshot,
+                data_hash=files.data_hash,
+                code_version=code_version(),
+                threshold=files.threshold,
+                metrics=manifest["metrics"],
+                source=source,
+            )
+            if in_transaction is not None:
+                in_transaction(checkpoint)
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        if final is not None and not Checkpoint.objects.filter(path=str(final)).exists():
+            shutil.rmtree(final, ignore_errors=True)
+        raise
+    return checkpoint
+
+
+def json_safe(value):
+    """``value`` with NaN and infinities as ``None`` (PostgreSQL's jsonb refuses them)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        return json_safe(value.item())
+    return value
+
+
+def sweep_orphans(now: float | None = None) -> list[str]:
+    """Remove ``v{N}`` folders no row owns and stale staging folders; returns what went."""
+    root = checkpoint_root()
+    if not root.is_dir():
+        return []
+    removed = []
+    now = time.time() if now is None else now
+    with transaction.atomic():
+        _locked_counter()
+        owned = set(Checkpoint.objects.values_list("path", flat=True))
+        for folder in root.glob("v*"):
+            if folder.is_dir() and str(folder) not in owned:
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder.name)
+    for folder in (root / STAGING).glob("*"):
+        if now - folder.stat().st_mtime > STALE_STAGING_SECONDS:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(f"{STAGING}/{folder.name}")
+    return removed
+
+
+def get_version(version: int) -> Checkpoint:
+    try:
+        return Checkpoint.objects.get(version=version)
+    except Checkpoint.DoesNotExist:
+        raise RegistryError(f"there is no version {version}") from None
+
+
+def active() -> Checkpoint | None:
+    return Checkpoint.objects.filter(status=Checkpoint.Status.ACTIVE).first()
+
+
+def activation_stack(events: list[tuple[str, int]]) -> list[int]:
+    """Replay ``(action, checkpoint id)`` events, oldest first: promote pushes, rollback pops."""
+    stack: list[int] = []
+    for action, checkpoint_id in events:
+        if action == RegistryEvent.Action.PROMOTE:
+            if not stack or stack[-1] != checkpoint_id:
+                stack.append(checkpoint_id)
+        elif action == RegistryEvent.Action.ROLLBACK and stack:
+            stack.pop()
+            if not stack or stack[-1] != checkpoint_id:
+                stack.append(checkpoint_id)
+    return stack
+
+
+def _activate(target: Checkpoint, action: str, user, reason: str) -> RegistryEvent:
+    current = Checkpoint.objects.select_for_update().filter(status=Checkpoint.Status.ACTIVE).first()
+    if current is not None:
+        current.status = Checkpoint.Status.ARCHIVED
+        current.save(update_fields=["status"])
+    target.status = Checkpoint.Status.ACTIVE
+    target.save(update_fields=["status"])
+    return RegistryEvent.objects.create(
+        action=action, checkpoint=target, previous=current, user=user, reason=reason
+    )
+
+
+def promote(checkpoint: Checkpoint, user=None, reason: str = "") -> Checkpoint:
+    """Make ``checkpoint`` the active version (the former active is archived), recorded."""
+    with transaction.atomic():
+        _locked_counter()  # one registry change at a time
+        target = Checkpoint.objects.get(pk=checkpoint.pk)
+        if target.status == Checkpoint.Status.ACTIVE:
+            raise RegistryError(f"v{target.version} is already active")
+        _activate(target, RegistryEvent.Action.PROMOTE, user, reason)
+    return target
+
+
+def rollback(user=None, reason: str = "") -> Checkpoint:
+    """Re-activate the version that was active before the current one; returns it."""
+    with transaction.atomic():
+        _locked_counter()
+        current = active()
+        if current is None:
+            raise RegistryError("no version is active; nothing to roll back")
+        events = list(
+            RegistryEvent.objects.filter(
+                action__in=[RegistryEvent.Action.PROMOTE, RegistryEvent.Action.ROLLBACK]
+            )
+            .order_by("id")
+            .values_list("action", "checkpoint_id")
+        )
+        stack = activation_stack(events)
+        if len(stack) < 2 or stack[-1] != current.pk:
+            raise RegistryError(f"v{current.version} has no earlier active version to roll back to")
+        target = Checkpoint.objects.get(pk=stack[-2])
+        _activate(target, RegistryEvent.Action.ROLLBACK, user, reason)
+    return target
+
+
+def eval_arrays(snapshot: DatasetSnapshot) -> tuple[list[str], list[dict]]:
+    rows = rows_of(snapshot, EVAL)
+    return [r["key"] for r in rows], rows
+
+
+def store_evaluation(
+    checkpoint: Checkpoint, snapshot: DatasetSnapshot, metrics: dict, predictions: dict
+) -> Evaluation:
+    """Create the evaluation, or return the one a concurrent caller made first."""
+    try:
+        with transaction.atomic():
+            return Evaluation.objects.create(
+                checkpoint=checkpoint,
+                snapshot=snapshot,
+                metrics=json_safe(metrics),
+                predictions=predictions,
+            )
+    except IntegrityError:
+        return Evaluation.objects.get(checkpoint=checkpoint, snapshot=snapshot)
+
+
+def evaluate(checkpoint: Checkpoint, snapshot: DatasetSnapshot, n_boot: int = 1000) -> Evaluation:
+    """Score ``checkpoint`` on ``snapshot``'s eval split (once; later calls reuse it)."""
+    existing = Evaluation.objects.filter(checkpoint=checkpoint, snapshot=snapshot).first()
+    if existing is not None:
+        return existing
+    from training.ml.encoders import EmbeddingCache, load_encoder
+    from training.ml.metrics import evaluate as compute_metrics
+
+    keys, rows = eval_arrays(snapshot)
+    if not rows:
+        raise RegistryError(f"snapshot {snapshot.pk} has no eval examples")
+    encoder = load_encoder(checkpoint.encoder_name, device=settings.TRAINING["DEVICE"])
+    try:
+        model = load_files(Path(checkpoint.path), encoder).to_model(encoder)
+    except CheckpointError as exc:
+        raise RegistryError(f"v{checkpoint.version}: {exc}") from exc
+    cache = EmbeddingCache(settings.TRAINING["EMBEDDING_CACHE"])
+    scores = model.score([r["text"] for r in rows], cache=cache)
+    metrics = compute_metrics(
+        scores,
+        np.array([r["label"] for r in rows]),
+        [r["group"] for r in rows],
+        [r["occupation"] for r in rows],
+        n_boot=n_boot,
+        seed=snapshot.split_seed,
+    )
+    predictions = {k: float(s) for k, s in zip(keys, scores, strict=True)}
+    return store_evaluation(checkpoint, snapshot, metrics, predictions)
+
+
+def compare(
+    a: Checkpoint, b: Checkpoint, snapshot: DatasetSnapshot | None = None, n_boot: int = 1000
+) -> dict:
+    """Paired comparison of two versions on one snapshot's eval split.
+
+    Without ``snapshot``, the newest snapshot both were evaluated on; with it,
+    missing evaluations on it are computed first (an old model on today's data).
+    Returns ``paired_comparison``'s keys plus ``per_occupation_a`` / ``_b``.
+    """
+    from training.ml.metrics import paired_comparison
+
+    if snapshot is not None:
+        ea, eb = evaluate(a, snapshot), evaluate(b, snapshot)
+    else:
+        common = (
+            Evaluation.objects.filter(checkpoint=a, snapshot__evaluations__checkpoint=b)
+            .select_related("snapshot")
+            .order_by("-snapshot_id")
+            .first()
+        )
+        if common is None:
+            raise RegistryError(
+                f"v{a.version} and v{b.version} were never evaluated on the same snapshot; "
+                "name a snapshot to evaluate both on it"
+            )
+        snapshot = common.snapshot
+        ea, eb = common, Evaluation.objects.get(checkpoint=b, snapshot=snapshot)
+    keys, rows = eval_arrays(snapshot)
+    result = paired_comparison(
+        np.array([ea.predictions[k] for k in keys]),
+        np.array([eb.predictions[k] for k in keys]),
+        np.array([r["label"] for r in rows]),
+        [r["group"] for r in rows],
+        n_boot=n_boot,
+        seed=snapshot.split_seed,
+    )
+    return {
+        **json_safe(result),
+        "version_a": a.version,
+        "version_b": b.version,
+        "snapshot": snapshot.pk,
+        "per_occupation_a": ea.metrics.get("per_occupation", {}),
+        "per_occupation_b": eb.metrics.get("per_occupation", {}),
+    }
+
+
+def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path) -> Path:
+    """Write a version as the seed's ``.pth`` or as a native folder, atomically."""
+    out = Path(out)
+    if fmt == "seed":
+        from training.ml.encoders import load_encoder
+
+        encoder = load_encoder(checkpoint.encoder_name, device="cpu")
+        files = load_files(Path(checkpoint.path), encoder)
+        return export_seed_pth(files, out, encoder)
+    if fmt == "native":
+        if out.exists():
+            raise RegistryError(f"{out} already exists")
+        load_files(Path(checkpoint.path))  # verify before copying
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        try:
+            shutil.copytree(checkpoint.path, tmp / "copy")
+            os.rename(tmp / "copy", out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return out
+    raise RegistryError(f"unknown format {fmt!r}: use seed or native")
+
+
+def import_checkpoint(
+    path: Path, fmt: str = "seed", encoder: str | None = None, user=None
+) -> Checkpoint:
+    """Register a seed ``.pth`` (checked against the encoder) or a native folder as a version."""
+    from training.ml.encoders import EncoderError, load_encoder
+
+    path = Path(path)
+    try:
+        if fmt == "seed":
+            name = encoder or settings.TRAINING["DEFAULT_ENCODER"]
+            files = import_seed_pth(path, load_encoder(name, device="cpu"))
+        elif fmt == "native":
+            files = load_files(path)
+        else:
+            raise RegistryError(f"unknown format {fmt!r}: use seed or native")
+    except (CheckpointError, EncoderError) as exc:
+        raise RegistryError(str(exc)) from exc
+
+    def record(checkpoint: Checkpoint) -> None:
+        RegistryEvent.objects.create(
+            action=RegistryEvent.Action.IMPORT, checkpoint=checkpoint, user=user, reason=path.name
+        )
+
+    return register(files, source=str(path), in_transaction=record)

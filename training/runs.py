@@ -1,0 +1,417 @@
+"""Training runs: start, execute (on a gpu worker), cancel, recover lost ones.
+
+A run is claimed by a conditional UPDATE ``queued -> embedding`` that also bumps
+``attempts``; every later write of that attempt is conditional on the same
+``attempts``, so a task delivered twice trains once, and a worker that was
+written off as lost cannot overwrite the attempt that replaced it.
+
+Lost workers (decision): a run held by a worker that died (SIGKILL, OOM, lost
+node) is retried once, then failed with the reason. It is detected two ways:
+when a gpu worker starts (``worker_ready``) it recovers runs held by a dead
+process of its own node name (same host name, pid gone) and runs whose
+heartbeat is older than ``TRAINING_RUNS["STALE_AFTER"]``; and a redelivered
+message (Redis visibility timeout) that finds its run held by such a worker
+does the same. The first gives a prompt retry after a restart without a short
+visibility timeout, which would redeliver long healthy runs.
+
+The soft time limit is checked between training steps (Celery's own limits need
+a forking pool; the gpu worker runs ``-P solo``); ``SoftTimeLimitExceeded`` is
+handled the same way for pools that raise it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+from datetime import timedelta
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from training.ml.data import Example, data_hash
+from training.models import Augmentation, Checkpoint, DatasetSnapshot, TrainingRun
+from training.registry import json_safe, register, store_evaluation
+from training.snapshots import EVAL, TRAIN, rows_of, to_example
+
+log = logging.getLogger(__name__)
+Status = TrainingRun.Status
+EMBED_CHUNK = 512
+HEARTBEAT_SECONDS = 5.0
+CANCEL_POLL_SECONDS = 0.5
+
+
+class RunError(ValueError):
+    """A run cannot be started or changed; the message says why."""
+
+
+class RunTimeLimit(Exception):
+    """The run went past its soft time limit."""
+
+
+class _Cancel(Exception):
+    """Cancel was requested; the run ends ``cancelled``."""
+
+
+class RunSuperseded(Exception):
+    """This attempt no longer owns the run (it was written off and retried, or finished)."""
+
+
+def _limits() -> dict:
+    return settings.TRAINING_RUNS
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}"
+
+
+def start_run(
+    snapshot: DatasetSnapshot,
+    *,
+    encoder: str | None = None,
+    epochs: int | None = None,
+    paraphrases: int = 0,
+    backend: str | None = None,
+    augmentation: Augmentation | None = None,
+    hyperparameters: dict | None = None,
+    user=None,
+    enqueue: bool = True,
+) -> TrainingRun:
+    """Validate and queue a run; ``RunError`` and nothing made if unfit.
+
+    ``paraphrases > 0`` asks for (or reuses) that augmentation of the snapshot;
+    if it has not run yet, the augmentation task runs first and then the run.
+    """
+    from training.augmentation import AugmentationError, request_augmentation
+    from training.ml.encoders import EncoderError, resolve_encoder
+    from training.ml.train import TrainConfig
+
+    name = encoder or settings.TRAINING["DEFAULT_ENCODER"]
+    try:
+        resolve_encoder(name)
+    except EncoderError as exc:
+        raise RunError(f"unknown encoder: {exc}") from exc
+    overrides = {"device": settings.TRAINING["DEVICE"], **(hyperparameters or {})}
+    if epochs is not None:
+        overrides["epochs"] = epochs
+    try:
+        config = TrainConfig(**overrides)
+    except TypeError as exc:
+        raise RunError(f"bad hyper-parameters: {exc}") from exc
+    except ValueError as exc:
+        raise RunError(f"bad hyper-parameter: {exc}") from exc
+    if not snapshot.train_count or not snapshot.eval_count:
+        raise RunError(f"snapshot {snapshot.pk} has an empty train or eval split")
+    task_id = str(uuid.uuid4())
+    with transaction.atomic():
+        pending_augmentation = False
+        if augmentation is None and paraphrases:
+            try:
+                augmentation, pending_augmentation = request_augmentation(
+                    snapshot, backend or settings.TRAINING["PARAPHRASE_BACKEND"], paraphrases
+                )
+            except AugmentationError as exc:
+                raise RunError(str(exc)) from exc
+        elif augmentation is not None:
+            if augmentation.snapshot_id != snapshot.pk:
+                raise RunError(
+                    f"augmentation {augmentation.pk} belongs to snapshot "
+                    f"{augmentation.snapshot_id}, not {snapshot.pk}"
+                )
+            if augmentation.status != Augmentation.Status.DONE:
+                raise RunError(f"augmentation {augmentation.pk} is {augmentation.status}, not done")
+        run = TrainingRun.objects.create(
+            snapshot=snapshot,
+            augmentation=augmentation,
+            encoder=name,
+            hyperparameters=config.to_dict(),
+            epochs=config.epochs,
+            parent=Checkpoint.objects.filter(status=Checkpoint.Status.ACTIVE).first(),
+            celery_task_id=task_id,
+            created_by=user,
+        )
+        if enqueue:
+            after = augmentation.pk if pending_augmentation else None
+            transaction.on_commit(lambda: enqueue_run(run.pk, task_id, after_augmentation=after))
+    return run
+
+
+def enqueue_run(
+    run_id: int, task_id: str | None = None, after_augmentation: int | None = None
+) -> None:
+    """Send the run to the gpu queue, after its augmentation when that has yet to run."""
+    from training.tasks import augment_snapshot, train_run
+
+    if after_augmentation is None:
+        train_run.apply_async((run_id,), task_id=task_id)
+    else:
+        chain = augment_snapshot.si(after_augmentation, encoder_for_run(run_id))
+        (chain | train_run.si(run_id).set(task_id=task_id)).apply_async()
+
+
+def encoder_for_run(run_id: int) -> str:
+    return TrainingRun.objects.values_list("encoder", flat=True).get(pk=run_id)
+
+
+def cancel_run(run: TrainingRun, user=None) -> TrainingRun:
+    """Cancel a queued run at once; ask a running one to stop at its next step."""
+    run_id = run.pk
+    now = timezone.now()
+    if TrainingRun.objects.filter(pk=run_id, status=Status.QUEUED).update(
+        status=Status.CANCELLED, cancel_requested=True, error="cancelled", finished_at=now
+    ):
+        return TrainingRun.objects.get(pk=run_id)
+    if not TrainingRun.objects.filter(pk=run_id, status__in=TrainingRun.ACTIVE_STATUSES).update(
+        cancel_requested=True
+    ):
+        run.refresh_from_db()
+        raise RunError(f"run {run_id} is already {run.status}")
+    return TrainingRun.objects.get(pk=run_id)
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_lost(run: TrainingRun, node: str, now=None) -> bool:
+    """Is the worker holding ``run`` gone? (its process on this node, or a stale heartbeat)"""
+    if run.status not in TrainingRun.ACTIVE_STATUSES:
+        return False
+    now = now or timezone.now()
+    stale = timedelta(seconds=_limits()["STALE_AFTER"])
+    if run.heartbeat_at is None or now - run.heartbeat_at > stale:
+        return True
+    return run.worker == node and run.worker_pid != os.getpid() and not _pid_alive(run.worker_pid)
+
+
+def write_off(run: TrainingRun) -> str:
+    """Requeue a lost run for one more attempt, or fail it; returns the new status."""
+    retry = run.attempts < _limits()["MAX_ATTEMPTS"]
+    what = f"worker {run.worker or '?'} (pid {run.worker_pid}) was lost during {run.status}"
+    fields = (
+        {"status": Status.QUEUED, "error": f"attempt {run.attempts}: {what}; retried"}
+        if retry
+        else {
+            "status": Status.FAILED,
+            "error": f"{what} on attempt {run.attempts}; not retried again",
+            "finished_at": timezone.now(),
+        }
+    )
+    TrainingRun.objects.filter(pk=run.pk, status=run.status, attempts=run.attempts).update(
+        worker="", worker_pid=None, **fields
+    )
+    log.warning("run %s: %s; now %s", run.pk, what, fields["status"])
+    return fields["status"]
+
+
+def recover_lost_runs(node: str) -> list[int]:
+    """Write off every lost run (``write_off``) and re-enqueue those retried."""
+    requeued = []
+    for run in TrainingRun.objects.filter(status__in=TrainingRun.ACTIVE_STATUSES):
+        if is_lost(run, node) and write_off(run) == Status.QUEUED:
+            requeued.append(run.pk)
+            transaction.on_commit(lambda pk=run.pk: enqueue_run(pk))
+    return requeued
+
+
+def claim(run_id: int, node: str) -> tuple[TrainingRun | None, str]:
+    """Take a queued run for this process; ``(None, why)`` when it is not to be trained here."""
+    for _ in range(2):
+        claimed = TrainingRun.objects.filter(pk=run_id, status=Status.QUEUED).update(
+            status=Status.EMBEDDING,
+            worker=node,
+            worker_pid=os.getpid(),
+            heartbeat_at=timezone.now(),
+            started_at=timezone.now(),
+            attempts=F("attempts") + 1,
+            epoch=0,
+            history=[],
+        )
+        run = TrainingRun.objects.filter(pk=run_id).first()
+        if run is None:
+            return None, f"there is no run {run_id}"
+        if claimed:
+            return run, "claimed"
+        if run.is_finished:
+            return None, f"run {run_id} is already {run.status}"
+        if not is_lost(run, node):
+            return None, f"run {run_id} is {run.status} on {run.worker}"
+        if write_off(run) != Status.QUEUED:
+            return None, f"run {run_id} failed: its worker was lost again"
+    return None, f"run {run_id} could not be claimed"
+
+
+class _Attempt:
+    """Writes of one attempt: progress, heartbeat, cancel and time-limit checks."""
+
+    def __init__(self, run: TrainingRun, soft_limit: float) -> None:
+        self.run_id, self.attempt = run.pk, run.attempts
+        self.history: list[dict] = []
+        self.deadline = time.monotonic() + soft_limit
+        self.soft_limit = soft_limit
+        self.last_beat = self.last_poll = time.monotonic()
+
+    def update(self, statuses=TrainingRun.ACTIVE_STATUSES, **fields) -> None:
+        done = TrainingRun.objects.filter(
+            pk=self.run_id, attempts=self.attempt, status__in=statuses
+        ).update(heartbeat_at=timezone.now(), **fields)
+        if not done:
+            raise RunSuperseded(f"run {self.run_id} attempt {self.attempt} was superseded")
+        self.last_beat = time.monotonic()
+
+    def on_epoch(self, report) -> None:
+        rho = (report.eval_metrics or {}).get("spearman")
+        self.history.append(json_safe({"epoch": report.epoch, "loss": report.loss, "rho": rho}))
+        self.update(status=Status.TRAINING, epoch=report.epoch, history=self.history)
+
+    def should_stop(self) -> bool:
+        """True to cancel; raises ``RunTimeLimit`` past the soft limit."""
+        now = time.monotonic()
+        if now > self.deadline:
+            raise RunTimeLimit(f"soft time limit of {self.soft_limit:.0f} s exceeded")
+        if now - self.last_poll < CANCEL_POLL_SECONDS:
+            return False
+        self.last_poll = now
+        if now - self.last_beat > HEARTBEAT_SECONDS:
+            self.update()
+        return bool(
+            TrainingRun.objects.filter(pk=self.run_id).values_list("cancel_requested", flat=True)[0]
+        )
+
+
+def training_examples(run: TrainingRun) -> tuple[list[Example], list[dict]]:
+    """The train split plus the paraphrases of train examples; and the eval originals."""
+    train_rows = rows_of(run.snapshot, TRAIN)
+    examples = [to_example(r) for r in train_rows]
+    if run.augmentation_id:
+        by_key = {r["key"]: r for r in train_rows}
+        paraphrases = run.augmentation.paraphrases.filter(origin_key__in=by_key).order_by("id")
+        for key, text in paraphrases.values_list("origin_key", "text"):
+            r = by_key[key]
+            examples.append(
+                Example(text, r["label"], r["group"], r["occupation"], r["prompt_type"])
+            )
+    return examples, rows_of(run.snapshot, EVAL)
+
+
+def execute_run(run_id: int, node: str | None = None) -> str:
+    """Train a run to a registered checkpoint, or record why not; returns what happened."""
+    node = node or worker_name()
+    run, why = claim(run_id, node)
+    if run is None:
+        log.info("run %s not trained here: %s", run_id, why)
+        return why
+    attempt = _Attempt(run, float(_limits()["SOFT_TIME_LIMIT"]))
+    try:
+        if run.cancel_requested:
+            raise _Cancel()
+        version = _train(run, attempt)
+    except RunSuperseded as exc:
+        log.warning("%s", exc)
+        return str(exc)
+    except _Cancel:
+        _finish(attempt, Status.CANCELLED, "cancelled on request")
+        return "cancelled"
+    except (RunTimeLimit, SoftTimeLimitExceeded) as exc:
+        _finish(attempt, Status.FAILED, f"time limit: {exc or 'soft time limit exceeded'}")
+        return "failed"
+    except Exception as exc:
+        log.exception("run %s failed", run_id)
+        _finish(attempt, Status.FAILED, f"{type(exc).__name__}: {exc}")
+        return "failed"
+    return f"done: v{version}"
+
+
+def _finish(attempt: _Attempt, status: str, error: str) -> None:
+    try:
+        attempt.update(status=status, error=error, finished_at=timezone.now())
+    except RunSuperseded:
+        log.warning(
+            "run %s: attempt %s superseded before it could record %s",
+            attempt.run_id,
+            attempt.attempt,
+            status,
+        )
+
+
+def _train(run: TrainingRun, attempt: _Attempt) -> int:
+    from training.ml.calibration import calibrate
+    from training.ml.checkpoints import Checkpoint as MLCheckpoint
+    from training.ml.encoders import EmbeddingCache, load_encoder
+    from training.ml.train import TrainConfig, TrainingCancelled, train
+
+    config = TrainConfig(**run.hyperparameters)
+    encoder = load_encoder(run.encoder, device=config.device)
+    cache = EmbeddingCache(settings.TRAINING["EMBEDDING_CACHE"])
+    train_set, eval_rows = training_examples(run)
+    eval_set = [to_example(r) for r in eval_rows]
+
+    # Embed every distinct text once, in chunks, so progress, heartbeat and cancel keep going.
+    distinct = list(dict.fromkeys([e.text for e in train_set] + [e.text for e in eval_set]))
+    for start in range(0, len(distinct), EMBED_CHUNK):
+        if attempt.should_stop():
+            raise _Cancel()
+        cache.embed(encoder, distinct[start : start + EMBED_CHUNK])
+        attempt.update()
+    attempt.update(status=Status.TRAINING)
+    try:
+        result = train(
+            train_set,
+            encoder,
+            config,
+            eval_examples=eval_set,
+            cache=cache,
+            on_epoch=attempt.on_epoch,
+            should_stop=attempt.should_stop,
+        )
+    except TrainingCancelled as exc:
+        raise _Cancel() from exc
+    attempt.update(status=Status.EVALUATING)
+    scores = result.model.score([e.text for e in eval_set], cache=cache)
+    calibration = calibrate(scores, [e.prompt_type == "stereotypical" for e in eval_set])
+    metrics = json_safe(result.metrics or {})
+    parent = run.parent
+    files = MLCheckpoint.from_model(
+        result.model,
+        hyperparameters=run.hyperparameters,
+        data_hash=data_hash(train_set),
+        metrics=metrics,
+        threshold=calibration.threshold,
+        extra={
+            "run": run.pk,
+            "snapshot": run.snapshot_id,
+            "snapshot_hash": run.snapshot.content_hash,
+            "augmentation": run.augmentation_id,
+            "parent_version": parent.version if parent else None,
+            "calibration": {"method": calibration.method, "reason": calibration.reason},
+            "train_examples": len(train_set),
+        },
+    )
+    predictions = {r["key"]: float(s) for r, s in zip(eval_rows, scores, strict=True)}
+
+    def commit_with(checkpoint) -> None:
+        store_evaluation(checkpoint, run.snapshot, metrics, predictions)
+        attempt.update(
+            statuses=[Status.EVALUATING],
+            status=Status.DONE,
+            epoch=len(attempt.history),
+            finished_at=timezone.now(),
+        )
+
+    checkpoint = register(
+        files, run=run, snapshot=run.snapshot, parent=parent, in_transaction=commit_with
+    )
+    return checkpoint.version

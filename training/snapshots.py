@@ -1,0 +1,123 @@
+"""Dataset snapshots: the item labels frozen at one moment, hashed and split.
+
+One example per item with at least one ranking (text = its prompt's text,
+label = the mean of position / (K - 1), group = the original prompt, so a prompt
+and its paraphrases fall on one side of the split). The content hash is
+``training.ml.data.data_hash`` over the examples: two snapshots of the same
+rankings share it.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from annotation.labels import LabelRow, group_labels, item_labels, ranking_rows
+from annotation.models import DemographicField, Item, Ranking
+from training.ml.data import Example, data_hash, group_split
+from training.models import DatasetSnapshot
+
+TRAIN, EVAL = "train", "eval"
+
+
+class SnapshotError(ValueError):
+    """No snapshot can be made from what is there; the message says why."""
+
+
+def example_key(item_id: int) -> str:
+    return f"item-{item_id}"
+
+
+def build_examples(labels: dict[int, float]) -> list[dict]:
+    """Example dicts (without ``split``) for the labelled items, in item order."""
+    items = Item.objects.filter(pk__in=labels).select_related("prompt__occupation")
+    rows = []
+    for item in items.order_by("pk"):
+        prompt = item.prompt
+        rows.append(
+            {
+                "key": example_key(item.pk),
+                "item_id": item.pk,
+                "text": prompt.text,
+                "label": labels[item.pk],
+                "group": f"prompt-{prompt.origin_id or prompt.pk}",
+                "occupation": prompt.occupation.name,
+                "prompt_type": prompt.prompt_type,
+            }
+        )
+    return rows
+
+
+def to_example(row: dict) -> Example:
+    return Example(row["text"], row["label"], row["group"], row["occupation"], row["prompt_type"])
+
+
+def split_examples(rows: list[dict], eval_fraction: float, seed: int) -> list[dict]:
+    """The rows with ``split`` set by ``group_split`` (grouped by original prompt)."""
+    try:
+        _, held_out = group_split([to_example(r) for r in rows], eval_fraction, seed)
+    except ValueError as exc:
+        raise SnapshotError(f"snapshot too small to split: {exc}") from exc
+    eval_groups = {e.group for e in held_out}
+    return [{**r, "split": EVAL if r["group"] in eval_groups else TRAIN} for r in rows]
+
+
+def _group_labels_by_key(rows: list[LabelRow]) -> dict:
+    fields = list(DemographicField.objects.values_list("key", flat=True))
+    return {
+        field: {
+            value: {example_key(item): label for item, label in labels.items()}
+            for value, labels in groups.items()
+        }
+        for field, groups in group_labels(rows, fields).items()
+    }
+
+
+def create_snapshot(
+    *,
+    include_synthetic: bool = False,
+    seed: int = 0,
+    eval_fraction: float = 0.2,
+    user=None,
+) -> DatasetSnapshot:
+    """Freeze today's labels into a new snapshot; ``SnapshotError`` and nothing made if unfit."""
+    rows = ranking_rows(include_synthetic=include_synthetic)
+    if not rows:
+        hint = (
+            ""
+            if include_synthetic
+            else " (synthetic annotators' rankings need --include-synthetic)"
+        )
+        raise SnapshotError(f"no rankings to snapshot{hint}")
+    labels = item_labels(rows)
+    examples = split_examples(build_examples(labels), eval_fraction, seed)
+    ranking_ids = {r.ranking_id for r in rows}
+    with transaction.atomic():
+        return DatasetSnapshot.objects.create(
+            created_by=user,
+            include_synthetic=include_synthetic,
+            ranking_count=len(ranking_ids),
+            last_ranking_id=max(ranking_ids),
+            content_hash=data_hash([to_example(r) for r in examples]),
+            split_seed=seed,
+            eval_fraction=eval_fraction,
+            example_count=len(examples),
+            train_count=sum(r["split"] == TRAIN for r in examples),
+            eval_count=sum(r["split"] == EVAL for r in examples),
+            examples=examples,
+            group_labels=_group_labels_by_key(rows),
+        )
+
+
+def rows_of(snapshot: DatasetSnapshot, split: str | None = None) -> list[dict]:
+    """The snapshot's example rows, optionally of one split."""
+    return [r for r in snapshot.examples if split is None or r["split"] == split]
+
+
+def new_rankings_since(snapshot: DatasetSnapshot | None, include_synthetic: bool = False) -> int:
+    """Rankings stored after ``snapshot`` (all of them when there is none)."""
+    qs = Ranking.objects.all()
+    if not include_synthetic:
+        qs = qs.filter(annotator__is_synthetic=False)
+    if snapshot is not None and snapshot.last_ranking_id is not None:
+        qs = qs.filter(pk__gt=snapshot.last_ranking_id)
+    return qs.count()

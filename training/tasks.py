@@ -1,0 +1,73 @@
+"""Celery tasks: thin wrappers that take ids and call the services.
+
+``train_run`` and ``evaluate_checkpoint`` go to the ``gpu`` queue, the others
+to ``default`` (``web/celery.py``). torch and the model code are imported
+inside the tasks, never at worker start, so a forking pool's parent never
+touches CUDA. When a worker that consumes the ``gpu`` queue starts, it removes
+orphaned checkpoint folders and recovers runs its dead predecessor held
+(``training.runs`` explains the policy).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from celery.signals import worker_ready
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(
+    name="training.tasks.train_run",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    # Past the run's own soft limit (checked between steps), for prefork pools.
+    soft_time_limit=settings.TRAINING_RUNS["SOFT_TIME_LIMIT"] + 120,
+    time_limit=settings.TRAINING_RUNS["SOFT_TIME_LIMIT"] + 600,
+)
+def train_run(run_id: int) -> str:
+    """Train one run (idempotent: a run already claimed or finished is left alone)."""
+    from training.runs import execute_run
+
+    return execute_run(run_id, train_run.request.hostname)
+
+
+@shared_task(name="training.tasks.augment_snapshot", acks_late=True, reject_on_worker_lost=True)
+def augment_snapshot(augmentation_id: int, encoder: str | None = None) -> dict:
+    """Paraphrase a snapshot (idempotent: a finished augmentation is reused)."""
+    from training.augmentation import run_augmentation
+
+    augmentation = run_augmentation(augmentation_id, encoder)
+    return {"augmentation": augmentation.pk, "status": augmentation.status}
+
+
+@shared_task(name="training.tasks.evaluate_checkpoint", acks_late=True)
+def evaluate_checkpoint(checkpoint_id: int, snapshot_id: int) -> int:
+    """Score a checkpoint on a snapshot's eval split (once; reused after)."""
+    from training.models import Checkpoint, DatasetSnapshot
+    from training.registry import evaluate
+
+    evaluation = evaluate(
+        Checkpoint.objects.get(pk=checkpoint_id), DatasetSnapshot.objects.get(pk=snapshot_id)
+    )
+    return evaluation.pk
+
+
+@worker_ready.connect
+def recover_on_start(sender, **kwargs) -> None:
+    """A gpu worker starting up cleans after dead predecessors (see the module doc)."""
+    queues = {q.name for q in sender.task_consumer.queues} if sender.task_consumer else set()
+    if "gpu" not in queues:
+        return
+    from django.db import transaction
+
+    from training.registry import sweep_orphans
+    from training.runs import recover_lost_runs
+
+    removed = sweep_orphans()
+    with transaction.atomic():
+        requeued = recover_lost_runs(sender.hostname)
+    if removed or requeued:
+        log.warning("gpu worker start: removed %s, requeued runs %s", removed, requeued)
