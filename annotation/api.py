@@ -1,6 +1,5 @@
 """DRF views: thin, they call annotation.services and annotation.exports."""
 
-
 from django.core.exceptions import ValidationError
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -78,15 +77,19 @@ class SubmitRankingView(APIView):
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "submit"
 
-    @extend_schema(request=RankingInSerializer, responses={201: RankingOutSerializer,
-                                                           200: RankingOutSerializer})
+    @extend_schema(
+        request=RankingInSerializer,
+        responses={201: RankingOutSerializer, 200: RankingOutSerializer},
+    )
     def post(self, request, task_id: int):
         data = RankingInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         profile = services.get_profile(request.user)
         try:
             ranking, created = services.submit_ranking(
-                profile, task_id, data.validated_data["order"],
+                profile,
+                task_id,
+                data.validated_data["order"],
                 data.validated_data.get("seconds_spent"),
             )
         except (ValidationError, services.AssignmentError) as error:
@@ -95,17 +98,27 @@ class SubmitRankingView(APIView):
 
 
 class MeView(APIView):
-    @extend_schema(responses=inline_serializer("Me", {
-        "username": serializers.CharField(), "consent": serializers.BooleanField(),
-        "demographics": serializers.DictField(), "progress": serializers.DictField()}))
+    @extend_schema(
+        responses=inline_serializer(
+            "Me",
+            {
+                "username": serializers.CharField(),
+                "consent": serializers.BooleanField(),
+                "demographics": serializers.DictField(),
+                "progress": serializers.DictField(),
+            },
+        )
+    )
     def get(self, request):
         profile = services.get_profile(request.user)
-        return Response({
-            "username": request.user.username,
-            "consent": services.has_consent(profile),
-            "demographics": profile.demographics,
-            "progress": services.progress(profile),
-        })
+        return Response(
+            {
+                "username": request.user.username,
+                "consent": services.has_consent(profile),
+                "demographics": profile.demographics,
+                "progress": services.progress(profile),
+            }
+        )
 
 
 class ConsentView(APIView):
@@ -135,8 +148,10 @@ class ExportView(APIView):
     def get(self, request):
         fmt = request.query_params.get("format", "jsonl")
         if fmt not in self.formats:
-            return Response({"detail": f"Unknown format '{fmt}': use one of "
-                             f"{', '.join(self.formats)}."}, status=400)
+            return Response(
+                {"detail": f"Unknown format '{fmt}': use one of {', '.join(self.formats)}."},
+                status=400,
+            )
         synthetic = request.query_params.get("include_synthetic", "") in {"1", "true", "yes"}
         render, content_type = self.formats[fmt]
         return StreamingHttpResponse(render(self.rows(synthetic)), content_type=content_type)

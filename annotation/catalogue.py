@@ -60,8 +60,12 @@ def _ensure_placeholders(prompt: Prompt, count: int) -> int:
     for variant in range(existing, count):
         png = placeholder_png(prompt.text, prompt.prompt_type, variant)
         sha = hashlib.sha256(png).hexdigest()
-        item = Item(prompt=prompt, image_sha256=sha, is_placeholder=True,
-                    generator={"placeholder": True, "variant": variant})
+        item = Item(
+            prompt=prompt,
+            image_sha256=sha,
+            is_placeholder=True,
+            generator={"placeholder": True, "variant": variant},
+        )
         item.image.save(f"placeholder-{prompt.pk}-{variant}.png", ContentFile(png), save=False)
         item.save()
     return max(count - existing, 0)

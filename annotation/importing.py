@@ -141,8 +141,16 @@ def validate(manifest: Path) -> list[Row]:
             errors.extend(f"{where}: {e}" for e in row_errors)
             continue
         rows.append(
-            Row(number, text, occupation, prompt_type, path, data,
-                hashlib.sha256(data).hexdigest(), generator)
+            Row(
+                number,
+                text,
+                occupation,
+                prompt_type,
+                path,
+                data,
+                hashlib.sha256(data).hexdigest(),
+                generator,
+            )
         )
     if errors:
         raise ManifestError(errors)
@@ -165,8 +173,11 @@ def import_manifest(path: Path) -> dict:
     """Validate then import; returns ``{"created": n, "skipped": n}`` (skipped = known images)."""
     manifest = find_manifest(path)
     rows = validate(manifest)
-    known = set(Item.objects.filter(image_sha256__in=[r.sha256 for r in rows])
-                .values_list("image_sha256", flat=True))
+    known = set(
+        Item.objects.filter(image_sha256__in=[r.sha256 for r in rows]).values_list(
+            "image_sha256", flat=True
+        )
+    )
     created = skipped = 0
     with transaction.atomic():
         for row in rows:
@@ -174,8 +185,9 @@ def import_manifest(path: Path) -> dict:
                 skipped += 1
                 continue
             item = Item(prompt=_prompt_for(row), image_sha256=row.sha256, generator=row.generator)
-            item.image.save(f"{row.sha256[:20]}{row.path.suffix.lower()}", ContentFile(row.data),
-                            save=False)
+            item.image.save(
+                f"{row.sha256[:20]}{row.path.suffix.lower()}", ContentFile(row.data), save=False
+            )
             item.save()
             known.add(row.sha256)
             created += 1

@@ -99,7 +99,9 @@ def next_task(profile: AnnotatorProfile) -> Assignment | None:
         raise AssignmentError("Give consent before ranking.", status=403)
     now = timezone.now()
     current = (
-        profile.assignments.filter(reserved_until__gt=now).select_related("task__occupation").first()
+        profile.assignments.filter(reserved_until__gt=now)
+        .select_related("task__occupation")
+        .first()
     )
     if current:
         return current

@@ -33,19 +33,66 @@ BASE = {"stereotypical": 0.2, "neutral": 0.5, "diverse": 0.8}
 ITEM_SD = 0.08
 NOISE_SD = 0.12
 GROUP_BIAS = {
-    "18-24": 0.4, "25-34": 0.25, "35-44": 0.1, "45-54": 0.0,
-    "55-64": -0.15, "65-74": -0.3, "75 or over": -0.4,
+    "18-24": 0.4,
+    "25-34": 0.25,
+    "35-44": 0.1,
+    "45-54": 0.0,
+    "55-64": -0.15,
+    "65-74": -0.3,
+    "75 or over": -0.4,
 }
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
 FREE_TEXT = {
-    "nationality": ["British", "Indian", "Nigerian", "Brazilian", "German", "Chinese", "American",
-                    "Mexican", "Kenyan", "Japanese", "Filipino", "Egyptian"],
-    "country_of_residence": ["United Kingdom", "India", "Nigeria", "Brazil", "Germany", "China",
-                             "United States", "Mexico", "Kenya", "Japan", "Canada", "Spain"],
-    "ethnicity": ["White", "Black African", "South Asian", "East Asian", "Mixed", "Latino",
-                  "Arab", "Black Caribbean"],
-    "first_language": ["English", "Hindi", "Yoruba", "Portuguese", "German", "Mandarin",
-                       "Spanish", "Japanese", "Arabic", "Swahili"],
+    "nationality": [
+        "British",
+        "Indian",
+        "Nigerian",
+        "Brazilian",
+        "German",
+        "Chinese",
+        "American",
+        "Mexican",
+        "Kenyan",
+        "Japanese",
+        "Filipino",
+        "Egyptian",
+    ],
+    "country_of_residence": [
+        "United Kingdom",
+        "India",
+        "Nigeria",
+        "Brazil",
+        "Germany",
+        "China",
+        "United States",
+        "Mexico",
+        "Kenya",
+        "Japan",
+        "Canada",
+        "Spain",
+    ],
+    "ethnicity": [
+        "White",
+        "Black African",
+        "South Asian",
+        "East Asian",
+        "Mixed",
+        "Latino",
+        "Arab",
+        "Black Caribbean",
+    ],
+    "first_language": [
+        "English",
+        "Hindi",
+        "Yoruba",
+        "Portuguese",
+        "German",
+        "Mandarin",
+        "Spanish",
+        "Japanese",
+        "Arabic",
+        "Swahili",
+    ],
 }
 
 
@@ -75,8 +122,7 @@ def latent_order(items: list[Item], demographics: dict, rng: random.Random) -> l
     scores = {}
     for item in sorted(items, key=lambda i: i.pk):
         base = BASE[item.prompt.prompt_type]
-        scores[item.pk] = (base + item_effect(item) + bias * (base - 0.5)
-                           + rng.gauss(0.0, NOISE_SD))
+        scores[item.pk] = base + item_effect(item) + bias * (base - 0.5) + rng.gauss(0.0, NOISE_SD)
     return sorted(scores, key=lambda pk: (scores[pk], pk))
 
 

@@ -1,6 +1,13 @@
-from django.urls import path
+from django.urls import include, path
+from rest_framework.routers import SimpleRouter
 
-from . import api
+from . import api, staff_api
+
+staff = SimpleRouter()
+staff.register("occupations", staff_api.OccupationViewSet, basename="staff-occupation")
+staff.register("items", staff_api.ItemViewSet, basename="staff-item")
+staff.register("tasks", staff_api.TaskViewSet, basename="staff-task")
+staff.register("rankings", staff_api.RankingViewSet, basename="staff-ranking")
 
 urlpatterns = [
     path("auth/token/", api.TokenView.as_view(), name="api-token"),
@@ -10,4 +17,5 @@ urlpatterns = [
     path("me/consent/", api.ConsentView.as_view(), name="api-consent"),
     path("export/rankings/", api.ExportView.as_view(), name="api-export-rankings"),
     path("export/pairs/", api.PairsExportView.as_view(), name="api-export-pairs"),
+    path("staff/", include(staff.urls)),
 ]

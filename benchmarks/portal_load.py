@@ -41,8 +41,13 @@ def request(url: str, body: dict | None = None, token: str | None = None) -> tup
 
 
 def manage(env: dict, *args: str) -> None:
-    subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def main() -> None:
@@ -55,11 +60,17 @@ def main() -> None:
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         sys.exit("portal_load: set DATABASE_URL to a PostgreSQL database (it is flushed)")
 
-    env = {**os.environ, "DJANGO_SECRET_KEY": "bench-secret", "STEREORANK_EMBEDDED": "true",
-           "DJANGO_DEBUG": "false", "DJANGO_SECURE_SSL_REDIRECT": "false",
-           "STEREORANK_THROTTLE_AUTH": "100000/min",
-           "STEREORANK_THROTTLE_SUBMIT": "100000/min", "STEREORANK_TASK_OVERLAP": "2",
-           "STEREORANK_ANNOTATOR_QUOTA": str(args.tasks_each)}
+    env = {
+        **os.environ,
+        "DJANGO_SECRET_KEY": "bench-secret",
+        "STEREORANK_EMBEDDED": "true",
+        "DJANGO_DEBUG": "false",
+        "DJANGO_SECURE_SSL_REDIRECT": "false",
+        "STEREORANK_THROTTLE_AUTH": "100000/min",
+        "STEREORANK_THROTTLE_SUBMIT": "100000/min",
+        "STEREORANK_TASK_OVERLAP": "2",
+        "STEREORANK_ANNOTATOR_QUOTA": str(args.tasks_each),
+    }
     manage(env, "migrate", "--no-input")
     manage(env, "collectstatic", "--no-input")
     manage(env, "flush", "--no-input")
@@ -71,8 +82,21 @@ def main() -> None:
 
     base = f"http://127.0.0.1:{args.port}"
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "web.wsgi", "--bind", f"127.0.0.1:{args.port}",
-         "--workers", str(args.workers), "--log-level", "warning"], cwd=ROOT, env=env)
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "web.wsgi",
+            "--bind",
+            f"127.0.0.1:{args.port}",
+            "--workers",
+            str(args.workers),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
     try:
         for _ in range(100):
             try:
@@ -86,8 +110,9 @@ def main() -> None:
 
         def annotator(name: str) -> None:
             nonlocal submitted
-            _, body = request(f"{base}/api/auth/token/",
-                              {"username": name, "password": "bench-pass-123"})
+            _, body = request(
+                f"{base}/api/auth/token/", {"username": name, "password": "bench-pass-123"}
+            )
             token = body["token"]
             rng = random.Random(name)
             for _ in range(args.tasks_each):
@@ -100,8 +125,9 @@ def main() -> None:
                     return
                 order = [item["id"] for item in task["items"]]
                 rng.shuffle(order)
-                status, _ = request(f"{base}/api/tasks/{task['id']}/ranking/",
-                                    {"order": order}, token=token)
+                status, _ = request(
+                    f"{base}/api/tasks/{task['id']}/ranking/", {"order": order}, token=token
+                )
                 t2 = time.perf_counter()
                 with lock:
                     latencies.extend([t1 - t0, t2 - t1])
@@ -119,20 +145,32 @@ def main() -> None:
         server.wait()
 
     out = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c",
-         "from annotation.models import Ranking, RankingTask; from django.db.models import F;"
-         "print(Ranking.objects.count(), RankingTask.objects.filter("
-         "ranking_count__gt=F('overlap')).count())"],
-        cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout.split()
+        [
+            sys.executable,
+            "manage.py",
+            "shell",
+            "-c",
+            "from annotation.models import Ranking, RankingTask; from django.db.models import F;"
+            "print(Ranking.objects.count(), RankingTask.objects.filter("
+            "ranking_count__gt=F('overlap')).count())",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     stored, over = int(out[-2]), int(out[-1])
     q = statistics.quantiles(latencies, n=100)
     print(f"annotators: {args.annotators}  gunicorn workers: {args.workers}")
     rate = len(latencies) / wall
     print(f"requests: {len(latencies)}  wall: {wall:.2f} s  requests/s: {rate:.1f}")
     print(f"latency ms: p50 {q[49] * 1000:.1f}  p95 {q[94] * 1000:.1f}  p99 {q[98] * 1000:.1f}")
-    print(f"rankings submitted (201): {submitted}  stored: {stored}  "
-          f"lost: {max(submitted - stored, 0)}  duplicated: {max(stored - submitted, 0)}  "
-          f"tasks over overlap: {over}")
+    print(
+        f"rankings submitted (201): {submitted}  stored: {stored}  "
+        f"lost: {max(submitted - stored, 0)}  duplicated: {max(stored - submitted, 0)}  "
+        f"tasks over overlap: {over}"
+    )
 
 
 if __name__ == "__main__":

@@ -30,9 +30,9 @@ def _redis_reachable() -> bool:
 
 def _missing_services(item: pytest.Item) -> list[str]:
     missing = []
-    if item.get_closest_marker("postgres") and not settings.DATABASES["default"][
-        "ENGINE"
-    ].endswith("postgresql"):
+    if item.get_closest_marker("postgres") and not settings.DATABASES["default"]["ENGINE"].endswith(
+        "postgresql"
+    ):
         missing.append("PostgreSQL (set DATABASE_URL=postgres://...)")
     if item.get_closest_marker("redis") and not _redis_reachable():
         missing.append("Redis (set REDIS_URL=redis://... to a running server)")
@@ -61,7 +61,9 @@ def make_tasks(db):
     def make(n: int = 2, k: int = 3, overlap: int = 1) -> list[RankingTask]:
         occupation, _ = Occupation.objects.get_or_create(name="nurse", slug="nurse")
         original, _ = Prompt.objects.get_or_create(
-            occupation=occupation, prompt_type=PromptType.NEUTRAL, origin=None,
+            occupation=occupation,
+            prompt_type=PromptType.NEUTRAL,
+            origin=None,
             defaults={"text": "A photo of a nurse"},
         )
         tasks = []
@@ -69,7 +71,9 @@ def make_tasks(db):
             task = RankingTask.objects.create(occupation=occupation, overlap=overlap)
             for i in range(k):
                 prompt = Prompt.objects.create(
-                    occupation=occupation, prompt_type=PromptType.NEUTRAL, origin=original,
+                    occupation=occupation,
+                    prompt_type=PromptType.NEUTRAL,
+                    origin=original,
                     text=f"task {task.pk} prompt {i}",
                 )
                 item = Item.objects.create(

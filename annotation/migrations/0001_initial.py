@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,200 +14,409 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='ConsentText',
+            name="ConsentText",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField(unique=True)),
-                ('text', models.TextField()),
-                ('published_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveIntegerField(unique=True)),
+                ("text", models.TextField()),
+                ("published_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['-version'],
+                "ordering": ["-version"],
             },
         ),
         migrations.CreateModel(
-            name='DemographicField',
+            name="DemographicField",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.SlugField(unique=True)),
-                ('label', models.CharField(max_length=200)),
-                ('help_text', models.CharField(blank=True, max_length=300)),
-                ('choices', models.JSONField(blank=True, default=list)),
-                ('order', models.PositiveSmallIntegerField(default=0)),
-                ('active', models.BooleanField(default=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.SlugField(unique=True)),
+                ("label", models.CharField(max_length=200)),
+                ("help_text", models.CharField(blank=True, max_length=300)),
+                ("choices", models.JSONField(blank=True, default=list)),
+                ("order", models.PositiveSmallIntegerField(default=0)),
+                ("active", models.BooleanField(default=True)),
             ],
             options={
-                'ordering': ['order', 'key'],
+                "ordering": ["order", "key"],
             },
         ),
         migrations.CreateModel(
-            name='Occupation',
+            name="Occupation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('slug', models.SlugField(max_length=100, unique=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100, unique=True)),
+                ("slug", models.SlugField(max_length=100, unique=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='AnnotatorProfile',
+            name="AnnotatorProfile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('demographics', models.JSONField(blank=True, default=dict)),
-                ('quota', models.PositiveIntegerField(default=20)),
-                ('is_synthetic', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='annotator', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("demographics", models.JSONField(blank=True, default=dict)),
+                ("quota", models.PositiveIntegerField(default=20)),
+                ("is_synthetic", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "user",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="annotator",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Prompt',
+            name="Prompt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('prompt_type', models.CharField(choices=[('stereotypical', 'Stereotypical'), ('neutral', 'Neutral'), ('diverse', 'Diverse')], max_length=20)),
-                ('text', models.TextField()),
-                ('occupation', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='prompts', to='annotation.occupation')),
-                ('origin', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='paraphrases', to='annotation.prompt')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "prompt_type",
+                    models.CharField(
+                        choices=[
+                            ("stereotypical", "Stereotypical"),
+                            ("neutral", "Neutral"),
+                            ("diverse", "Diverse"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("text", models.TextField()),
+                (
+                    "occupation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="prompts",
+                        to="annotation.occupation",
+                    ),
+                ),
+                (
+                    "origin",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="paraphrases",
+                        to="annotation.prompt",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['occupation__name', 'prompt_type', 'id'],
+                "ordering": ["occupation__name", "prompt_type", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Item',
+            name="Item",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('image', models.ImageField(upload_to='items/')),
-                ('image_sha256', models.CharField(max_length=64, unique=True)),
-                ('generator', models.JSONField(blank=True, default=dict)),
-                ('is_placeholder', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('prompt', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='items', to='annotation.prompt')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("image", models.ImageField(upload_to="items/")),
+                ("image_sha256", models.CharField(max_length=64, unique=True)),
+                ("generator", models.JSONField(blank=True, default=dict)),
+                ("is_placeholder", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "prompt",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="items",
+                        to="annotation.prompt",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='Ranking',
+            name="Ranking",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('order', models.JSONField(help_text='Item ids, most to least stereotypical.')),
-                ('shown_order', models.JSONField(help_text='Item ids in the order they were shown.')),
-                ('seconds_spent', models.FloatField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='rankings', to='annotation.annotatorprofile')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("order", models.JSONField(help_text="Item ids, most to least stereotypical.")),
+                (
+                    "shown_order",
+                    models.JSONField(help_text="Item ids in the order they were shown."),
+                ),
+                ("seconds_spent", models.FloatField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="rankings",
+                        to="annotation.annotatorprofile",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='RankedItem',
+            name="RankedItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveSmallIntegerField()),
-                ('shown_position', models.PositiveSmallIntegerField()),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='positions', to='annotation.item')),
-                ('ranking', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='positions', to='annotation.ranking')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveSmallIntegerField()),
+                ("shown_position", models.PositiveSmallIntegerField()),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="positions",
+                        to="annotation.item",
+                    ),
+                ),
+                (
+                    "ranking",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="positions",
+                        to="annotation.ranking",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='RankingTask',
+            name="RankingTask",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('overlap', models.PositiveSmallIntegerField(default=1)),
-                ('ranking_count', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('occupation', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='tasks', to='annotation.occupation')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("overlap", models.PositiveSmallIntegerField(default=1)),
+                ("ranking_count", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "occupation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="tasks",
+                        to="annotation.occupation",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.AddField(
-            model_name='ranking',
-            name='task',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='rankings', to='annotation.rankingtask'),
+            model_name="ranking",
+            name="task",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="rankings",
+                to="annotation.rankingtask",
+            ),
         ),
         migrations.CreateModel(
-            name='Assignment',
+            name="Assignment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('shown_order', models.JSONField(help_text='Item ids in the order they are shown.')),
-                ('reserved_at', models.DateTimeField(auto_now_add=True)),
-                ('reserved_until', models.DateTimeField()),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='annotation.annotatorprofile')),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='annotation.rankingtask')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "shown_order",
+                    models.JSONField(help_text="Item ids in the order they are shown."),
+                ),
+                ("reserved_at", models.DateTimeField(auto_now_add=True)),
+                ("reserved_until", models.DateTimeField()),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="assignments",
+                        to="annotation.annotatorprofile",
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="assignments",
+                        to="annotation.rankingtask",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='TaskItem',
+            name="TaskItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='task_items', to='annotation.item')),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='task_items', to='annotation.rankingtask')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="task_items",
+                        to="annotation.item",
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="task_items",
+                        to="annotation.rankingtask",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='rankingtask',
-            name='items',
-            field=models.ManyToManyField(related_name='tasks', through='annotation.TaskItem', to='annotation.item'),
+            model_name="rankingtask",
+            name="items",
+            field=models.ManyToManyField(
+                related_name="tasks", through="annotation.TaskItem", to="annotation.item"
+            ),
         ),
         migrations.CreateModel(
-            name='Consent',
+            name="Consent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('given_at', models.DateTimeField(auto_now_add=True)),
-                ('withdrawn_at', models.DateTimeField(blank=True, null=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='consents', to='annotation.annotatorprofile')),
-                ('text', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='consents', to='annotation.consenttext')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("given_at", models.DateTimeField(auto_now_add=True)),
+                ("withdrawn_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="consents",
+                        to="annotation.annotatorprofile",
+                    ),
+                ),
+                (
+                    "text",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="consents",
+                        to="annotation.consenttext",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-given_at'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('withdrawn_at__isnull', True)), fields=('annotator',), name='one_active_consent_per_annotator')],
+                "ordering": ["-given_at"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("withdrawn_at__isnull", True)),
+                        fields=("annotator",),
+                        name="one_active_consent_per_annotator",
+                    )
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='prompt',
-            constraint=models.UniqueConstraint(condition=models.Q(('origin__isnull', True)), fields=('occupation', 'prompt_type'), name='one_original_prompt_per_occupation_and_type'),
+            model_name="prompt",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("origin__isnull", True)),
+                fields=("occupation", "prompt_type"),
+                name="one_original_prompt_per_occupation_and_type",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='prompt',
-            constraint=models.UniqueConstraint(fields=('occupation', 'text'), name='unique_prompt_text'),
+            model_name="prompt",
+            constraint=models.UniqueConstraint(
+                fields=("occupation", "text"), name="unique_prompt_text"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rankeditem',
-            constraint=models.UniqueConstraint(fields=('ranking', 'item'), name='unique_ranked_item'),
+            model_name="rankeditem",
+            constraint=models.UniqueConstraint(
+                fields=("ranking", "item"), name="unique_ranked_item"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rankeditem',
-            constraint=models.UniqueConstraint(fields=('ranking', 'position'), name='unique_position'),
+            model_name="rankeditem",
+            constraint=models.UniqueConstraint(
+                fields=("ranking", "position"), name="unique_position"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='ranking',
-            constraint=models.UniqueConstraint(fields=('task', 'annotator'), name='one_ranking_per_pair'),
+            model_name="ranking",
+            constraint=models.UniqueConstraint(
+                fields=("task", "annotator"), name="one_ranking_per_pair"
+            ),
         ),
         migrations.AddIndex(
-            model_name='assignment',
-            index=models.Index(fields=['task', 'reserved_until'], name='annotation__task_id_e6756c_idx'),
+            model_name="assignment",
+            index=models.Index(
+                fields=["task", "reserved_until"], name="annotation__task_id_e6756c_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(fields=('task', 'annotator'), name='one_assignment_per_pair'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(
+                fields=("task", "annotator"), name="one_assignment_per_pair"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='taskitem',
-            constraint=models.UniqueConstraint(fields=('task', 'item'), name='unique_task_item'),
+            model_name="taskitem",
+            constraint=models.UniqueConstraint(fields=("task", "item"), name="unique_task_item"),
         ),
         migrations.AddConstraint(
-            model_name='rankingtask',
-            constraint=models.CheckConstraint(condition=models.Q(('overlap__gte', 1)), name='overlap_at_least_one'),
+            model_name="rankingtask",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("overlap__gte", 1)), name="overlap_at_least_one"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rankingtask',
-            constraint=models.CheckConstraint(condition=models.Q(('ranking_count__lte', models.F('overlap'))), name='never_more_rankings_than_overlap'),
+            model_name="rankingtask",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("ranking_count__lte", models.F("overlap"))),
+                name="never_more_rankings_than_overlap",
+            ),
         ),
     ]

@@ -46,7 +46,8 @@ def test_next_task_shape_and_resume(make_tasks, annotator):
     body = next_task(client).json()
     assert body["id"] == task.pk and body["occupation"] == "nurse"
     assert sorted(i["id"] for i in body["items"]) == sorted(
-        task.task_items.values_list("item_id", flat=True))
+        task.task_items.values_list("item_id", flat=True)
+    )
     assert all(i["image_url"].startswith("http") and i["prompt"] for i in body["items"])
     assert body["reserved_until"]
     assert next_task(client).json()["items"] == body["items"], "resume shows the same order"
@@ -68,15 +69,17 @@ def test_submit_then_idempotent_resubmit(make_tasks, annotator):
     assert ranking.order == order and ranking.shown_order == [i["id"] for i in task["items"]]
 
 
-@pytest.mark.parametrize("bad", [
-    "not a list", [1, 2], ["a", "b", "c"], "duplicate", "foreign", [True, False, True]])
+@pytest.mark.parametrize(
+    "bad", ["not a list", [1, 2], ["a", "b", "c"], "duplicate", "foreign", [True, False, True]]
+)
 def test_non_permutations_are_400_and_store_nothing(make_tasks, annotator, bad):
     make_tasks(1)
     client = annotator("ann")
     task = next_task(client).json()
     ids = [i["id"] for i in task["items"]]
     order = {"duplicate": [ids[0], ids[0], ids[1]], "foreign": ids[:2] + [999999]}.get(
-        bad if isinstance(bad, str) else "", bad)
+        bad if isinstance(bad, str) else "", bad
+    )
     response = submit(client, task["id"], order)
     assert response.status_code == 400
     assert response.json()["detail"]
@@ -128,19 +131,28 @@ def test_exports_are_staff_only_pseudonymous_and_exclude_synthetic(make_tasks, a
         assert submit(client, task["id"], [i["id"] for i in task["items"]]).status_code == 201
     assert real.get("/api/export/rankings/").status_code == 403
     staff = annotator("boss", staff=True)
-    rows = [json.loads(line) for line in b"".join(
-        staff.get("/api/export/rankings/?format=jsonl").streaming_content).splitlines()]
+    rows = [
+        json.loads(line)
+        for line in b"".join(
+            staff.get("/api/export/rankings/?format=jsonl").streaming_content
+        ).splitlines()
+    ]
     assert len(rows) == 1
     assert rows[0]["annotator"] == pseudonym(real.profile.user_id) != "real"
     assert "real" not in json.dumps(rows)
     assert {"task", "annotator", "order", "shown_order", "created_at"} <= set(rows[0])
     assert rows[0]["demographics"] == {"age_band": "25-34"}
-    with_synthetic = b"".join(staff.get(
-        "/api/export/rankings/?format=csv&include_synthetic=1").streaming_content).decode()
+    with_synthetic = b"".join(
+        staff.get("/api/export/rankings/?format=csv&include_synthetic=1").streaming_content
+    ).decode()
     table = list(csv.DictReader(io.StringIO(with_synthetic)))
     assert len(table) == 2 and "age_band" in table[0]
-    pairs = [json.loads(line) for line in b"".join(
-        staff.get("/api/export/pairs/?format=jsonl").streaming_content).splitlines()]
+    pairs = [
+        json.loads(line)
+        for line in b"".join(
+            staff.get("/api/export/pairs/?format=jsonl").streaming_content
+        ).splitlines()
+    ]
     assert len(pairs) == 3, "3 items give 3 chosen/rejected pairs"
     order = rows[0]["order"]
     assert (pairs[0]["rejected_item"], pairs[0]["chosen_item"]) == (order[0], order[1])
@@ -164,6 +176,12 @@ def test_query_counts_do_not_grow_with_k_or_tasks(make_tasks, annotator):
 
 def test_schema_documents_the_contract(client):
     schema = client.get("/api/schema/").content.decode()
-    for path in ("/api/tasks/next/", "/api/tasks/{task_id}/ranking/", "/api/me/",
-                 "/api/export/rankings/", "/api/export/pairs/", "/api/auth/token/"):
+    for path in (
+        "/api/tasks/next/",
+        "/api/tasks/{task_id}/ranking/",
+        "/api/me/",
+        "/api/export/rankings/",
+        "/api/export/pairs/",
+        "/api/auth/token/",
+    ):
         assert path in schema

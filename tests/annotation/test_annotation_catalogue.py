@@ -47,21 +47,38 @@ def test_catalogue_file_has_40_occupations_with_three_distinct_prompts():
         assert set(o["prompts"]) == set(PromptType.values)
         assert len(set(o["prompts"].values())) == 3
     keys = {f["key"] for f in data["demographic_fields"]}
-    assert {"age_band", "gender_identity", "nationality", "country_of_residence", "ethnicity",
-            "religion_or_belief", "disability", "education", "first_language"} <= keys
+    assert {
+        "age_band",
+        "gender_identity",
+        "nationality",
+        "country_of_residence",
+        "ethnicity",
+        "religion_or_belief",
+        "disability",
+        "education",
+        "first_language",
+    } <= keys
     assert data["consent"]["version"] == 1 and data["consent"]["text"]
 
 
 def test_load_catalogue_is_idempotent():
     run("load_catalogue")
-    counts = (Occupation.objects.count(), Prompt.objects.count(),
-              DemographicField.objects.count(), ConsentText.objects.count())
+    counts = (
+        Occupation.objects.count(),
+        Prompt.objects.count(),
+        DemographicField.objects.count(),
+        ConsentText.objects.count(),
+    )
     assert counts == (40, 120, 9, 1)
     for t in PromptType.values:
         assert Prompt.objects.filter(prompt_type=t, origin=None).count() == 40
     run("load_catalogue")
-    assert (Occupation.objects.count(), Prompt.objects.count(),
-            DemographicField.objects.count(), ConsentText.objects.count()) == counts
+    assert (
+        Occupation.objects.count(),
+        Prompt.objects.count(),
+        DemographicField.objects.count(),
+        ConsentText.objects.count(),
+    ) == counts
 
 
 def test_placeholder_images_1200_and_rerun_creates_nothing(media):
@@ -104,11 +121,19 @@ def test_import_items_folder_jsonl_is_idempotent(tmp_path, media, loaded):
     folder = tmp_path / "batch"
     folder.mkdir()
     rows = [
-        {"prompt": "Generate an image of a nurse", "occupation": "nurse",
-         "prompt_type": "neutral", "image": _png(folder / "a.png", "red"),
-         "generator": {"model": "sdxl", "seed": 1}},
-        {"prompt": "A photo of a nurse at work", "occupation": "Nurse",
-         "prompt_type": "neutral", "image": _png(folder / "b.png", "blue")},
+        {
+            "prompt": "Generate an image of a nurse",
+            "occupation": "nurse",
+            "prompt_type": "neutral",
+            "image": _png(folder / "a.png", "red"),
+            "generator": {"model": "sdxl", "seed": 1},
+        },
+        {
+            "prompt": "A photo of a nurse at work",
+            "occupation": "Nurse",
+            "prompt_type": "neutral",
+            "image": _png(folder / "b.png", "blue"),
+        },
     ]
     _jsonl(folder / "manifest.jsonl", rows)
     assert "2 items imported" in run("import_items", str(folder))
@@ -133,15 +158,23 @@ def test_import_items_csv(tmp_path, media, loaded):
 def test_import_items_reports_each_bad_row_and_imports_nothing(tmp_path, media, loaded):
     (tmp_path / "broken.png").write_bytes(b"not a png")
     rows = [
-        {"prompt": "Generate an image of a nurse", "occupation": "nurse",
-         "prompt_type": "neutral", "image": _png(tmp_path / "ok.png", "red")},
+        {
+            "prompt": "Generate an image of a nurse",
+            "occupation": "nurse",
+            "prompt_type": "neutral",
+            "image": _png(tmp_path / "ok.png", "red"),
+        },
         {"prompt": "x", "occupation": "astronaut", "prompt_type": "neutral", "image": "ok.png"},
         {"prompt": "x", "occupation": "nurse", "prompt_type": "weird", "image": "ok.png"},
         {"prompt": "x", "occupation": "nurse", "prompt_type": "diverse", "image": "gone.png"},
         {"prompt": "x", "occupation": "nurse", "prompt_type": "diverse", "image": "broken.png"},
         {"occupation": "nurse", "prompt_type": "diverse", "image": "ok.png"},
-        {"prompt": "Generate an image of a nurse", "occupation": "nurse",
-         "prompt_type": "diverse", "image": "ok.png"},
+        {
+            "prompt": "Generate an image of a nurse",
+            "occupation": "nurse",
+            "prompt_type": "diverse",
+            "image": "ok.png",
+        },
     ]
     manifest = _jsonl(tmp_path / "m.jsonl", rows)
     err = io.StringIO()

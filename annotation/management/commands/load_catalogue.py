@@ -8,7 +8,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--placeholder-images", nargs="?", type=int, const=10, default=0, metavar="N",
+            "--placeholder-images",
+            nargs="?",
+            type=int,
+            const=10,
+            default=0,
+            metavar="N",
             help="create N placeholder items per original prompt (default 10)",
         )
 
