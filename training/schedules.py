@@ -11,23 +11,46 @@ promotes it only when its paired comparison against the active version on the
 new snapshot has a 95% interval above zero), then decides whether to retrain.
 Every decision is a ``RetrainDecision`` row with its reason.
 
-Never two retrainings at once: the decision and the start of a run happen in one
-transaction holding a PostgreSQL advisory transaction lock
-(``pg_advisory_xact_lock``), so concurrent steps, in any worker process or on
-any host, decide one after the other and the later one sees the earlier one's
-run as running. The lock is the database's: it is released when the
-transaction ends or its connection dies (a killed worker cannot leave it held),
-and no timeout has to outlast the longest run, because a run in progress is
-seen as a non-terminal ``TrainingRun`` row, not as a held lock. On SQLite (the
-embedded mode) writers are already serialised (``transaction_mode=IMMEDIATE``).
+Never two retrainings at once, by two rules:
+- a step holds the retraining lock from its decision until its run is queued
+  (the run's row exists, status ``queued``; its augmentation and training then
+  run on the workers); a step that cannot take the lock at once records "skip"
+  and returns. On PostgreSQL the lock is a session advisory lock
+  (``pg_try_advisory_lock``): it works across worker processes and hosts, and
+  the server drops it when the holder's connection dies, so a killed worker
+  never leaves it held and no timeout has to outlast a step. On SQLite (the
+  embedded mode, one machine) it is an ``flock`` on a file under ``VAR_DIR``,
+  which the kernel drops when the holder dies.
+- while any ``TrainingRun`` is not finished (queued included), the policy skips:
+  the run itself, however long, is seen as a row, not as a held lock.
 """
 
-from dataclasses import dataclass, fields
+import fcntl
+import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from celery import shared_task
+from django.conf import settings as django_settings
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+from . import services
+from .models import Checkpoint, DatasetSnapshot, RetrainDecision, TrainingRun
+from .snapshots import new_rankings_since
+
+log = logging.getLogger(__name__)
 
 PROMOTION_POLICIES = ("manual", "auto")
 # Arbitrary constant naming the advisory lock; any other user of
-# pg_advisory_xact_lock in this database must pick a different one.
+# advisory locks in this database must pick a different one.
 RETRAIN_LOCK_KEY = 0x5354_5252  # "STRR"
+TASK_NAME = "training.scheduled_retrain"
+DEFAULT_SCHEDULE = "Retrain on new rankings"
 
 
 class ScheduleError(ValueError):
@@ -128,3 +151,169 @@ def promotion_decision(
     if ci[0] > 0:
         return Decision("promote", f"{figures}, {interval} above zero")
     return Decision("keep", f"{figures}, {interval} not above zero")
+
+
+# --- the scheduled step ----------------------------------------------------------------------
+
+
+def running_run_id() -> int | None:
+    """The oldest training run not yet finished (queued counts as running)."""
+    return (
+        TrainingRun.objects.exclude(status__in=TrainingRun.FINISHED_STATUSES)
+        .order_by("id")
+        .values_list("id", flat=True)
+        .first()
+    )
+
+
+@contextmanager
+def retrain_lock() -> Iterator[bool]:
+    """Try to take the retraining lock without waiting; yields whether it is held."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [RETRAIN_LOCK_KEY])
+            held = cursor.fetchone()[0]
+        try:
+            yield held
+        finally:
+            if held:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [RETRAIN_LOCK_KEY])
+        return
+    path = Path(django_settings.VAR_DIR) / "retrain.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _record(schedule: str, decision: Decision, **links) -> RetrainDecision:
+    log.info("schedule %s: %s: %s", schedule, decision.decision, decision.reason)
+    return RetrainDecision.objects.create(
+        schedule=schedule, decision=decision.decision, reason=decision.reason, **links
+    )
+
+
+def _unsettled_runs(schedule: str) -> list[TrainingRun]:
+    """Finished runs this schedule started that have no promote/keep decision yet."""
+    settled = RetrainDecision.objects.filter(run=OuterRef("pk"), decision__in=["promote", "keep"])
+    return list(
+        TrainingRun.objects.filter(
+            decisions__schedule=schedule,
+            decisions__decision="retrain",
+            status__in=TrainingRun.FINISHED_STATUSES,
+        )
+        .exclude(Exists(settled))
+        .select_related("checkpoint", "snapshot")
+        .distinct()
+        .order_by("id")
+    )
+
+
+def settle_run(schedule: str, run: TrainingRun, promotion: str) -> RetrainDecision:
+    """Apply the promotion policy to one finished run of this schedule."""
+    if run.status != TrainingRun.Status.DONE:
+        why = f": {run.error}" if run.error else ""
+        return _record(schedule, Decision("keep", f"run {run.pk} {run.status}{why}"), run=run)
+    checkpoint = run.checkpoint
+    current = Checkpoint.objects.filter(status=Checkpoint.Status.ACTIVE).first()
+    links = {"run": run, "checkpoint": checkpoint, "snapshot_id": run.snapshot_id}
+    if current is not None and current.pk == checkpoint.pk:
+        decision = Decision("keep", f"version {checkpoint.version} is already active")
+        return _record(schedule, decision, **links)
+    comparison = None
+    if promotion == "auto" and current is not None:
+        comparison = services.compare(checkpoint, current, run.snapshot)
+    decision = promotion_decision(
+        promotion, checkpoint.version, comparison, current.version if current else None
+    )
+    if decision.decision == "promote":
+        services.promote(checkpoint, reason=f"schedule {schedule}: {decision.reason}")
+    return _record(schedule, decision, **links)
+
+
+def _start_retraining(schedule: str, settings: ScheduleSettings, why: Decision) -> RetrainDecision:
+    """Snapshot and queue the run (its augmentation first, when asked for)."""
+    snapshot = None
+    try:
+        snapshot = services.create_snapshot(include_synthetic=settings.include_synthetic)
+        run = services.start_run(
+            snapshot,
+            encoder=settings.encoder or None,
+            epochs=settings.epochs,
+            paraphrases=settings.paraphrases,
+        )
+    except ValueError as error:  # the services' refusals: recorded, then the task fails
+        reason = f"{why.reason}, but the retraining could not start: {error}"
+        _record(schedule, Decision("skip", reason), snapshot=snapshot)
+        raise
+    return _record(schedule, why, snapshot=snapshot, run=run)
+
+
+def scheduled_step(schedule: str, settings: ScheduleSettings) -> list[RetrainDecision]:
+    """One beat tick: settle this schedule's finished runs, then retrain or skip."""
+    with retrain_lock() as held:
+        if not held:
+            busy = Decision("skip", "another scheduled step holds the retraining lock")
+            return [_record(schedule, busy)]
+        decisions = [settle_run(schedule, r, settings.promotion) for r in _unsettled_runs(schedule)]
+        latest = DatasetSnapshot.objects.defer("examples", "group_labels").first()
+        new = new_rankings_since(latest, settings.include_synthetic)
+        decision = retrain_decision(new, running_run_id(), settings)
+        if decision.decision != "retrain":
+            return [*decisions, _record(schedule, decision)]
+        return [*decisions, _start_retraining(schedule, settings, decision)]
+
+
+@shared_task(name=TASK_NAME, bind=True, acks_late=True)
+def scheduled_retrain(self, **kwargs) -> list[dict]:
+    """Celery beat entry point; settings are the PeriodicTask's kwargs."""
+    name = kwargs.pop("schedule", None)
+    # Beat names the PeriodicTask in a message header: a request attribute in a
+    # worker, inside ``request.headers`` when applied eagerly.
+    headers = self.request.headers or {}
+    beat_name = self.request.get("periodic_task_name") or headers.get("periodic_task_name")
+    schedule = beat_name or name or "manual run"
+    try:
+        settings = ScheduleSettings.from_kwargs(kwargs)
+    except ScheduleError as error:
+        _record(schedule, Decision("skip", f"the schedule's settings are unusable: {error}"))
+        raise
+    decisions = scheduled_step(schedule, settings)
+    return [{"id": d.pk, "decision": d.decision, "reason": d.reason} for d in decisions]
+
+
+def ensure_default_schedule(
+    every_minutes: int = 60, enabled: bool = False
+) -> tuple[PeriodicTask, bool]:
+    """Create the default schedule (disabled, hourly) unless one of that name exists.
+
+    An existing schedule is left exactly as staff edited it; (task, created).
+    """
+    if every_minutes < 1:
+        raise ScheduleError("The interval must be at least one minute.")
+    with transaction.atomic():
+        interval, _ = IntervalSchedule.objects.get_or_create(
+            every=every_minutes, period=IntervalSchedule.MINUTES
+        )
+        return PeriodicTask.objects.get_or_create(
+            name=DEFAULT_SCHEDULE,
+            defaults={
+                "task": TASK_NAME,
+                "interval": interval,
+                "kwargs": json.dumps(asdict(ScheduleSettings()), indent=1),
+                "enabled": enabled,
+                "description": (
+                    "Snapshot, augment and train when enough new rankings arrived. Settings "
+                    "(kwargs): min_new_rankings, promotion (manual|auto), encoder (empty: the "
+                    "default), epochs, paraphrases, include_synthetic."
+                ),
+            },
+        )
