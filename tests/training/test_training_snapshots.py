@@ -1,0 +1,95 @@
+"""Snapshots on the test database: labels, hash, grouped split, group labels, bad input."""
+
+import pytest
+
+from annotation.labels import LabelRow, group_labels, item_labels, ranking_rows
+from annotation.models import Consent, Ranking
+from training.models import DatasetSnapshot
+from training.snapshots import EVAL, TRAIN, SnapshotError, create_snapshot
+
+pytestmark = pytest.mark.postgres
+
+
+def test_item_labels_are_mean_position_over_k_minus_one():
+    rows = [
+        LabelRow(1, 10, 0, {}),
+        LabelRow(1, 11, 1, {}),
+        LabelRow(1, 12, 2, {}),
+        LabelRow(2, 10, 1, {}),
+        LabelRow(2, 12, 0, {}),
+    ]
+    assert item_labels(rows) == {10: (0 / 2 + 1 / 1) / 2, 11: 0.5, 12: (1.0 + 0.0) / 2}
+
+
+def test_group_labels_use_only_that_groups_rankings_and_skip_prefer_not_to_say():
+    rows = [
+        LabelRow(1, 10, 0, {"age_band": "18-24"}),
+        LabelRow(1, 11, 1, {"age_band": "18-24"}),
+        LabelRow(2, 10, 1, {"age_band": "65-74"}),
+        LabelRow(2, 11, 0, {"age_band": "65-74"}),
+        LabelRow(3, 10, 1, {"age_band": "prefer not to say"}),
+        LabelRow(3, 11, 0, {"age_band": "prefer not to say"}),
+    ]
+    labels = group_labels(rows, ["age_band", "gender_identity"])
+    assert labels == {
+        "age_band": {"18-24": {10: 0.0, 11: 1.0}, "65-74": {10: 1.0, 11: 0.0}},
+        "gender_identity": {},
+    }
+
+
+def test_snapshot_freezes_labels_with_a_grouped_split(study):
+    snap = create_snapshot(include_synthetic=True, seed=3)
+    assert snap.ranking_count == Ranking.objects.count() == study["rankings"]
+    assert snap.last_ranking_id == Ranking.objects.order_by("-id").first().pk
+    assert snap.example_count == 72 == snap.train_count + snap.eval_count
+    labels = item_labels(ranking_rows(include_synthetic=True))
+    for row in snap.examples:
+        assert row["label"] == pytest.approx(labels[row["item_id"]])
+        assert 0.0 <= row["label"] <= 1.0
+    sides = {}
+    for row in snap.examples:
+        sides.setdefault(row["group"], set()).add(row["split"])
+    assert all(len(s) == 1 for s in sides.values())  # a prompt's items fall on one side
+    assert {s.pop() for s in sides.values()} == {TRAIN, EVAL}
+    assert len(sides) == 36  # one group per original prompt
+    # group labels: keyed by demographic value, from that group's rankings only
+    ages = snap.group_labels["age_band"]
+    assert ages and all(set(v) <= {r["key"] for r in snap.examples} for v in ages.values())
+
+
+def test_same_rankings_same_hash_new_ranking_new_hash(study, annotator):
+    a = create_snapshot(include_synthetic=True)
+    b = create_snapshot(include_synthetic=True, seed=9)
+    assert a.pk != b.pk and a.content_hash == b.content_hash
+    Ranking.objects.order_by("id").first().delete()
+    c = create_snapshot(include_synthetic=True)
+    assert c.content_hash != a.content_hash and c.example_count < a.example_count
+
+
+def test_synthetic_rankings_only_when_asked_and_withdrawn_consent_excluded(study):
+    with pytest.raises(SnapshotError, match="no rankings to snapshot.*--include-synthetic"):
+        create_snapshot()
+    assert DatasetSnapshot.objects.count() == 0
+    first = Ranking.objects.order_by("id").first()
+    Consent.objects.filter(annotator=first.annotator).update(withdrawn_at="2026-01-01T00:00Z")
+    snap = create_snapshot(include_synthetic=True)
+    assert snap.ranking_count == study["rankings"] - first.annotator.rankings.count()
+
+
+def test_no_rankings_is_a_clear_error_and_nothing_is_made(db):
+    with pytest.raises(SnapshotError, match="no rankings"):
+        create_snapshot(include_synthetic=True)
+    assert DatasetSnapshot.objects.count() == 0
+
+
+def test_too_small_to_split_is_a_clear_error(make_tasks, annotator):
+    from annotation import services
+
+    (task,) = make_tasks(n=1, k=3)  # all items share one original prompt: one group
+    client = annotator("alice")
+    services.next_task(client.profile)
+    items = list(task.items.values_list("id", flat=True))
+    services.submit_ranking(client.profile, task.pk, items)
+    with pytest.raises(SnapshotError, match="too small to split"):
+        create_snapshot()
+    assert DatasetSnapshot.objects.count() == 0
