@@ -1,0 +1,28 @@
+from django.core.management.base import BaseCommand
+
+from training.services import create_snapshot
+
+from ._common import service_errors
+
+
+class Command(BaseCommand):
+    help = "Freeze today's item labels into a dataset snapshot; prints its id."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--include-synthetic", action="store_true", help="Count synthetic annotators too."
+        )
+        parser.add_argument("--seed", type=int, default=0, help="Seed of the grouped split.")
+        parser.add_argument("--eval-fraction", type=float, default=0.2)
+
+    def handle(self, *args, include_synthetic, seed, eval_fraction, **options):
+        with service_errors():
+            snap = create_snapshot(
+                include_synthetic=include_synthetic, seed=seed, eval_fraction=eval_fraction
+            )
+        self.stderr.write(
+            f"snapshot {snap.pk}: {snap.example_count} items ({snap.train_count} train, "
+            f"{snap.eval_count} eval) from {snap.ranking_count} rankings, "
+            f"hash {snap.content_hash[:12]}"
+        )
+        self.stdout.write(str(snap.pk))

@@ -1,0 +1,69 @@
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from training.models import Augmentation, TrainingRun
+from training.services import start_run
+
+from ._common import fmt_rho, get_snapshot, service_errors
+
+
+class Command(BaseCommand):
+    help = (
+        "Queue a training run on the gpu queue; prints the run id, and with --wait a progress "
+        "bar and then the checkpoint version."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--snapshot", type=int, required=True)
+        parser.add_argument("--encoder", help="Encoder name or folder (default: settings).")
+        parser.add_argument("--epochs", type=int)
+        parser.add_argument("--lr", type=float, help="Learning rate (default: the seed's 1e-5).")
+        parser.add_argument("--seed", type=int)
+        parser.add_argument("--augmentation", type=int, help="Train with this augmentation.")
+        parser.add_argument(
+            "--paraphrases", type=int, default=0, help="Augment with N paraphrases first."
+        )
+        parser.add_argument("--wait", action="store_true")
+
+    def handle(
+        self, *args, snapshot, encoder, epochs, lr, seed, augmentation, paraphrases, wait, **options
+    ):
+        snap = get_snapshot(snapshot)
+        aug = None
+        if augmentation is not None:
+            aug = Augmentation.objects.filter(pk=augmentation).first()
+            if aug is None:
+                raise CommandError(f"there is no augmentation {augmentation}")
+        hyperparameters = {k: v for k, v in {"lr": lr, "seed": seed}.items() if v is not None}
+        with service_errors():
+            run = start_run(
+                snap,
+                encoder=encoder,
+                epochs=epochs,
+                paraphrases=paraphrases,
+                augmentation=aug,
+                hyperparameters=hyperparameters,
+            )
+        self.stdout.write(str(run.pk))
+        self.stdout.flush()
+        if wait:
+            self._wait(run)
+
+    def _wait(self, run: TrainingRun) -> None:
+        with tqdm(total=run.epochs, desc=f"run {run.pk}", unit="epoch", file=self.stderr) as bar:
+            while not run.is_finished:
+                time.sleep(0.5)
+                run.refresh_from_db()
+                bar.set_postfix_str(run.status)
+                bar.update(run.epoch - bar.n)
+                if run.history:
+                    last = run.history[-1]
+                    rho = "-" if last.get("rho") is None else f"{last['rho']:.3f}"
+                    bar.set_postfix_str(f"{run.status} loss {last['loss']:.4f} rho {rho}")
+        if run.status != TrainingRun.Status.DONE:
+            raise CommandError(f"run {run.pk} {run.status}: {run.error}")
+        ckpt = run.checkpoint
+        self.stderr.write(f"checkpoint v{ckpt.version}: rho {fmt_rho(ckpt.metrics)}")
+        self.stdout.write(str(ckpt.version))
