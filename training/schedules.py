@@ -241,18 +241,20 @@ def settle_run(schedule: str, run: TrainingRun, promotion: str) -> RetrainDecisi
 
 def _start_retraining(schedule: str, settings: ScheduleSettings, why: Decision) -> RetrainDecision:
     """Snapshot and queue the run (its augmentation first, when asked for)."""
-    snapshot = None
     try:
-        snapshot = services.create_snapshot(include_synthetic=settings.include_synthetic)
-        run = services.start_run(
-            snapshot,
-            encoder=settings.encoder or None,
-            epochs=settings.epochs,
-            paraphrases=settings.paraphrases,
-        )
+        # One transaction: a run that cannot start leaves no snapshot behind, so
+        # its rankings still count as new at the next tick.
+        with transaction.atomic():
+            snapshot = services.create_snapshot(include_synthetic=settings.include_synthetic)
+            run = services.start_run(
+                snapshot,
+                encoder=settings.encoder or None,
+                epochs=settings.epochs,
+                paraphrases=settings.paraphrases,
+            )
     except ValueError as error:  # the services' refusals: recorded, then the task fails
         reason = f"{why.reason}, but the retraining could not start: {error}"
-        _record(schedule, Decision("skip", reason), snapshot=snapshot)
+        _record(schedule, Decision("skip", reason))
         raise
     return _record(schedule, why, snapshot=snapshot, run=run)
 

@@ -175,7 +175,7 @@ def run_row(run: TrainingRun) -> dict:
         "epochs": run.epochs,
         "percent": round(100 * run.progress),
         "loss": last.get("loss"),
-        "eval_spearman": last.get("eval_spearman"),
+        "rho": last.get("rho"),
         "error": run.error,
         "finished": run.is_finished,
         "cancel_requested": run.cancel_requested,
