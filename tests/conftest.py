@@ -2,15 +2,26 @@
 or Redis fails when it is missing; elsewhere it skips, saying why."""
 
 import functools
+import io
 import os
+from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.test import Client
 from rest_framework.test import APIClient
 
 from annotation import services
-from annotation.models import Item, Occupation, Prompt, PromptType, RankingTask, TaskItem
+from annotation.models import (
+    AnnotatorProfile,
+    Item,
+    Occupation,
+    Prompt,
+    PromptType,
+    RankingTask,
+    TaskItem,
+)
 
 ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
@@ -54,11 +65,39 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+def _png(colour: tuple[int, int, int]) -> bytes:
+    """An 8x8 PNG of one colour: a real image file for pages that load images."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def media_root(settings, tmp_path, monkeypatch) -> Path:
+    """A temporary MEDIA_ROOT, also for the media view web.urls bound at import."""
+    import web.urls
+
+    root = tmp_path / "media"
+    (root / "items").mkdir(parents=True)
+    settings.MEDIA_ROOT = root
+    for pattern in web.urls.urlpatterns:
+        if "document_root" in getattr(pattern, "default_args", {}):
+            monkeypatch.setitem(pattern.default_args, "document_root", str(root))
+    return root
+
+
 @pytest.fixture
 def make_tasks(db):
-    """make_tasks(n, k, overlap) -> list of tasks, each with k items of one occupation."""
+    """make_tasks(n, k, overlap) -> list of tasks, each with k items of one occupation.
 
-    def make(n: int = 2, k: int = 3, overlap: int = 1) -> list[RankingTask]:
+    With ``images=media_root`` each item also gets a real PNG file there.
+    """
+
+    def make(
+        n: int = 2, k: int = 3, overlap: int = 1, *, images: Path | None = None
+    ) -> list[RankingTask]:
         occupation, _ = Occupation.objects.get_or_create(name="nurse", slug="nurse")
         original, _ = Prompt.objects.get_or_create(
             occupation=occupation,
@@ -76,9 +115,10 @@ def make_tasks(db):
                     origin=original,
                     text=f"task {task.pk} prompt {i}",
                 )
-                item = Item.objects.create(
-                    prompt=prompt, image=f"items/{task.pk}-{i}.png", image_sha256=f"{task.pk}-{i}"
-                )
+                name = f"items/{task.pk}-{i}.png"
+                if images is not None:
+                    (images / name).write_bytes(_png((40 * i % 256, 97 * task.pk % 256, 200)))
+                item = Item.objects.create(prompt=prompt, image=name, image_sha256=f"{task.pk}-{i}")
                 TaskItem.objects.create(task=task, item=item)
             tasks.append(task)
         return tasks
@@ -86,20 +126,39 @@ def make_tasks(db):
     return make
 
 
+def _make_profile(name: str, consent: bool, staff: bool, synthetic: bool) -> AnnotatorProfile:
+    user = get_user_model().objects.create_user(name, password="pw-123456", is_staff=staff)
+    profile = services.get_profile(user)
+    if synthetic:
+        profile.is_synthetic = True
+        profile.save()
+    if consent:
+        services.give_consent(profile)
+    return profile
+
+
 @pytest.fixture
 def annotator(db):
     """annotator(name, consent=True, staff=False, synthetic=False) -> logged-in APIClient."""
 
     def make(name: str, consent: bool = True, staff: bool = False, synthetic: bool = False):
-        user = get_user_model().objects.create_user(name, password="pw-123456", is_staff=staff)
-        profile = services.get_profile(user)
-        if synthetic:
-            profile.is_synthetic = True
-            profile.save()
-        if consent:
-            services.give_consent(profile)
+        profile = _make_profile(name, consent, staff, synthetic)
         client = APIClient()
-        client.force_authenticate(user)
+        client.force_authenticate(profile.user)
+        client.profile = profile
+        return client
+
+    return make
+
+
+@pytest.fixture
+def portal_client(db):
+    """portal_client(name="ann", consent=True) -> a Django test Client logged in (session)."""
+
+    def make(name: str = "ann", consent: bool = True) -> Client:
+        profile = _make_profile(name, consent, staff=False, synthetic=False)
+        client = Client()
+        client.force_login(profile.user)
         client.profile = profile
         return client
 

@@ -26,12 +26,6 @@ from annotation.placeholders import placeholder_png
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
 def run(*args) -> str:
     out = io.StringIO()
     call_command(*args, stdout=out, stderr=out)
@@ -81,7 +75,7 @@ def test_load_catalogue_is_idempotent():
     ) == counts
 
 
-def test_placeholder_images_1200_and_rerun_creates_nothing(media):
+def test_placeholder_images_1200_and_rerun_creates_nothing(media_root):
     run("load_catalogue", "--placeholder-images")
     assert Item.objects.count() == 1200
     assert Item.objects.filter(is_placeholder=True).count() == 1200
@@ -117,7 +111,7 @@ def loaded(db):
     run("load_catalogue")
 
 
-def test_import_items_folder_jsonl_is_idempotent(tmp_path, media, loaded):
+def test_import_items_folder_jsonl_is_idempotent(tmp_path, media_root, loaded):
     folder = tmp_path / "batch"
     folder.mkdir()
     rows = [
@@ -145,7 +139,7 @@ def test_import_items_folder_jsonl_is_idempotent(tmp_path, media, loaded):
     assert Item.objects.count() == 2
 
 
-def test_import_items_csv(tmp_path, media, loaded):
+def test_import_items_csv(tmp_path, media_root, loaded):
     _png(tmp_path / "c.png", "green")
     (tmp_path / "items.csv").write_text(
         "prompt,occupation,prompt_type,image,generator\n"
@@ -155,7 +149,7 @@ def test_import_items_csv(tmp_path, media, loaded):
     assert Item.objects.get().generator == {"model": "x"}
 
 
-def test_import_items_reports_each_bad_row_and_imports_nothing(tmp_path, media, loaded):
+def test_import_items_reports_each_bad_row_and_imports_nothing(tmp_path, media_root, loaded):
     (tmp_path / "broken.png").write_bytes(b"not a png")
     rows = [
         {
@@ -195,7 +189,7 @@ def test_import_items_reports_each_bad_row_and_imports_nothing(tmp_path, media, 
 # --- build_tasks --------------------------------------------------------------
 
 
-def test_build_tasks_covers_every_item_mixes_types_and_is_idempotent(media):
+def test_build_tasks_covers_every_item_mixes_types_and_is_idempotent(media_root):
     run("load_catalogue", "--placeholder-images", "2")  # 6 items per occupation
     run("build_tasks", "--size", "4", "--overlap", "2", "--seed", "3")
     assert TaskItem.objects.count() == Item.objects.count() == 240
@@ -233,7 +227,7 @@ def _forget_rankings():
     get_user_model().objects.all().delete()
 
 
-def test_simulate_annotators_is_synthetic_and_deterministic(media):
+def test_simulate_annotators_is_synthetic_and_deterministic(media_root):
     run("load_catalogue", "--placeholder-images", "2")
     run("build_tasks", "--size", "6", "--overlap", "3")
     run("simulate_annotators", "--count", "5", "--tasks-per-annotator", "4", "--seed", "7")

@@ -2,66 +2,10 @@
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.test import Client
 from django.urls import reverse
 
 from annotation import services
-from annotation.models import (
-    Assignment,
-    ConsentText,
-    DemographicField,
-    Item,
-    Occupation,
-    Prompt,
-    PromptType,
-    Ranking,
-    RankingTask,
-    TaskItem,
-)
-
-
-@pytest.fixture
-def portal_tasks(db):
-    """portal_tasks(n, k) -> n tasks of k items each (image files need not exist here)."""
-
-    def make(n=2, k=3):
-        occupation = Occupation.objects.create(name="pilot", slug="pilot")
-        original = Prompt.objects.create(
-            occupation=occupation, prompt_type=PromptType.NEUTRAL, text="a pilot"
-        )
-        tasks = []
-        for t in range(n):
-            task = RankingTask.objects.create(occupation=occupation)
-            for i in range(k):
-                prompt = Prompt.objects.create(
-                    occupation=occupation,
-                    prompt_type=PromptType.NEUTRAL,
-                    origin=original,
-                    text=f"pilot {t} {i}",
-                )
-                item = Item.objects.create(
-                    prompt=prompt, image=f"items/p{t}-{i}.png", image_sha256=f"p{t}-{i}"
-                )
-                TaskItem.objects.create(task=task, item=item)
-            tasks.append(task)
-        return tasks
-
-    return make
-
-
-@pytest.fixture
-def portal_client(db):
-    def make(name="ann", consent=True):
-        user = get_user_model().objects.create_user(name, password="pw-123456")
-        profile = services.get_profile(user)
-        if consent:
-            services.give_consent(profile)
-        client = Client()
-        client.force_login(user)
-        client.profile = profile
-        return client
-
-    return make
+from annotation.models import Assignment, ConsentText, DemographicField, Ranking
 
 
 def test_anonymous_users_go_to_login(client):
@@ -129,8 +73,8 @@ def test_demographics_refuses_unknown_choice(portal_client):
     assert client.profile.demographics == {}
 
 
-def test_rank_page_shows_the_reserved_task_and_post_stores_ranking(portal_client, portal_tasks):
-    tasks = portal_tasks(n=2, k=3)
+def test_rank_page_shows_the_reserved_task_and_post_stores_ranking(portal_client, make_tasks):
+    tasks = make_tasks(2, k=3)
     client = portal_client()
     page = client.get(reverse("portal:rank"))
     assert page.status_code == 200
@@ -156,8 +100,8 @@ def test_rank_page_shows_the_reserved_task_and_post_stores_ranking(portal_client
     assert ranking.task_id in {t.pk for t in tasks}
 
 
-def test_rank_post_with_a_bad_order_stores_nothing(portal_client, portal_tasks):
-    portal_tasks(n=1, k=3)
+def test_rank_post_with_a_bad_order_stores_nothing(portal_client, make_tasks):
+    make_tasks(1, k=3)
     client = portal_client()
     client.get(reverse("portal:rank"))
     assignment = Assignment.objects.get(annotator=client.profile)

@@ -1,24 +1,13 @@
 """The portal end to end in headless Chromium: sign up, consent, demographics,
 rank one task by mouse drag and one by keyboard, progress 0 -> 2."""
 
-import io
 import os
 import shutil
 
 import pytest
 from django.urls import reverse
 
-from annotation.models import (
-    ConsentText,
-    DemographicField,
-    Item,
-    Occupation,
-    Prompt,
-    PromptType,
-    Ranking,
-    RankingTask,
-    TaskItem,
-)
+from annotation.models import ConsentText, DemographicField, Ranking
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -58,46 +47,13 @@ def browser():
     driver.quit()
 
 
-def _png(color) -> bytes:
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    Image.new("RGB", (8, 8), color).save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
 @pytest.fixture
-def portal_data(transactional_db, settings, tmp_path, monkeypatch):
+def portal_data(transactional_db, media_root, make_tasks):
     """Two tasks of three items each, with real PNG files in a temporary MEDIA_ROOT."""
-    import web.urls
-
-    settings.MEDIA_ROOT = str(tmp_path)
-    # web.urls bound MEDIA_ROOT when it was imported; point the media view here too.
-    for pattern in web.urls.urlpatterns:
-        if "document_root" in getattr(pattern, "default_args", {}):
-            monkeypatch.setitem(pattern.default_args, "document_root", str(tmp_path))
-    (tmp_path / "items").mkdir()
     ConsentText.objects.create(version=2, text="Browser test consent text.")
     DemographicField.objects.create(key="gender", label="Gender", choices=["woman", "man"])
     DemographicField.objects.create(key="country", label="Country", order=1)
-    occupation = Occupation.objects.create(name="firefighter", slug="firefighter")
-    original = Prompt.objects.create(
-        occupation=occupation, prompt_type=PromptType.NEUTRAL, text="A photo of a firefighter"
-    )
-    colors = ["red", "green", "blue", "yellow", "purple", "orange"]
-    for t in range(2):
-        task = RankingTask.objects.create(occupation=occupation)
-        for i in range(3):
-            n = 3 * t + i
-            (tmp_path / "items" / f"{n}.png").write_bytes(_png(colors[n]))
-            prompt = Prompt.objects.create(
-                occupation=occupation,
-                prompt_type=PromptType.NEUTRAL,
-                origin=original,
-                text=f"A firefighter, variant {n}",
-            )
-            item = Item.objects.create(prompt=prompt, image=f"items/{n}.png", image_sha256=str(n))
-            TaskItem.objects.create(task=task, item=item)
+    make_tasks(2, k=3, images=media_root)
 
 
 def _wait_url(driver, path):
@@ -105,6 +61,28 @@ def _wait_url(driver, path):
     from selenium.webdriver.support.ui import WebDriverWait
 
     WebDriverWait(driver, 15).until(lambda d: d.current_url.endswith(path))
+
+
+def _submit_and_wait(driver) -> None:
+    """Confirm and submit, then wait until the ranking page was replaced by a new one.
+
+    The next page may be /rank/ again, so waiting on the URL would pass at once:
+    wait for the old form to go stale and the new document to finish loading.
+    """
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    form = driver.find_element("id", "rank-form")
+    _confirm_and_submit(driver)
+    wait = WebDriverWait(driver, 15)
+    wait.until(expected_conditions.staleness_of(form))
+    wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
+def _task_id(driver) -> str:
+    return driver.find_element("css selector", "#rank-form input[name=task_id]").get_attribute(
+        "value"
+    )
 
 
 def _shown(driver):
@@ -190,10 +168,12 @@ def test_browser_portal_signup_consent_demographics_and_two_rankings(
     assert _shown(browser) == dragged
     assert _order(browser) == dragged
     assert _positions(browser) == ["1", "2", "3"]
-    _confirm_and_submit(browser)
+    first_task = _task_id(browser)
+    _submit_and_wait(browser)
 
     # Redirected straight to the next task.
-    _wait_url(browser, reverse("portal:rank"))
+    assert browser.current_url.endswith(reverse("portal:rank"))
+    assert _task_id(browser) != first_task
     first = Ranking.objects.get()
     assert [str(i) for i in first.order] == dragged
     shown = _shown(browser)
@@ -217,10 +197,10 @@ def test_browser_portal_signup_consent_demographics_and_two_rankings(
     keyboard = [shown[1], shown[2], shown[0]]
     assert _order(browser) == keyboard
     assert "moved to position 3 of 3" in live.get_attribute("textContent")
-    _confirm_and_submit(browser)
+    _submit_and_wait(browser)
 
     # No tasks left: home, progress 2.
-    _wait_url(browser, reverse("portal:home"))
+    assert browser.current_url.endswith(reverse("portal:home"))
     assert _progress(browser) == ("2", "20")
     assert [str(i) for i in Ranking.objects.get(pk__gt=first.pk).order] == keyboard
     assert Ranking.objects.filter(seconds_spent__gt=0).count() == 2
