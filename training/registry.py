@@ -319,7 +319,7 @@ def compare(
     from training.ml.metrics import paired_comparison
 
     if snapshot is not None:
-        ea, eb = evaluate(a, snapshot), evaluate(b, snapshot)
+        ea, eb = evaluate(a, snapshot, n_boot), evaluate(b, snapshot, n_boot)
     else:
         common = (
             Evaluation.objects.filter(checkpoint=a, snapshot__evaluations__checkpoint=b)
