@@ -1,0 +1,241 @@
+"""Training dashboards: runs with live progress, registry, comparison, schedules."""
+
+import re
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from tests.training.conftest import ENCODER
+from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, RetrainDecision, TrainingRun
+from training.snapshots import create_snapshot
+
+pytestmark = pytest.mark.postgres
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+PAGES = [
+    ("dashboards:runs", {}),
+    ("dashboards:runs-progress", {}),
+    ("dashboards:registry", {}),
+    ("dashboards:registry-chart", {}),
+    ("dashboards:compare", {}),
+    ("dashboards:schedules", {}),
+]
+
+
+@pytest.mark.parametrize(("name", "kwargs"), PAGES)
+def test_every_page_is_staff_only(name, kwargs, client, annotator_client, staff_client):
+    url = reverse(name, kwargs=kwargs)
+    anonymous = client.get(url)
+    assert anonymous.status_code == 302 and "/admin/login/" in anonymous["Location"]
+    assert annotator_client.get(url).status_code == 403
+    assert staff_client.get(url).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "name", ["dashboards:run-start", "dashboards:snapshot-create", "dashboards:rollback"]
+)
+def test_actions_refuse_annotators_and_get(name, annotator_client, staff_client):
+    url = reverse(name)
+    assert annotator_client.post(url).status_code == 403
+    assert staff_client.get(url).status_code == 405
+
+
+def make_run(snapshot, **fields) -> TrainingRun:
+    return TrainingRun.objects.create(
+        snapshot=snapshot,
+        encoder=ENCODER,
+        hyperparameters={},
+        epochs=fields.pop("epochs", 4),
+        **fields,
+    )
+
+
+def test_runs_page_and_progress_endpoint_follow_the_database(study, staff_client):
+    snapshot = create_snapshot(include_synthetic=True)
+    run = make_run(
+        snapshot, status="training", epoch=1, history=[{"epoch": 1, "loss": 0.9, "rho": 0.2}]
+    )
+    page = staff_client.get(reverse("dashboards:runs"))
+    html = page.content.decode()
+    assert f'data-run="{run.pk}" data-finished="0"' in html and "epoch 1 of 4" in html
+    assert "setTimeout(tick, 2000)" in html  # the page polls every 2 s
+    url = reverse("dashboards:runs-progress") + f"?ids={run.pk}"
+    [row] = staff_client.get(url).json()["runs"]
+    assert (row["status"], row["epoch"], row["percent"], row["rho"]) == ("training", 1, 25, 0.2)
+    TrainingRun.objects.filter(pk=run.pk).update(
+        epoch=3, history=[{"epoch": 3, "loss": 0.5, "rho": 0.4}]
+    )
+    [row] = staff_client.get(url).json()["runs"]
+    assert (row["epoch"], row["percent"], row["loss"], row["finished"]) == (3, 75, 0.5, False)
+    TrainingRun.objects.filter(pk=run.pk).update(status="failed", error="worker lost")
+    [row] = staff_client.get(url).json()["runs"]
+    assert row["finished"] and row["error"] == "worker lost"
+
+
+def test_progress_endpoint_refuses_bad_ids(staff_client):
+    response = staff_client.get(reverse("dashboards:runs-progress") + "?ids=1,x")
+    assert response.status_code == 400 and "comma-separated" in response.json()["error"]
+
+
+def test_runs_page_queries_do_not_grow_with_runs(study, staff_client):
+    snapshot = create_snapshot(include_synthetic=True)
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert staff_client.get(reverse("dashboards:runs")).status_code == 200
+        return len(ctx.captured_queries)
+
+    make_run(snapshot)
+    few = count()
+    for _ in range(8):
+        make_run(snapshot, status="done", epoch=4)
+    assert count() == few
+
+
+def csrf_client(user) -> tuple[Client, str]:
+    """A browser that enforces CSRF like a real one, with the token from the runs page."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    html = client.get(reverse("dashboards:runs")).content.decode()
+    return client, re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+
+
+def test_snapshot_start_and_cancel_from_the_page_with_csrf(study, staff_client):
+    client, token = csrf_client(staff_client.user)
+    assert client.post(reverse("dashboards:snapshot-create")).status_code == 403  # no token
+    response = client.post(
+        reverse("dashboards:snapshot-create"),
+        {"include_synthetic": "on", "csrfmiddlewaretoken": token},
+        follow=True,
+    )
+    snapshot = DatasetSnapshot.objects.get()
+    assert f"Snapshot {snapshot.pk} taken" in response.content.decode()
+    response = client.post(
+        reverse("dashboards:run-start"),
+        {
+            "snapshot": snapshot.pk,
+            "encoder": ENCODER,
+            "epochs": 2,
+            "paraphrases": 0,
+            "csrfmiddlewaretoken": token,
+        },
+        follow=True,
+    )
+    run = TrainingRun.objects.get()
+    assert (run.status, run.epochs, run.encoder, run.created_by) == (
+        "queued",
+        2,
+        ENCODER,
+        staff_client.user,
+    )
+    assert f"Run {run.pk} queued." in response.content.decode()
+    response = client.post(
+        reverse("dashboards:run-cancel", args=[run.pk]),
+        {"csrfmiddlewaretoken": token},
+        follow=True,
+    )
+    run.refresh_from_db()
+    assert run.status == "cancelled" and f"Run {run.pk} cancelled." in response.content.decode()
+
+
+def test_a_refused_start_says_why_and_makes_nothing(study, staff_client):
+    snapshot = create_snapshot(include_synthetic=True)
+    response = staff_client.post(
+        reverse("dashboards:run-start"),
+        {"snapshot": snapshot.pk, "encoder": "no-such-encoder", "epochs": 1, "paraphrases": 0},
+        follow=True,
+    )
+    assert "unknown encoder" in response.content.decode()
+    response = staff_client.post(
+        reverse("dashboards:run-start"), {"snapshot": 999999, "epochs": 0}, follow=True
+    )
+    assert "Snapshot:" in response.content.decode() and "Epochs:" in response.content.decode()
+    assert not TrainingRun.objects.exists()
+
+
+def test_registry_lists_versions_promotes_and_rolls_back(registry_rows, staff_client):
+    _, (v1, v2) = registry_rows([0.3, 0.05])
+    html = staff_client.get(reverse("dashboards:registry")).content.decode()
+    assert 'data-version="1"' in html and 'data-version="2"' in html
+    assert f"{v1.metrics['spearman']:.3f}" in html
+    for version in (1, 2):
+        staff_client.post(reverse("dashboards:promote", args=[version]))
+    assert Checkpoint.objects.get(status="active").version == 2
+    response = staff_client.post(reverse("dashboards:rollback"), follow=True)
+    assert "version 1 is active" in response.content.decode()
+    assert Checkpoint.objects.get(status="active").version == 1
+    events = list(RegistryEvent.objects.order_by("id").values_list("action", "user__username"))
+    assert events == [("promote", "staff"), ("promote", "staff"), ("rollback", "staff")]
+    again = staff_client.post(reverse("dashboards:promote", args=[1]), follow=True)
+    assert "already active" in again.content.decode()
+
+
+def test_registry_plot_is_a_png_that_follows_the_data(registry_rows, staff_client):
+    url = reverse("dashboards:registry-chart")
+    snapshot, _ = registry_rows([0.3, 0.05])
+    first = staff_client.get(url)
+    assert first["Content-Type"] == "image/png" and first.content.startswith(PNG_MAGIC)
+    assert staff_client.get(url, HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
+    registry_rows([0.1], start=3)
+    second = staff_client.get(url)
+    assert second.content.startswith(PNG_MAGIC) and second.content != first.content
+    svg = staff_client.get(url, {"format": "svg", "snapshot": snapshot.pk})
+    assert svg["Content-Type"] == "image/svg+xml" and b"v3" in svg.content
+    assert staff_client.get(url, {"snapshot": "x"}).status_code == 404
+
+
+def test_registry_page_queries_do_not_grow_with_versions(registry_rows, staff_client):
+    def count() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert staff_client.get(reverse("dashboards:registry")).status_code == 200
+        return len(ctx.captured_queries)
+
+    registry_rows([0.2], active=1)
+    few = count()
+    registry_rows([0.2, 0.3, 0.4, 0.5], start=2)
+    assert count() == few
+
+
+def test_compare_shows_both_rhos_the_paired_interval_and_occupations(registry_rows, staff_client):
+    snapshot, (a, b) = registry_rows([0.02, 1.0])
+    response = staff_client.get(reverse("dashboards:compare"), {"a": 1, "b": 2})
+    result = response.context["result"]
+    assert result["rho_a"] == pytest.approx(a.metrics["spearman"])
+    assert result["rho_b"] == pytest.approx(b.metrics["spearman"])
+    assert result["ci"][0] > 0 and 0 < result["p_value"] < 0.05
+    html = response.content.decode()
+    assert "95% paired interval" in html and f"{result['diff']:.3f}" in html
+    occupation = next(iter(a.metrics["per_occupation"]))
+    assert f"<td>{occupation}</td>" in html
+    chart = re.search(r'src="([^"]*compare/occupations\.png[^"]*)"', html).group(1)
+    png = staff_client.get(chart.replace("&amp;", "&"))
+    assert png.status_code == 200 and png.content.startswith(PNG_MAGIC)
+    flipped = staff_client.get(
+        reverse("dashboards:compare-chart"), {"a": 2, "b": 1, "snapshot": snapshot.pk}
+    )
+    assert flipped.content != png.content
+
+
+def test_compare_refuses_bad_picks_readably(registry_rows, staff_client):
+    registry_rows([0.1, 0.2])
+    same = staff_client.get(reverse("dashboards:compare"), {"a": 1, "b": 1})
+    assert "Pick two different versions." in same.content.decode()
+    missing = staff_client.get(reverse("dashboards:compare"), {"a": 1, "b": 9})
+    assert "B:" in missing.content.decode()
+    assert (
+        staff_client.get(reverse("dashboards:compare-chart"), {"a": 1, "b": 2}).status_code == 400
+    )
+
+
+def test_schedules_page_lists_tasks_and_decisions(db, staff_client):
+    from django.core.management import call_command
+
+    call_command("setup_schedule")
+    RetrainDecision.objects.create(
+        schedule="nightly", decision="skip", reason="only 12 new rankings, need 50"
+    )
+    html = staff_client.get(reverse("dashboards:schedules")).content.decode()
+    assert "Retrain on new rankings" in html and "only 12 new rankings, need 50" in html
