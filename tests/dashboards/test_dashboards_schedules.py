@@ -1,6 +1,8 @@
 """The scheduled retraining step on the real database: decisions, promotion, the lock."""
 
 import json
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -213,3 +215,14 @@ def test_two_concurrent_steps_start_one_retraining(tmp_path, purge_queues):
         "another scheduled step holds the retraining lock",
         f"a retraining is already running (run {TrainingRun.objects.get().pk})",
     }
+
+
+def test_a_fresh_worker_process_finds_the_beat_task_by_its_name():
+    code = (
+        "import django; django.setup(); from web.celery import app; "
+        "app.loader.import_default_modules(); print(sorted(app.tasks))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert "'training.scheduled_retrain'" in out
