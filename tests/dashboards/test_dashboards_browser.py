@@ -1,0 +1,74 @@
+"""The dashboards in headless Chromium: live run progress, no sideways scroll on a phone."""
+
+import os
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from tests.browser.test_browser_portal import CHROMEDRIVER, CHROMIUM, browser  # noqa: F401
+from tests.training.conftest import ENCODER
+from training.models import DatasetSnapshot, TrainingRun
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.postgres,
+    pytest.mark.skipif(
+        not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
+        reason="needs Debian's chromium and chromium-driver",
+    ),
+]
+
+
+@pytest.fixture
+def signed_in(browser, live_server, transactional_db):  # noqa: F811
+    get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
+    browser.get(live_server.url + "/admin/login/?next=/dashboards/runs/")
+    browser.find_element("name", "username").send_keys("boss")
+    browser.find_element("name", "password").send_keys("pw-123456")
+    browser.find_element("css selector", "[type=submit]").click()
+    return browser
+
+
+def run_of_a_tiny_snapshot(**fields) -> TrainingRun:
+    snapshot = DatasetSnapshot.objects.create(
+        ranking_count=0,
+        content_hash="0" * 64,
+        example_count=0,
+        train_count=0,
+        eval_count=0,
+        examples=[],
+    )
+    return TrainingRun.objects.create(
+        snapshot=snapshot, encoder=ENCODER, hyperparameters={}, epochs=12, **fields
+    )
+
+
+def test_the_runs_page_follows_a_run_without_reloading(signed_in, live_server):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    run = run_of_a_tiny_snapshot(status="training", epoch=2)
+    signed_in.get(live_server.url + "/dashboards/runs/")
+    row = f'tr[data-run="{run.pk}"]'
+    assert signed_in.find_element("css selector", row + ' [data-field="epochs"]').text == (
+        "epoch 2 of 12"
+    )
+    signed_in.execute_script("window.notReloaded = true")
+    TrainingRun.objects.filter(pk=run.pk).update(
+        status="done", epoch=12, history=[{"epoch": 12, "loss": 0.25, "rho": 0.61}]
+    )
+    WebDriverWait(signed_in, 10).until(
+        lambda d: d.find_element("css selector", row).get_attribute("data-finished") == "1"
+    )
+    text = signed_in.find_element("css selector", row).text
+    assert "Done" in text and "epoch 12 of 12" in text and "0.610" in text
+    assert not signed_in.find_elements("css selector", row + " form")  # no cancel button left
+    assert signed_in.execute_script("return window.notReloaded") is True
+
+
+@pytest.mark.parametrize("page", ["", "runs/", "registry/", "compare/", "schedules/"])
+def test_no_page_scrolls_sideways_on_a_phone(signed_in, live_server, page):
+    run_of_a_tiny_snapshot(status="training", epoch=5)
+    signed_in.set_window_size(390, 844)
+    signed_in.get(live_server.url + "/dashboards/" + page)
+    width = signed_in.execute_script("return document.documentElement.scrollWidth")
+    assert width <= 390
