@@ -546,9 +546,7 @@ def _message(error: Exception) -> str:
 
 def _form_errors(form: forms.Form) -> str:
     return " ".join(
-        f"{form[name].label}: {' '.join(errs)}"
-        if name != "__all__"
-        else " ".join(errs)
+        f"{form[name].label}: {' '.join(errs)}" if name != "__all__" else " ".join(errs)
         for name, errs in form.errors.items()
     )
 
