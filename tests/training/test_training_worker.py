@@ -174,7 +174,7 @@ def command(*args) -> list[str]:
 def test_the_whole_loop_through_the_worker(worker, tmp_path):
     make_study(tmp_path, occupations=20, images=3)  # 180 items: an eval split of 36
     (snapshot_id,) = command("snapshot", "--include-synthetic")
-    paraphrases = ["--paraphrases", "3"] if _has_paraphrase_library() else []
+    (augmentation_id,) = command("augment", "--snapshot", snapshot_id, "--n", "2", "--wait")
     run_a, version_a = command(
         "train",
         "--snapshot",
@@ -183,17 +183,18 @@ def test_the_whole_loop_through_the_worker(worker, tmp_path):
         "4",
         "--lr",
         "0.01",
-        *paraphrases,
+        "--augmentation",
+        augmentation_id,
         "--wait",
     )
     a = Checkpoint.objects.get(version=int(version_a))
     assert a.run_id == int(run_a) and a.snapshot_id == int(snapshot_id)
     assert a.metrics["spearman"] > 0.3, a.metrics
     assert a.metrics["spearman_ci"][0] > 0, f"eval rho does not beat chance: {a.metrics}"
-    if paraphrases:
-        run = a.run
-        assert run.augmentation.paraphrases.exists()
-        assert run.augmentation.stats["kept"] == run.augmentation.paraphrases.count()
+    augmentation = a.run.augmentation
+    assert augmentation.pk == int(augmentation_id) and augmentation.paraphrases.exists()
+    assert augmentation.stats["kept"] == augmentation.paraphrases.count()
+    assert a.run.history and len(a.run.history) == 4
     assert command("promote", version_a) == [f"v{version_a}", "is", "active"]
     _, version_b = command(
         "train",
@@ -218,18 +219,10 @@ def test_the_whole_loop_through_the_worker(worker, tmp_path):
     assert f"v{version_a}  active" in listing.getvalue()
 
 
-def _has_paraphrase_library() -> bool:
-    try:
-        from training.ml.paraphrase import augment  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def test_sigkill_mid_training_then_a_new_worker_retries_the_run(worker, tmp_path):
     make_study(tmp_path)
     snapshot = create_snapshot(include_synthetic=True)
-    run = start_run(snapshot, hyperparameters={**FAST, "epochs": 300, "n_boot": 0})
+    run = start_run(snapshot, hyperparameters={**FAST, "epochs": 80, "n_boot": 0})
     wait_for(lambda: run_status(run.pk).epoch >= 1, what="training to start", worker=worker)
     killed_pid = worker.proc.pid
     worker.kill()

@@ -1,0 +1,78 @@
+"""Augmentation on the test database with the offline backend and real MiniLM cosines."""
+
+import pytest
+
+from tests.training.conftest import FAST
+from training.augmentation import AugmentationError, request_augmentation, run_augmentation
+from training.models import Augmentation, Paraphrase, TrainingRun
+from training.runs import execute_run, start_run, training_examples
+from training.snapshots import EVAL, create_snapshot
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+
+@pytest.fixture
+def augmented(study):
+    snapshot = create_snapshot(include_synthetic=True)
+    augmentation, pending = request_augmentation(snapshot, "offline", n=2)
+    assert pending
+    return snapshot, run_augmentation(augmentation.pk, "all-MiniLM-L6-v2")
+
+
+def test_paraphrases_are_stored_with_provenance_and_rejections_counted(augmented):
+    snapshot, augmentation = augmented
+    assert augmentation.status == Augmentation.Status.DONE
+    rows = list(augmentation.paraphrases.all())
+    keys = {r["key"]: r for r in snapshot.examples}
+    assert rows and all(p.origin_key in keys for p in rows)
+    assert len(rows) <= 2 * snapshot.example_count
+    for p in rows[:20]:
+        assert p.backend == "offline" and p.template and p.cosine >= augmentation.min_cosine
+        assert p.text != keys[p.origin_key]["text"]
+        assert p.seed == keys[p.origin_key]["item_id"]
+    stats = augmentation.stats
+    assert stats["kept"] == len(rows) and stats["originals"] == snapshot.example_count
+    assert stats["rejected"] == sum(stats["by_reason"].values())
+
+
+def test_asking_again_reuses_what_exists(augmented):
+    snapshot, augmentation = augmented
+    count = Paraphrase.objects.count()
+    again, pending = request_augmentation(snapshot, "offline", n=2)
+    assert again.pk == augmentation.pk and not pending
+    assert run_augmentation(again.pk).pk == augmentation.pk
+    assert Paraphrase.objects.count() == count
+    other, pending = request_augmentation(snapshot, "offline", n=1)
+    assert other.pk != augmentation.pk and pending
+
+
+def test_a_run_trains_on_train_paraphrases_only_with_inherited_labels(augmented):
+    snapshot, augmentation = augmented
+    run = start_run(snapshot, augmentation=augmentation, hyperparameters=FAST, enqueue=False)
+    train_set, eval_rows = training_examples(run)
+    eval_keys = {r["key"] for r in snapshot.examples if r["split"] == EVAL}
+    paraphrased = augmentation.paraphrases.exclude(origin_key__in=eval_keys)
+    assert len(train_set) == snapshot.train_count + paraphrased.count()
+    assert {r["key"] for r in eval_rows} == eval_keys  # eval: originals only
+    origin = {r["key"]: r for r in snapshot.examples}
+    inherited = [
+        (p.text, origin[p.origin_key]["label"], origin[p.origin_key]["group"])
+        for p in paraphrased.order_by("id")
+    ]
+    assert [(e.text, e.label, e.group) for e in train_set[snapshot.train_count :]] == inherited
+    assert not {text for text, _, _ in inherited} & {r["text"] for r in snapshot.examples}
+    assert "done" in execute_run(run.pk, "node-a")
+    run.refresh_from_db()
+    assert run.checkpoint.metrics["spearman"] > 0.3
+
+
+def test_bad_requests_are_refused(study, settings):
+    snapshot = create_snapshot(include_synthetic=True)
+    with pytest.raises(AugmentationError, match="unknown backend 'rules'"):
+        request_augmentation(snapshot, "rules")
+    with pytest.raises(AugmentationError, match="n must be between 1 and 50"):
+        request_augmentation(snapshot, "offline", n=0)
+    settings.TRAINING = {**settings.TRAINING, "OPENAI_API_KEY": ""}
+    with pytest.raises(AugmentationError, match="needs OPENAI_API_KEY"):
+        request_augmentation(snapshot, "openai")
+    assert not Augmentation.objects.exists() and not TrainingRun.objects.exists()

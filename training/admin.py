@@ -1,0 +1,86 @@
+"""Admin: read the pipeline's records. Writes (snapshot, train, promote, roll back) go
+through the dashboards, the API or the commands, which call ``training.services``;
+here the records are read-only, so no invariant can be bypassed by a form."""
+
+from django.contrib import admin
+
+from . import models
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(models.DatasetSnapshot)
+class DatasetSnapshotAdmin(ReadOnlyAdmin):
+    list_display = [
+        "id",
+        "created_at",
+        "include_synthetic",
+        "ranking_count",
+        "example_count",
+        "train_count",
+        "eval_count",
+        "content_hash",
+    ]
+    list_filter = ["include_synthetic"]
+    exclude = ["examples", "group_labels"]
+
+
+@admin.register(models.Augmentation)
+class AugmentationAdmin(ReadOnlyAdmin):
+    list_display = ["id", "snapshot", "backend", "model", "n", "status", "created_at"]
+    list_filter = ["backend", "status"]
+
+
+@admin.register(models.Paraphrase)
+class ParaphraseAdmin(ReadOnlyAdmin):
+    list_display = ["id", "origin_key", "text", "backend", "template", "cosine"]
+    list_filter = ["backend"]
+    search_fields = ["text", "origin_key"]
+
+
+@admin.register(models.TrainingRun)
+class TrainingRunAdmin(ReadOnlyAdmin):
+    list_display = [
+        "id",
+        "snapshot",
+        "encoder",
+        "status",
+        "epoch",
+        "epochs",
+        "attempts",
+        "created_at",
+    ]
+    list_filter = ["status", "encoder"]
+
+
+@admin.register(models.Checkpoint)
+class CheckpointAdmin(ReadOnlyAdmin):
+    list_display = ["version", "status", "spearman", "snapshot", "encoder_name", "created_at"]
+    list_filter = ["status", "encoder_name"]
+
+
+@admin.register(models.Evaluation)
+class EvaluationAdmin(ReadOnlyAdmin):
+    list_display = ["id", "checkpoint", "snapshot", "created_at"]
+    exclude = ["predictions"]
+
+
+@admin.register(models.RegistryEvent)
+class RegistryEventAdmin(ReadOnlyAdmin):
+    list_display = ["at", "action", "checkpoint", "previous", "user", "reason"]
+    list_filter = ["action"]
+
+
+@admin.register(models.RetrainDecision)
+class RetrainDecisionAdmin(ReadOnlyAdmin):
+    list_display = ["at", "schedule", "decision", "reason", "snapshot", "run", "checkpoint"]
+    list_filter = ["decision", "schedule"]

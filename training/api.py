@@ -1,0 +1,225 @@
+"""Staff API for the pipeline: snapshots, runs (start, cancel), the registry (promote,
+roll back, compare). Thin: every write goes through ``training.services``; a service
+error is an HTTP 400 with its message."""
+
+from __future__ import annotations
+
+from rest_framework import serializers, status
+from rest_framework.permissions import IsAdminUser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from . import services
+from .models import Checkpoint, DatasetSnapshot, TrainingRun
+
+
+class SnapshotSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = DatasetSnapshot
+        fields = [
+            "id",
+            "created_at",
+            "include_synthetic",
+            "ranking_count",
+            "last_ranking_id",
+            "content_hash",
+            "split_seed",
+            "eval_fraction",
+            "example_count",
+            "train_count",
+            "eval_count",
+        ]
+
+
+class SnapshotInSerializer(serializers.Serializer):
+    include_synthetic = serializers.BooleanField(default=False)
+    seed = serializers.IntegerField(default=0)
+    eval_fraction = serializers.FloatField(default=0.2, min_value=0.01, max_value=0.99)
+
+
+class RunSerializer(serializers.ModelSerializer):
+    checkpoint = serializers.SerializerMethodField()
+    progress = serializers.FloatField(read_only=True)
+
+    class Meta:
+        model = TrainingRun
+        fields = [
+            "id",
+            "snapshot",
+            "augmentation",
+            "encoder",
+            "hyperparameters",
+            "status",
+            "epoch",
+            "epochs",
+            "progress",
+            "history",
+            "error",
+            "cancel_requested",
+            "attempts",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "checkpoint",
+        ]
+
+    def get_checkpoint(self, run: TrainingRun) -> int | None:
+        checkpoint = getattr(run, "checkpoint", None)
+        return checkpoint.version if checkpoint else None
+
+
+class RunInSerializer(serializers.Serializer):
+    snapshot = serializers.PrimaryKeyRelatedField(queryset=DatasetSnapshot.objects.all())
+    encoder = serializers.CharField(required=False, allow_blank=True)
+    epochs = serializers.IntegerField(required=False, min_value=1)
+    paraphrases = serializers.IntegerField(default=0, min_value=0, max_value=50)
+    hyperparameters = serializers.DictField(required=False)
+
+
+class CheckpointSerializer(serializers.ModelSerializer):
+    parent = serializers.SlugRelatedField(slug_field="version", read_only=True)
+
+    class Meta:
+        model = Checkpoint
+        fields = [
+            "version",
+            "status",
+            "run",
+            "parent",
+            "snapshot",
+            "encoder_name",
+            "head_sha256",
+            "hyperparameters",
+            "data_hash",
+            "code_version",
+            "threshold",
+            "metrics",
+            "source",
+            "created_at",
+        ]
+
+
+class ReasonSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class CompareSerializer(serializers.Serializer):
+    a = serializers.IntegerField()
+    b = serializers.IntegerField()
+    snapshot = serializers.PrimaryKeyRelatedField(
+        queryset=DatasetSnapshot.objects.all(), required=False
+    )
+
+
+def _bad(error: Exception) -> Response:
+    return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+
+
+class StaffView(APIView):
+    permission_classes = [IsAdminUser]
+
+
+class SnapshotsView(StaffView):
+    def get(self, request):
+        return Response(SnapshotSerializer(DatasetSnapshot.objects.all()[:100], many=True).data)
+
+    def post(self, request):
+        data = SnapshotInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            snap = services.create_snapshot(user=request.user, **data.validated_data)
+        except services.SnapshotError as error:
+            return _bad(error)
+        return Response(SnapshotSerializer(snap).data, status=status.HTTP_201_CREATED)
+
+
+def _runs():
+    return TrainingRun.objects.select_related("checkpoint")
+
+
+class RunsView(StaffView):
+    def get(self, request):
+        return Response(RunSerializer(_runs()[:100], many=True).data)
+
+    def post(self, request):
+        data = RunInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        try:
+            run = services.start_run(
+                v["snapshot"],
+                encoder=v.get("encoder") or None,
+                epochs=v.get("epochs"),
+                paraphrases=v["paraphrases"],
+                hyperparameters=v.get("hyperparameters"),
+                user=request.user,
+            )
+        except services.RunError as error:
+            return _bad(error)
+        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+
+class RunView(StaffView):
+    def get(self, request, run_id: int):
+        run = _runs().filter(pk=run_id).first()
+        if run is None:
+            return Response({"detail": f"there is no run {run_id}"}, status=404)
+        return Response(RunSerializer(run).data)
+
+
+class CancelRunView(StaffView):
+    def post(self, request, run_id: int):
+        run = TrainingRun.objects.filter(pk=run_id).first()
+        if run is None:
+            return Response({"detail": f"there is no run {run_id}"}, status=404)
+        try:
+            run = services.cancel_run(run, user=request.user)
+        except services.RunError as error:
+            return _bad(error)
+        return Response(RunSerializer(run).data)
+
+
+class CheckpointsView(StaffView):
+    def get(self, request):
+        qs = Checkpoint.objects.select_related("parent")
+        return Response(CheckpointSerializer(qs, many=True).data)
+
+
+class PromoteView(StaffView):
+    def post(self, request, version: int):
+        data = ReasonSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            checkpoint = services.promote(
+                services.get_version(version), user=request.user, **data.validated_data
+            )
+        except services.RegistryError as error:
+            return _bad(error)
+        return Response(CheckpointSerializer(checkpoint).data)
+
+
+class RollbackView(StaffView):
+    def post(self, request):
+        data = ReasonSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            checkpoint = services.rollback(user=request.user, **data.validated_data)
+        except services.RegistryError as error:
+            return _bad(error)
+        return Response(CheckpointSerializer(checkpoint).data)
+
+
+class CompareView(StaffView):
+    def get(self, request):
+        data = CompareSerializer(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        try:
+            result = services.compare(
+                services.get_version(v["a"]),
+                services.get_version(v["b"]),
+                snapshot=v.get("snapshot"),
+            )
+        except services.RegistryError as error:
+            return _bad(error)
+        return Response(result)
