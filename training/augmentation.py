@@ -10,6 +10,8 @@ runs again from the start.
 
 from __future__ import annotations
 
+import zlib
+
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -57,6 +59,21 @@ def request_augmentation(
     return augmentation, augmentation.status != Augmentation.Status.DONE
 
 
+def text_seeds(rows: list[dict]) -> list[int]:
+    """A seed per example from its text and its rank among same-text examples.
+
+    Items sharing a prompt get different paraphrases, and the same study in
+    another database gets the same ones (ids differ, texts do not), so the
+    embedding cache is reused.
+    """
+    seen: dict[str, int] = {}
+    seeds = []
+    for r in rows:
+        k = seen[r["text"]] = seen.get(r["text"], -1) + 1
+        seeds.append(zlib.crc32(f"{r['text']}\0{k}".encode()))
+    return seeds
+
+
 def _make_backend(augmentation: Augmentation):
     from training.ml.paraphrase import make_backend
 
@@ -86,8 +103,8 @@ def run_augmentation(augmentation_id: int, encoder_name: str | None = None) -> A
         cache = EmbeddingCache(settings.TRAINING["EMBEDDING_CACHE"])
         rows = rows_of(augmentation.snapshot)
         originals = [
-            Original(key=r["key"], text=r["text"], occupation=r["occupation"], seed=r["item_id"])
-            for r in rows
+            Original(key=r["key"], text=r["text"], occupation=r["occupation"], seed=seed)
+            for r, seed in zip(rows, text_seeds(rows), strict=True)
         ]
         result = augment(
             originals,

@@ -3,7 +3,12 @@
 import pytest
 
 from tests.training.conftest import FAST
-from training.augmentation import AugmentationError, request_augmentation, run_augmentation
+from training.augmentation import (
+    AugmentationError,
+    request_augmentation,
+    run_augmentation,
+    text_seeds,
+)
 from training.models import Augmentation, Paraphrase, TrainingRun
 from training.runs import execute_run, start_run, training_examples
 from training.snapshots import EVAL, create_snapshot
@@ -29,7 +34,11 @@ def test_paraphrases_are_stored_with_provenance_and_rejections_counted(augmented
     for p in rows[:20]:
         assert p.backend == "offline" and p.template and p.cosine >= augmentation.min_cosine
         assert p.text != keys[p.origin_key]["text"]
-        assert p.seed == keys[p.origin_key]["item_id"]
+    seeds = dict(
+        zip([r["key"] for r in snapshot.examples], text_seeds(snapshot.examples), strict=True)
+    )
+    assert all(p.seed == seeds[p.origin_key] for p in rows)
+    assert len({seeds[r["key"]] for r in snapshot.examples}) == snapshot.example_count
     stats = augmentation.stats
     assert stats["kept"] == len(rows) and stats["originals"] == snapshot.example_count
     assert stats["rejected"] == sum(stats["by_reason"].values())
