@@ -10,7 +10,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from functools import wraps
+from functools import partial, wraps
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -20,6 +20,7 @@ from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.http import (
     FileResponse,
@@ -45,6 +46,7 @@ from training.models import (
     TrainingRun,
 )
 from training.schedules import TASK_NAME, ScheduleSettings
+from training.tasks import evaluate_checkpoint
 
 from .charts import RhoPoint, chart_response, occupations_side_by_side, rho_across_versions
 
@@ -430,6 +432,16 @@ def compare(request: HttpRequest) -> HttpResponse:
         context["error"] = picked
     elif picked is not None:
         a, b, snapshot = picked
+        missing = _not_evaluated_on(snapshot, a, b)
+        if missing:
+            # Scoring loads the encoder: the gpu worker does it, not this request.
+            for checkpoint in missing:
+                transaction.on_commit(
+                    partial(evaluate_checkpoint.delay, checkpoint.pk, snapshot.pk)
+                )
+            names = " and ".join(f"v{c.version}" for c in missing)
+            context["pending"] = f"Evaluating {names} on snapshot {snapshot.pk}; reload shortly."
+            return render(request, "dashboards/compare.html", context)
         try:
             result = services.compare(a, b, snapshot)
         except ValueError as error:
@@ -445,6 +457,18 @@ def compare(request: HttpRequest) -> HttpResponse:
                 ),
             )
     return render(request, "dashboards/compare.html", context)
+
+
+def _not_evaluated_on(snapshot: DatasetSnapshot | None, *checkpoints: Checkpoint) -> list:
+    """The checkpoints with no evaluation on ``snapshot`` yet (none when no snapshot asked)."""
+    if snapshot is None:
+        return []
+    done = set(
+        Evaluation.objects.filter(snapshot=snapshot, checkpoint__in=checkpoints).values_list(
+            "checkpoint_id", flat=True
+        )
+    )
+    return [c for c in checkpoints if c.pk not in done]
 
 
 @staff_only

@@ -239,3 +239,19 @@ def test_schedules_page_lists_tasks_and_decisions(db, staff_client):
     )
     html = staff_client.get(reverse("dashboards:schedules")).content.decode()
     assert "Retrain on new rankings" in html and "only 12 new rankings, need 50" in html
+
+
+def test_compare_on_a_snapshot_not_yet_scored_queues_the_evaluations(
+    registry_rows, staff_client, django_capture_on_commit_callbacks
+):
+    _, (a, b) = registry_rows([0.1, 0.2])
+    newer = create_snapshot(include_synthetic=True)
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = staff_client.get(
+            reverse("dashboards:compare"), {"a": 1, "b": 2, "snapshot": newer.pk}
+        )
+    assert f"Evaluating v1 and v2 on snapshot {newer.pk}" in response.content.decode()
+    assert "result" not in response.context
+    queued = sorted(c.args for c in callbacks)
+    assert queued == [(a.pk, newer.pk), (b.pk, newer.pk)]
+    assert {c.func.__self__.name for c in callbacks} == {"training.tasks.evaluate_checkpoint"}
