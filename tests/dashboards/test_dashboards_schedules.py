@@ -226,3 +226,39 @@ def test_a_fresh_worker_process_finds_the_beat_task_by_its_name():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     ).stdout
     assert "'training.scheduled_retrain'" in out
+
+
+def test_on_sqlite_the_lock_is_a_file_lock_one_holder_at_a_time(monkeypatch, settings, tmp_path):
+    from training.schedules import retrain_lock
+
+    settings.VAR_DIR = tmp_path
+    monkeypatch.setattr(connection, "vendor", "sqlite")
+    with retrain_lock() as first, retrain_lock() as second:
+        assert (first, second) == (True, False)
+    with retrain_lock() as again:
+        assert again is True  # released on exit
+    assert (tmp_path / "retrain.lock").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_postgresql_a_second_connection_cannot_take_the_lock_while_it_is_held():
+    from training.schedules import retrain_lock
+
+    seen: list[bool] = []
+
+    def other() -> None:
+        try:
+            with retrain_lock() as held:
+                seen.append(held)
+        finally:
+            connection.close()
+
+    with retrain_lock() as held:
+        assert held
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(timeout=30)
+    t = threading.Thread(target=other)
+    t.start()
+    t.join(timeout=30)
+    assert seen == [False, True]

@@ -255,3 +255,32 @@ def test_compare_on_a_snapshot_not_yet_scored_queues_the_evaluations(
     queued = sorted(c.args for c in callbacks)
     assert queued == [(a.pk, newer.pk), (b.pk, newer.pk)]
     assert {c.func.__self__.name for c in callbacks} == {"training.tasks.evaluate_checkpoint"}
+
+
+def test_schedules_page_queries_do_not_grow_with_decisions(registry_rows, staff_client):
+    from django.core.management import call_command
+
+    snapshot, (checkpoint,) = registry_rows([0.1])
+    call_command("setup_schedule")
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert staff_client.get(reverse("dashboards:schedules")).status_code == 200
+        return len(ctx.captured_queries)
+
+    def decide(n: int) -> None:
+        for _ in range(n):
+            run = make_run(snapshot, status="done", epoch=4)
+            RetrainDecision.objects.create(
+                schedule="s",
+                decision="keep",
+                reason="r",
+                run=run,
+                checkpoint=checkpoint,
+                snapshot=snapshot,
+            )
+
+    decide(1)
+    few = count()
+    decide(6)
+    assert count() == few
