@@ -9,9 +9,9 @@ COPY pyproject.toml README.md ./
 COPY web web
 COPY annotation annotation
 COPY training training
-COPY manage.py ./
+COPY manage.py gunicorn.conf.py ./
 RUN pip install '.[seed,minilm]' && python manage.py collectstatic --no-input -v 0
 RUN useradd --create-home stereorank
 USER stereorank
 EXPOSE 8000
-CMD ["gunicorn", "web.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3"]
+CMD ["gunicorn", "-c", "gunicorn.conf.py", "web.wsgi"]

@@ -4,13 +4,16 @@ from django.core.exceptions import ValidationError
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.exceptions import ParseError
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from . import services
+from .auth import ProfileTokenAuthentication
 from .exports import csv_lines, jsonl_lines, pair_rows, ranking_rows
 from .models import Item
 
@@ -36,9 +39,9 @@ class TaskSerializer(serializers.Serializer):
     reserved_until = serializers.DateTimeField()
 
     def get_items(self, assignment) -> list[dict]:
-        items = Item.objects.select_related("prompt").in_bulk(assignment.shown_order)
-        ordered = [items[i] for i in assignment.shown_order]
-        return ItemSerializer(ordered, many=True, context=self.context).data
+        return ItemSerializer(
+            services.shown_items(assignment), many=True, context=self.context
+        ).data
 
 
 class RankingInSerializer(serializers.Serializer):
@@ -54,13 +57,31 @@ class RankingOutSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+def query_flag(request, name: str) -> bool | None:
+    """A true/false query parameter; None when absent, a 400 when it is neither."""
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return None
+    if raw.lower() in {"1", "true", "yes"}:
+        return True
+    if raw.lower() in {"0", "false", "no"}:
+        return False
+    raise ParseError(f"{name}: '{raw}' is not true or false.")
+
+
 def _error(error: Exception) -> Response:
     if isinstance(error, ValidationError):
         return Response({"detail": " ".join(error.messages)}, status=400)
     return Response({"detail": error.message}, status=error.status)
 
 
-class NextTaskView(APIView):
+class AnnotatorView(APIView):
+    """Session or token; a token brings the annotator profile in the same query."""
+
+    authentication_classes = [SessionAuthentication, ProfileTokenAuthentication]
+
+
+class NextTaskView(AnnotatorView):
     @extend_schema(request=None, responses={200: TaskSerializer, 204: None})
     def post(self, request):
         profile = services.get_profile(request.user)
@@ -73,7 +94,7 @@ class NextTaskView(APIView):
         return Response(TaskSerializer(assignment, context={"request": request}).data)
 
 
-class SubmitRankingView(APIView):
+class SubmitRankingView(AnnotatorView):
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "submit"
 
@@ -97,7 +118,7 @@ class SubmitRankingView(APIView):
         return Response(RankingOutSerializer(ranking).data, status=201 if created else 200)
 
 
-class MeView(APIView):
+class MeView(AnnotatorView):
     @extend_schema(
         responses=inline_serializer(
             "Me",
@@ -121,7 +142,7 @@ class MeView(APIView):
         )
 
 
-class ConsentView(APIView):
+class ConsentView(AnnotatorView):
     @extend_schema(request=None, responses={201: None})
     def post(self, request):
         services.give_consent(services.get_profile(request.user))
@@ -137,7 +158,7 @@ FORMAT = OpenApiParameter("format", str, enum=["jsonl", "csv"])
 SYNTHETIC = OpenApiParameter("include_synthetic", bool)
 
 
-class ExportView(APIView):
+class ExportView(AnnotatorView):
     """Staff only: pseudonymous rows with demographics, streamed."""
 
     permission_classes = [IsAdminUser]
@@ -152,7 +173,7 @@ class ExportView(APIView):
                 {"detail": f"Unknown format '{fmt}': use one of {', '.join(self.formats)}."},
                 status=400,
             )
-        synthetic = request.query_params.get("include_synthetic", "") in {"1", "true", "yes"}
+        synthetic = bool(query_flag(request, "include_synthetic"))
         render, content_type = self.formats[fmt]
         return StreamingHttpResponse(render(self.rows(synthetic)), content_type=content_type)
 

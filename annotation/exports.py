@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from itertools import combinations
 
 from django.conf import settings
+from django.db.models import Exists, OuterRef
 
-from .models import DemographicField, Item, Ranking
+from .models import Consent, DemographicField, Item, Ranking
 
 
 def pseudonym(user_id: int) -> str:
@@ -20,7 +21,13 @@ def pseudonym(user_id: int) -> str:
 
 
 def _rankings(include_synthetic: bool):
-    rankings = Ranking.objects.select_related("annotator", "task__occupation").order_by("id")
+    """Rankings of annotators whose consent stands (a withdrawal takes them out)."""
+    consented = Consent.objects.active().filter(annotator=OuterRef("annotator"))
+    rankings = (
+        Ranking.objects.filter(Exists(consented))
+        .select_related("annotator", "task__occupation")
+        .order_by("id")
+    )
     if not include_synthetic:
         rankings = rankings.filter(annotator__is_synthetic=False)
     return rankings

@@ -161,6 +161,12 @@ class AnnotatorProfile(models.Model):
         return f"annotator {self.user_id}"
 
 
+class ConsentQuerySet(models.QuerySet):
+    def active(self) -> "ConsentQuerySet":
+        """Consents not withdrawn: an annotator with one may rank and be exported."""
+        return self.filter(withdrawn_at__isnull=True)
+
+
 class Consent(models.Model):
     """An annotator's agreement to one consent version; withdrawal is timestamped."""
 
@@ -170,6 +176,8 @@ class Consent(models.Model):
     text = models.ForeignKey(ConsentText, on_delete=models.PROTECT, related_name="consents")
     given_at = models.DateTimeField(auto_now_add=True)
     withdrawn_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ConsentQuerySet.as_manager()
 
     class Meta:
         ordering = ["-given_at"]

@@ -16,7 +16,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from annotation import services
-from annotation.models import ConsentText, DemographicField, Item
+from annotation.models import ConsentText, DemographicField
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
 
@@ -189,10 +189,9 @@ def rank(request):
     if assignment is None:
         messages.info(request, "No more tasks for you right now: thank you!")
         return redirect("portal:home")
-    items = Item.objects.select_related("prompt").in_bulk(assignment.shown_order)
     cards = [
-        {"item": items[item_id], "label": f"Image {chr(ord('A') + i)}", "position": i + 1}
-        for i, item_id in enumerate(assignment.shown_order)
+        {"item": item, "label": f"Image {chr(ord('A') + i)}", "position": i + 1}
+        for i, item in enumerate(services.shown_items(assignment))
     ]
     stats = services.progress(profile)
     return render(

@@ -10,7 +10,8 @@ import random
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from .models import (
@@ -19,6 +20,7 @@ from .models import (
     Consent,
     ConsentText,
     DemographicField,
+    Item,
     RankedItem,
     Ranking,
     RankingTask,
@@ -41,14 +43,23 @@ class AssignmentError(Exception):
 
 
 def get_profile(user) -> AnnotatorProfile:
-    profile, _ = AnnotatorProfile.objects.get_or_create(
-        user=user, defaults={"quota": settings.STEREORANK["ANNOTATOR_QUOTA"]}
-    )
-    return profile
+    """The user's annotator profile, created on first use.
+
+    Free when the profile came with the user (``select_related("annotator")``,
+    as annotation.auth does for tokens).
+    """
+    try:
+        return user.annotator
+    except AnnotatorProfile.DoesNotExist:
+        profile, _ = AnnotatorProfile.objects.get_or_create(
+            user=user, defaults={"quota": settings.STEREORANK["ANNOTATOR_QUOTA"]}
+        )
+        user.annotator = profile
+        return profile
 
 
 def has_consent(profile: AnnotatorProfile) -> bool:
-    return profile.consents.filter(withdrawn_at__isnull=True).exists()
+    return profile.consents.active().exists()
 
 
 @transaction.atomic
@@ -57,7 +68,7 @@ def give_consent(profile: AnnotatorProfile) -> Consent:
     text = ConsentText.objects.first() or ConsentText.objects.create(
         version=1, text=DEFAULT_CONSENT
     )
-    current = profile.consents.filter(withdrawn_at__isnull=True).first()
+    current = profile.consents.active().first()
     if current and current.text_id == text.pk:
         return current
     if current:
@@ -66,8 +77,10 @@ def give_consent(profile: AnnotatorProfile) -> Consent:
     return Consent.objects.create(annotator=profile, text=text)
 
 
+@transaction.atomic
 def withdraw_consent(profile: AnnotatorProfile) -> None:
-    profile.consents.filter(withdrawn_at__isnull=True).update(withdrawn_at=timezone.now())
+    """End the active consent and release the annotator's reservations."""
+    profile.consents.active().update(withdrawn_at=timezone.now())
     profile.assignments.all().delete()
 
 
@@ -93,55 +106,103 @@ def progress(profile: AnnotatorProfile) -> dict:
     return {"done": profile.rankings.count(), "quota": profile.quota}
 
 
-def next_task(profile: AnnotatorProfile) -> Assignment | None:
-    """The annotator's reserved task (resume), or reserve a new one; None if none left."""
-    if not has_consent(profile):
-        raise AssignmentError("Give consent before ranking.", status=403)
-    now = timezone.now()
-    current = (
-        profile.assignments.filter(reserved_until__gt=now)
-        .select_related("task__occupation")
-        .first()
+def _live_assignments(now) -> Subquery:
+    """Per task (``OuterRef("pk")``): how many reservations are still running."""
+    live = Assignment.objects.filter(task=OuterRef("pk"), reserved_until__gt=now)
+    return Subquery(
+        live.order_by().values("task").annotate(n=Count("pk")).values("n"),
+        output_field=IntegerField(),
     )
-    if current:
-        return current
-    if profile.rankings.count() >= profile.quota:
+
+
+def next_task(profile: AnnotatorProfile) -> Assignment | None:
+    """The annotator's reserved task (resume), or reserve a new one; None if none left.
+
+    A fixed number of queries whatever K and the number of tasks: one for the
+    annotator's state, one for candidates, then per tried task one locking read
+    (with its live reservations counted) and, for the one taken, its items and
+    one upsert of the reservation.
+    """
+    now = timezone.now()
+    state = (
+        AnnotatorProfile.objects.filter(pk=profile.pk)
+        .annotate(
+            consented=Exists(Consent.objects.active().filter(annotator=OuterRef("pk"))),
+            done=Subquery(
+                Ranking.objects.filter(annotator=OuterRef("pk"))
+                .order_by()
+                .values("annotator")
+                .annotate(n=Count("pk"))
+                .values("n"),
+                output_field=IntegerField(),
+            ),
+            current=Subquery(
+                Assignment.objects.filter(annotator=OuterRef("pk"), reserved_until__gt=now)
+                .order_by("-reserved_until")
+                .values("pk")[:1]
+            ),
+        )
+        .values("consented", "done", "current")
+        .get()
+    )
+    if not state["consented"]:
+        raise AssignmentError("Give consent before ranking.", status=403)
+    if state["current"] is not None:
+        return Assignment.objects.select_related("task__occupation").get(pk=state["current"])
+    if (state["done"] or 0) >= profile.quota:
         return None
     with transaction.atomic():
-        live = Count("assignments", filter=Q(assignments__reserved_until__gt=now), distinct=True)
+        live = _live_assignments(now)
         candidates = (
-            RankingTask.objects.exclude(rankings__annotator=profile)
-            .annotate(live=live)
-            .filter(ranking_count__lt=F("overlap"))
+            RankingTask.objects.filter(ranking_count__lt=F("overlap"))
+            .exclude(Exists(Ranking.objects.filter(task=OuterRef("pk"), annotator=profile)))
+            .annotate(live=Coalesce(live, 0))
             .filter(live__lt=F("overlap") - F("ranking_count"))
             .order_by("ranking_count", "live", "id")
             .values_list("id", flat=True)
         )
         for task_id in candidates[:20]:
-            task = _lock_task(task_id)
-            if task is None:
+            task = _lock_task(task_id, now)
+            if task is None or task.ranking_count + task.live >= task.overlap:
                 continue
-            taken = task.ranking_count + task.assignments.filter(reserved_until__gt=now).count()
-            if taken >= task.overlap:
-                continue
-            shown = list(task.task_items.values_list("item_id", flat=True))
-            random.shuffle(shown)
-            Assignment.objects.filter(task=task, annotator=profile).delete()
-            return Assignment.objects.create(
-                task=task,
-                annotator=profile,
-                shown_order=shown,
-                reserved_until=now + settings.STEREORANK["RESERVATION"],
+            items = list(Item.objects.filter(task_items__task=task).select_related("prompt"))
+            random.shuffle(items)
+            (assignment,) = Assignment.objects.bulk_create(
+                [
+                    Assignment(
+                        task=task,
+                        annotator=profile,
+                        shown_order=[item.pk for item in items],
+                        reserved_until=now + settings.STEREORANK["RESERVATION"],
+                    )
+                ],
+                update_conflicts=True,
+                unique_fields=["task", "annotator"],
+                update_fields=["shown_order", "reserved_at", "reserved_until"],
             )
+            assignment.shown_items = items
+            return assignment
     return None
 
 
-def _lock_task(task_id: int) -> RankingTask | None:
-    """Lock one task row; on PostgreSQL skip it if another transaction holds it."""
-    tasks = RankingTask.objects.select_related("occupation")
+def _lock_task(task_id: int, now) -> RankingTask | None:
+    """Lock one task row (and count its live reservations); on PostgreSQL skip it
+    if another transaction holds it."""
+    tasks = RankingTask.objects.select_related("occupation").annotate(
+        live=Coalesce(_live_assignments(now), 0)
+    )
     if connection.features.has_select_for_update_skip_locked:
-        return tasks.select_for_update(skip_locked=True, of=("self",)).filter(pk=task_id).first()
+        tasks = tasks.select_for_update(skip_locked=True, of=("self",))
     return tasks.filter(pk=task_id).first()
+
+
+def shown_items(assignment: Assignment) -> list[Item]:
+    """The assignment's items (with prompts) in the order shown to the annotator."""
+    cached = getattr(assignment, "shown_items", None)
+    if cached is None:
+        by_id = Item.objects.select_related("prompt").in_bulk(assignment.shown_order)
+        cached = assignment.shown_items = [by_id[i] for i in assignment.shown_order]
+    return cached
 
 
 def submit_ranking(
@@ -149,24 +210,26 @@ def submit_ranking(
 ) -> tuple[Ranking, bool]:
     """Store a ranking of a task reserved by this annotator; (ranking, created).
 
-    Idempotent: the same order submitted again returns the stored ranking.
+    Idempotent: the same order submitted again returns the stored ranking. The
+    task row is locked first, so a submit racing its own retry stores one ranking.
     """
     with transaction.atomic():
         task = RankingTask.objects.select_for_update().filter(pk=task_id).first()
         if task is None:
             raise AssignmentError(f"Task {task_id} does not exist.", status=404)
         existing = Ranking.objects.filter(task=task, annotator=profile).first()
-        item_ids = set(task.task_items.values_list("item_id", flat=True))
-        order = validate_order(order, item_ids)
         if existing:
-            if existing.order == order:
+            if validate_order(order, set(existing.shown_order)) == existing.order:
                 return existing, False
             raise AssignmentError("You already ranked this task differently.", status=409)
         assignment = Assignment.objects.filter(
             task=task, annotator=profile, reserved_until__gt=timezone.now()
         ).first()
         if assignment is None:
+            # Say what is wrong with the order first (400), then that it is not reserved.
+            validate_order(order, set(task.task_items.values_list("item_id", flat=True)))
             raise AssignmentError("This task is not reserved for you; ask for the next task.", 403)
+        order = validate_order(order, set(assignment.shown_order))
         if task.ranking_count >= task.overlap:
             raise AssignmentError("This task already has all the rankings it needs.", status=409)
         ranking = Ranking.objects.create(

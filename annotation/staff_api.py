@@ -10,6 +10,7 @@ from rest_framework import serializers, viewsets
 from rest_framework.exceptions import ParseError
 from rest_framework.permissions import IsAdminUser
 
+from .api import AnnotatorView, query_flag
 from .exports import pseudonym
 from .models import Item, Occupation, Prompt, PromptType, Ranking, RankingTask, TaskItem
 
@@ -111,6 +112,7 @@ SYNTHETIC = OpenApiParameter("synthetic", bool, description="Only synthetic (tru
 
 
 class StaffViewSet(viewsets.ReadOnlyModelViewSet):
+    authentication_classes = AnnotatorView.authentication_classes
     permission_classes = [IsAdminUser]
     lookup_value_regex = r"\d+"
 
@@ -169,9 +171,7 @@ class RankingViewSet(StaffViewSet):
         task = _int_param(self.request, "task")
         if task is not None:
             rankings = rankings.filter(task_id=task)
-        synthetic = self.request.query_params.get("synthetic")
-        if synthetic:
-            if synthetic.lower() not in {"true", "false", "1", "0"}:
-                raise ParseError(f"synthetic: '{synthetic}' is not true or false.")
-            rankings = rankings.filter(annotator__is_synthetic=synthetic.lower() in {"true", "1"})
+        synthetic = query_flag(self.request, "synthetic")
+        if synthetic is not None:
+            rankings = rankings.filter(annotator__is_synthetic=synthetic)
         return rankings

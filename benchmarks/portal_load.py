@@ -1,60 +1,98 @@
 """Load test: N concurrent simulated annotators against gunicorn on PostgreSQL.
 
-Sets up a fresh database (catalogue, 1,200 placeholder items, tasks), starts
-gunicorn, and lets N threads each log in with a token and loop over
-"next task" + "submit ranking" through the REST API until nothing is left or
-the request budget is spent. Prints requests/s, p50/p95/p99 latency and the
+Sets up a fresh database (catalogue, 1,200 placeholder items, tasks, N annotators),
+starts gunicorn (gunicorn.conf.py: gthread workers), logs every annotator in
+once (a token; password hashing is a log-in cost, measured apart), then lets N
+threads, each on its own keep-alive HTTP connection, loop over "next task" +
+"submit ranking" through the REST API until their quota is done. Prints the
+load average, requests/s, p50/p95/p99 latency (all, next, submit, log-in) and the
 rankings stored versus submitted (lost or duplicated must both be zero).
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_portal \
+``--think-ms`` pauses each annotator between seeing a task and submitting it
+(a person takes seconds); 0, the default, is a saturation test.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_portal \\
         .venv/bin/python benchmarks/portal_load.py --annotators 32
 """
 
 import argparse
+import http.client
 import json
 import os
 import random
+import runpy
 import statistics
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+PASSWORD = "bench-pass-123"
 
 
-def request(url: str, body: dict | None = None, token: str | None = None) -> tuple[int, dict]:
-    data = json.dumps(body or {}).encode()
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Token {token}"
-    req = urllib.request.Request(url, data=data, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(req, timeout=30) as response:
-            raw = response.read()
-            return response.status, json.loads(raw) if raw else {}
-    except urllib.error.HTTPError as error:
-        return error.code, {}
+class Api:
+    """One annotator's keep-alive connection to the server."""
+
+    def __init__(self, port: int):
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.token: str | None = None
+
+    def post(self, path: str, body: dict | None = None) -> tuple[int, dict, float]:
+        """POST JSON; (status, parsed body, seconds taken).
+
+        A keep-alive connection the server closed while idle is opened again and
+        the request sent once more, as browsers do (the server never read it).
+        """
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Token {self.token}"
+        start = time.perf_counter()
+        for attempt in (1, 2):
+            try:
+                self.connection.request("POST", path, json.dumps(body or {}), headers)
+                response = self.connection.getresponse()
+                raw = response.read()
+                break
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                self.connection.close()
+                if attempt == 2:
+                    raise
+        elapsed = time.perf_counter() - start
+        return response.status, json.loads(raw) if raw else {}, elapsed
 
 
-def manage(env: dict, *args: str) -> None:
-    subprocess.run(
+def manage(env: dict, *args: str) -> str:
+    return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
         env=env,
         check=True,
-        stdout=subprocess.DEVNULL,
-    )
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def percentiles(seconds: list[float]) -> str:
+    if len(seconds) < 2:
+        return "n/a"
+    q = statistics.quantiles(seconds, n=100)
+    return f"p50 {q[49] * 1000:.1f}  p95 {q[94] * 1000:.1f}  p99 {q[98] * 1000:.1f} ms"
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--annotators", type=int, default=32)
-    parser.add_argument("--tasks-each", type=int, default=6)
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
+    parser.add_argument("--tasks-each", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=None, help="gunicorn processes")
+    parser.add_argument("--threads", type=int, default=None, help="threads per process")
+    parser.add_argument("--think-ms", type=float, default=0.0, help="pause before a submit")
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
@@ -66,111 +104,134 @@ def main() -> None:
         "STEREORANK_EMBEDDED": "true",
         "DJANGO_DEBUG": "false",
         "DJANGO_SECURE_SSL_REDIRECT": "false",
+        "DATABASE_CONN_MAX_AGE": "60",
+        "LOG_LEVEL": "WARNING",
         "STEREORANK_THROTTLE_AUTH": "100000/min",
         "STEREORANK_THROTTLE_SUBMIT": "100000/min",
         "STEREORANK_TASK_OVERLAP": "2",
         "STEREORANK_ANNOTATOR_QUOTA": str(args.tasks_each),
     }
+    if args.workers:
+        env["GUNICORN_WORKERS"] = os.environ["GUNICORN_WORKERS"] = str(args.workers)
+    if args.threads:
+        env["GUNICORN_THREADS"] = os.environ["GUNICORN_THREADS"] = str(args.threads)
     manage(env, "migrate", "--no-input")
     manage(env, "collectstatic", "--no-input")
     manage(env, "flush", "--no-input")
     manage(env, "load_catalogue", "--placeholder-images")
     manage(env, "build_tasks", "--overlap", "2")
     names = [f"bench{i}" for i in range(args.annotators)]
-    for name in names:
-        manage(env, "create_annotator", name, "--password", "bench-pass-123", "--consent")
+    manage(
+        env,
+        "shell",
+        "-c",
+        "from django.core.management import call_command\n"
+        f"for name in {names!r}:\n"
+        f"    call_command('create_annotator', name, password={PASSWORD!r}, consent=True)",
+    )
 
-    base = f"http://127.0.0.1:{args.port}"
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "web.wsgi",
-            "--bind",
-            f"127.0.0.1:{args.port}",
-            "--workers",
-            str(args.workers),
-            "--log-level",
-            "warning",
-        ],
+        [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "web.wsgi",
+         "--bind", f"127.0.0.1:{args.port}"],
         cwd=ROOT,
         env=env,
-    )
+    )  # fmt: skip
+    logins: list[float] = []
+    latencies: dict[str, list[float]] = {"next": [], "submit": []}
+    failures: list[str] = []
+    submitted = 0
+    lock = threading.Lock()
     try:
-        for _ in range(100):
+        for _ in range(150):
             try:
-                urllib.request.urlopen(f"{base}/login/", timeout=5)
+                urllib.request.urlopen(f"http://127.0.0.1:{args.port}/login/", timeout=5)
                 break
             except OSError:
                 time.sleep(0.2)
-        latencies: list[float] = []
-        submitted = 0
-        lock = threading.Lock()
+        apis = {name: Api(args.port) for name in names}
 
-        def annotator(name: str) -> None:
-            nonlocal submitted
-            _, body = request(
-                f"{base}/api/auth/token/", {"username": name, "password": "bench-pass-123"}
+        def log_in(name: str) -> None:
+            api = apis[name]
+            status, body, took = api.post(
+                "/api/auth/token/", {"username": name, "password": PASSWORD}
             )
-            token = body["token"]
-            rng = random.Random(name)
-            for _ in range(args.tasks_each):
-                t0 = time.perf_counter()
-                status, task = request(f"{base}/api/tasks/next/", token=token)
-                t1 = time.perf_counter()
+            with lock:
+                logins.append(took)
                 if status != 200:
-                    with lock:
-                        latencies.append(t1 - t0)
+                    failures.append(f"log-in {name}: {status}")
+            api.token = body.get("token")
+
+        def annotate(name: str) -> None:
+            nonlocal submitted
+            api, rng = apis[name], random.Random(name)
+            for _ in range(args.tasks_each):
+                status, task, took = api.post("/api/tasks/next/")
+                with lock:
+                    latencies["next"].append(took)
+                if status != 200:
+                    if status != 204:
+                        with lock:
+                            failures.append(f"next {name}: {status}")
                     return
                 order = [item["id"] for item in task["items"]]
                 rng.shuffle(order)
-                status, _ = request(
-                    f"{base}/api/tasks/{task['id']}/ranking/", {"order": order}, token=token
-                )
-                t2 = time.perf_counter()
+                if args.think_ms:
+                    time.sleep(rng.uniform(0.5, 1.5) * args.think_ms / 1000)
+                status, _, took = api.post(f"/api/tasks/{task['id']}/ranking/", {"order": order})
                 with lock:
-                    latencies.extend([t1 - t0, t2 - t1])
+                    latencies["submit"].append(took)
                     submitted += status == 201
+                    if status != 201:
+                        failures.append(f"submit {name}: {status}")
 
-        threads = [threading.Thread(target=annotator, args=(n,)) for n in names]
-        start = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        wall = time.perf_counter() - start
+        def run_all(target) -> float:
+            threads = [threading.Thread(target=target, args=(n,)) for n in names]
+            start = time.perf_counter()
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            return time.perf_counter() - start
+
+        run_all(log_in)
+        for api in apis.values():
+            api.connection.close()  # idle through the log-ins; the loop starts fresh
+        load_before = load()
+        wall = run_all(annotate)
+        load_after = load()
     finally:
         server.terminate()
         server.wait()
 
-    out = subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "shell",
-            "-c",
-            "from annotation.models import Ranking, RankingTask; from django.db.models import F;"
-            "print(Ranking.objects.count(), RankingTask.objects.filter("
-            "ranking_count__gt=F('overlap')).count())",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    out = manage(
+        env,
+        "shell",
+        "-c",
+        "from annotation.models import Ranking, RankingTask; from django.db.models import F;"
+        "print(Ranking.objects.count(), RankingTask.objects.filter("
+        "ranking_count__gt=F('overlap')).count())",
+    ).split()
     stored, over = int(out[-2]), int(out[-1])
-    q = statistics.quantiles(latencies, n=100)
-    print(f"annotators: {args.annotators}  gunicorn workers: {args.workers}")
-    rate = len(latencies) / wall
-    print(f"requests: {len(latencies)}  wall: {wall:.2f} s  requests/s: {rate:.1f}")
-    print(f"latency ms: p50 {q[49] * 1000:.1f}  p95 {q[94] * 1000:.1f}  p99 {q[98] * 1000:.1f}")
+    every = latencies["next"] + latencies["submit"]
+    conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))  # reads the same env
+    print(
+        f"annotators: {args.annotators}  tasks each: {args.tasks_each}  "
+        f"think: {args.think_ms:.0f} ms  gunicorn: {conf['workers']} {conf['worker_class']} "
+        f"workers x {conf['threads']} threads  cpus: {os.cpu_count()}"
+    )
+    print(f"load average before: {load_before}  after: {load_after}")
+    print(f"requests: {len(every)}  wall: {wall:.2f} s  requests/s: {len(every) / wall:.1f}")
+    print(f"latency all:    {percentiles(every)}")
+    print(f"latency next:   {percentiles(latencies['next'])}")
+    print(f"latency submit: {percentiles(latencies['submit'])}")
+    print(f"log-in (once per annotator, not in the figures above): {percentiles(logins)}")
     print(
         f"rankings submitted (201): {submitted}  stored: {stored}  "
         f"lost: {max(submitted - stored, 0)}  duplicated: {max(stored - submitted, 0)}  "
-        f"tasks over overlap: {over}"
+        f"tasks over overlap: {over}  failed requests: {len(failures)}"
     )
+    for failure in failures[:10]:
+        print(f"  {failure}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,9 @@
+import os
 import sys
+import uuid
+from pathlib import Path
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from annotation.exports import csv_lines, jsonl_lines, ranking_rows
 
@@ -16,8 +19,17 @@ class Command(BaseCommand):
     def handle(self, *args, format, out, include_synthetic, **options):
         render = {"jsonl": jsonl_lines, "csv": csv_lines}[format]
         lines = render(ranking_rows(include_synthetic))
-        if out:
-            with open(out, "w", encoding="utf-8", newline="") as handle:
-                handle.writelines(lines)
-        else:
+        if not out:
             sys.stdout.writelines(lines)
+            return
+        target = Path(out)
+        if not target.parent.is_dir():
+            raise CommandError(f"cannot write {out}: folder {target.parent} does not exist")
+        # Write beside the target, then rename: a failed export leaves no half file.
+        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+        try:
+            with open(tmp, "w", encoding="utf-8", newline="") as handle:
+                handle.writelines(lines)
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)

@@ -1,0 +1,16 @@
+"""gunicorn settings for the web service (Dockerfile, docker-compose, benchmarks/portal_load.py).
+
+Threaded workers: a request mostly waits on PostgreSQL, so a few threads per
+process keep the CPUs busy; one process per CPU sidesteps the GIL. Override
+with GUNICORN_WORKERS / GUNICORN_THREADS.
+"""
+
+import multiprocessing
+import os
+
+bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
+worker_class = "gthread"
+workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count()))
+threads = int(os.environ.get("GUNICORN_THREADS", 4))
+keepalive = 5
+loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "warning")
