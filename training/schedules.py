@@ -230,7 +230,11 @@ def settle_run(schedule: str, run: TrainingRun, promotion: str) -> RetrainDecisi
         return _record(schedule, decision, **links)
     comparison = None
     if promotion == "auto" and current is not None:
-        comparison = services.compare(checkpoint, current, run.snapshot)
+        try:
+            comparison = services.compare(checkpoint, current, run.snapshot)
+        except ValueError as error:  # settled as kept: staff can still promote by hand
+            reason = f"version {checkpoint.version} not compared with {current.version}: {error}"
+            return _record(schedule, Decision("keep", reason), **links)
     decision = promotion_decision(
         promotion, checkpoint.version, comparison, current.version if current else None
     )

@@ -262,3 +262,17 @@ def test_on_postgresql_a_second_connection_cannot_take_the_lock_while_it_is_held
     t.start()
     t.join(timeout=30)
     assert seen == [False, True]
+
+
+@pytest.mark.slow
+def test_a_comparison_that_fails_is_a_recorded_keep_not_a_stuck_step(registry_rows):
+    from training.models import Evaluation
+
+    snapshot, (active, candidate) = registry_rows([0.5, 0.02], active=1)
+    Evaluation.objects.filter(checkpoint=active).delete()  # must be scored; its files are gone
+    finished_run(snapshot, candidate)
+    settled, skipped = scheduled_step("s", SETTLE_ONLY)
+    assert settled.decision == "keep" and settled.checkpoint == candidate
+    assert settled.reason.startswith("version 2 not compared with 1: ")
+    assert skipped.decision == "skip"
+    assert Checkpoint.objects.get(status="active") == active
