@@ -67,7 +67,8 @@ def _limits() -> dict:
 
 
 def worker_name() -> str:
-    return f"{socket.gethostname()}"
+    """This process's node name when no Celery request names one."""
+    return socket.gethostname()
 
 
 def start_run(

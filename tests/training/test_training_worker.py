@@ -242,6 +242,7 @@ def test_sigkill_mid_training_then_a_new_worker_retries_the_run(worker, tmp_path
     (ckpt,) = Checkpoint.objects.all()
     assert ckpt.run_id == run.pk
     assert sorted(p.name for p in checkpoint_root().glob("v*")) == [f"v{ckpt.version}"]
+    assert Path(ckpt.path).is_dir() and Path(ckpt.path, "manifest.json").is_file()
 
 
 def test_a_duplicate_delivery_trains_once(worker, tmp_path):
