@@ -26,8 +26,8 @@ class Command(BaseCommand):
 
         with service_errors():
             augmentation, pending = request_augmentation(get_snapshot(snapshot), backend, n)
-        if pending:
-            augment_snapshot.delay(augmentation.pk, encoder)
+        if pending and augmentation.status == Augmentation.Status.QUEUED:
+            augment_snapshot.delay(augmentation.pk, encoder)  # a running one is awaited
         self.stdout.write(str(augmentation.pk))
         if not wait:
             return
