@@ -186,7 +186,8 @@ def run_row(run: TrainingRun) -> dict:
 
 
 def _runs():
-    return TrainingRun.objects.select_related("checkpoint", "snapshot", "created_by")
+    # Not the snapshot: its examples are large and the page shows only its id.
+    return TrainingRun.objects.select_related("checkpoint")
 
 
 @staff_only
@@ -309,11 +310,7 @@ def _snapshot_param(request: HttpRequest) -> DatasetSnapshot | None:
 def registry(request: HttpRequest) -> HttpResponse:
     """Versions with their metrics and status; promote, roll back, export, import."""
     snapshot = _snapshot_param(request)
-    checkpoints = list(
-        Checkpoint.objects.select_related("snapshot", "parent", "run")
-        .defer("snapshot__examples", "snapshot__group_labels")
-        .order_by("-version")
-    )
+    checkpoints = list(Checkpoint.objects.select_related("parent").order_by("-version"))
     events = RegistryEvent.objects.select_related("checkpoint", "previous", "user")[:20]
     return render(
         request,
@@ -504,9 +501,7 @@ def schedules(request: HttpRequest) -> HttpResponse:
     tasks = PeriodicTask.objects.filter(task=TASK_NAME).select_related(
         "interval", "crontab", "solar", "clocked"
     )
-    decisions = RetrainDecision.objects.select_related("run", "checkpoint", "snapshot").defer(
-        "snapshot__examples", "snapshot__group_labels"
-    )[:50]
+    decisions = RetrainDecision.objects.select_related("checkpoint")[:50]
     return render(
         request,
         "dashboards/schedules.html",
