@@ -111,7 +111,7 @@ def _bodies(body: str) -> dict[str, str]:
         out["who-is"] = f"{subj} who is {core}{tail}"
     if action:
         out["action-first"] = f"{subj} {action}, who is {core}"
-    if _ARTICLE.match(subj):
+    if _ARTICLE.match(subj) and _ARTICLE.match(core):
         out["person-first"] = f"{core} working as {subj}{tail}"
     return out
 

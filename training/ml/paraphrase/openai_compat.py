@@ -9,7 +9,8 @@ errors, HTTP 408/409/429/5xx, a malformed answer) are retried up to
 (a bad key, an unknown model) stop at once with the server's message.
 
 Cost: token usage is read from each answer (estimated at 3 characters a token
-when the server gives none) and priced per 1,000 tokens. With
+when the server gives none; a request that timed out is charged its estimated
+prompt, since the server may have billed it) and priced per 1,000 tokens. With
 ``max_cost_usd``, a request is only sent if the worst case (its estimated
 prompt plus ``max_tokens`` of completion) fits in what is left of the budget;
 otherwise ``BudgetExceeded`` is raised before anything is spent.
@@ -39,7 +40,7 @@ SYSTEM_PROMPT = (
     "age and body type. Vary the wording of the request and the order of the clauses. Answer "
     'with JSON only, in the form {{"paraphrases": {{"<id>": ["...", "..."]}}}}.'
 )
-_RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+_RETRY_STATUS = frozenset({408, 409, 429})
 _CHARS_PER_TOKEN = 3
 
 
@@ -321,7 +322,7 @@ class OpenAIBackend:
 
     def _answer(self, response: httpx.Response, count: int, estimate: int) -> list[list[str]]:
         status = response.status_code
-        if status in _RETRY_STATUS:
+        if status in _RETRY_STATUS or status >= 500:
             raise _Retryable(f"HTTP {status}: {_server_message(response)}")
         if status >= 400:
             raise ParaphraseError(f"{self.url} answered HTTP {status}: {_server_message(response)}")

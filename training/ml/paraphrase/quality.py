@@ -25,6 +25,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -136,6 +137,7 @@ def _plural(word: str) -> str:
     return word + "s"
 
 
+@lru_cache(maxsize=4096)
 def occupation_regex(occupation: str) -> re.Pattern[str]:
     """Whole-word match of an occupation or its plural (last word pluralised)."""
     words = occupation.split()
