@@ -5,7 +5,7 @@ import pytest
 from annotation.labels import LabelRow, group_labels, item_labels, ranking_rows
 from annotation.models import Consent, Ranking
 from training.models import DatasetSnapshot
-from training.snapshots import EVAL, TRAIN, SnapshotError, create_snapshot
+from training.snapshots import EVAL, TRAIN, SnapshotError, create_snapshot, new_rankings_since
 
 pytestmark = pytest.mark.postgres
 
@@ -93,3 +93,32 @@ def test_too_small_to_split_is_a_clear_error(make_tasks, annotator):
     with pytest.raises(SnapshotError, match="too small to split"):
         create_snapshot()
     assert DatasetSnapshot.objects.count() == 0
+
+
+def test_new_rankings_are_counted_from_the_last_snapshot(make_tasks, annotator):
+    from annotation import services
+
+    tasks = make_tasks(n=3, k=3)
+    robot = annotator("robot", synthetic=True)
+    people = [annotator(name) for name in ("ann", "bob")]
+
+    def rank(client, task):
+        services.next_task(client.profile)
+        services.submit_ranking(client.profile, task.pk, [i.pk for i in task.items.all()])
+
+    rank(people[0], tasks[0])
+    assert new_rankings_since(None) == 1
+    rank(robot, tasks[1])
+    assert (new_rankings_since(None), new_rankings_since(None, include_synthetic=True)) == (1, 2)
+    snap = DatasetSnapshot.objects.create(
+        ranking_count=2,
+        last_ranking_id=Ranking.objects.latest("id").pk,
+        content_hash="x",
+        example_count=0,
+        train_count=0,
+        eval_count=0,
+        examples=[],
+    )
+    assert new_rankings_since(snap, include_synthetic=True) == 0
+    rank(people[1], tasks[2])
+    assert new_rankings_since(snap) == 1
