@@ -118,10 +118,9 @@ def _live_assignments(now) -> Subquery:
 def next_task(profile: AnnotatorProfile) -> Assignment | None:
     """The annotator's reserved task (resume), or reserve a new one; None if none left.
 
-    A fixed number of queries whatever K and the number of tasks: one for the
-    annotator's state, one for candidates, then per tried task one locking read
-    (with its live reservations counted) and, for the one taken, its items and
-    one upsert of the reservation.
+    A fixed number of queries whatever K and the number of tasks: the annotator's
+    state, the best candidate (locked), its live reservations, its items and one
+    upsert of the reservation.
     """
     now = timezone.now()
     state = (
@@ -152,48 +151,55 @@ def next_task(profile: AnnotatorProfile) -> Assignment | None:
     if (state["done"] or 0) >= profile.quota:
         return None
     with transaction.atomic():
-        live = _live_assignments(now)
-        candidates = (
-            RankingTask.objects.filter(ranking_count__lt=F("overlap"))
-            .exclude(Exists(Ranking.objects.filter(task=OuterRef("pk"), annotator=profile)))
-            .annotate(live=Coalesce(live, 0))
-            .filter(live__lt=F("overlap") - F("ranking_count"))
-            .order_by("ranking_count", "live", "id")
-            .values_list("id", flat=True)
+        task = _take_task(profile, now)
+        if task is None:
+            return None
+        items = list(Item.objects.filter(task_items__task=task).select_related("prompt"))
+        random.shuffle(items)
+        (assignment,) = Assignment.objects.bulk_create(
+            [
+                Assignment(
+                    task=task,
+                    annotator=profile,
+                    shown_order=[item.pk for item in items],
+                    reserved_until=now + settings.STEREORANK["RESERVATION"],
+                )
+            ],
+            update_conflicts=True,
+            unique_fields=["task", "annotator"],
+            update_fields=["shown_order", "reserved_at", "reserved_until"],
         )
-        for task_id in candidates[:20]:
-            task = _lock_task(task_id, now)
-            if task is None or task.ranking_count + task.live >= task.overlap:
-                continue
-            items = list(Item.objects.filter(task_items__task=task).select_related("prompt"))
-            random.shuffle(items)
-            (assignment,) = Assignment.objects.bulk_create(
-                [
-                    Assignment(
-                        task=task,
-                        annotator=profile,
-                        shown_order=[item.pk for item in items],
-                        reserved_until=now + settings.STEREORANK["RESERVATION"],
-                    )
-                ],
-                update_conflicts=True,
-                unique_fields=["task", "annotator"],
-                update_fields=["shown_order", "reserved_at", "reserved_until"],
-            )
-            assignment.shown_items = items
-            return assignment
-    return None
+    assignment.shown_items = items
+    return assignment
 
 
-def _lock_task(task_id: int, now) -> RankingTask | None:
-    """Lock one task row (and count its live reservations); on PostgreSQL skip it
-    if another transaction holds it."""
-    tasks = RankingTask.objects.select_related("occupation").annotate(
-        live=Coalesce(_live_assignments(now), 0)
+def _take_task(profile: AnnotatorProfile, now, tries: int = 20) -> RankingTask | None:
+    """Lock the open task furthest from its overlap that this annotator has not ranked.
+
+    The best candidate is locked in the query that finds it (PostgreSQL skips rows
+    other transactions hold); its live reservations are then counted again in a
+    statement of their own, so a reservation committed meanwhile is seen.
+    """
+    candidates = (
+        RankingTask.objects.select_related("occupation")
+        .filter(ranking_count__lt=F("overlap"))
+        .exclude(Exists(Ranking.objects.filter(task=OuterRef("pk"), annotator=profile)))
+        .annotate(live=Coalesce(_live_assignments(now), 0))
+        .filter(live__lt=F("overlap") - F("ranking_count"))
+        .order_by("ranking_count", "live", "id")
     )
     if connection.features.has_select_for_update_skip_locked:
-        tasks = tasks.select_for_update(skip_locked=True, of=("self",))
-    return tasks.filter(pk=task_id).first()
+        candidates = candidates.select_for_update(skip_locked=True, of=("self",))
+    tried: list[int] = []
+    for _ in range(tries):
+        task = candidates.exclude(pk__in=tried).first()
+        if task is None:
+            return None
+        live = Assignment.objects.filter(task=task, reserved_until__gt=now).count()
+        if task.ranking_count + live < task.overlap:
+            return task
+        tried.append(task.pk)
+    return None
 
 
 def shown_items(assignment: Assignment) -> list[Item]:

@@ -9,7 +9,9 @@ load average, requests/s, p50/p95/p99 latency (all, next, submit, log-in) and th
 rankings stored versus submitted (lost or duplicated must both be zero).
 
 ``--think-ms`` pauses each annotator between seeing a task and submitting it
-(a person takes seconds); 0, the default, is a saturation test.
+(a person takes seconds) and spreads their first arrivals over that time; 0,
+the default, is a saturation test: then latency is bound by Little's law
+(annotators / throughput), not by the time one request takes.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_portal \\
         .venv/bin/python benchmarks/portal_load.py --annotators 32
@@ -80,6 +82,51 @@ def percentiles(seconds: list[float]) -> str:
         return "n/a"
     q = statistics.quantiles(seconds, n=100)
     return f"p50 {q[49] * 1000:.1f}  p95 {q[94] * 1000:.1f}  p99 {q[98] * 1000:.1f} ms"
+
+
+def cpu_seconds(pids: set[int]) -> dict[int, float]:
+    """User + system CPU seconds of each live process (Linux /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    seen = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        seen[pid] = (int(fields[11]) + int(fields[12])) / ticks
+    return seen
+
+
+def children(parent: int) -> set[int]:
+    """The processes whose parent is ``parent`` (gunicorn's workers)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                found.add(int(stat.parent.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def database_backends() -> set[int]:
+    """PostgreSQL server processes serving the benchmark's database (not this one)."""
+    import psycopg
+
+    with psycopg.connect(os.environ["DATABASE_URL"]) as db:
+        rows = db.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return {pid for (pid,) in rows}
+
+
+def server_cpu(server: int) -> dict[str, dict[int, float]]:
+    return {"web": cpu_seconds(children(server)), "db": cpu_seconds(database_backends())}
+
+
+def spent(before: dict[int, float], after: dict[int, float]) -> float:
+    return sum(t - before.get(pid, 0.0) for pid, t in after.items())
 
 
 def load() -> str:
@@ -164,6 +211,8 @@ def main() -> None:
         def annotate(name: str) -> None:
             nonlocal submitted
             api, rng = apis[name], random.Random(name)
+            if args.think_ms:  # people do not all arrive in the same millisecond
+                time.sleep(rng.uniform(0, args.think_ms / 1000))
             for _ in range(args.tasks_each):
                 status, task, took = api.post("/api/tasks/next/")
                 with lock:
@@ -196,9 +245,9 @@ def main() -> None:
         run_all(log_in)
         for api in apis.values():
             api.connection.close()  # idle through the log-ins; the loop starts fresh
-        load_before = load()
+        load_before, cpu_before = load(), server_cpu(server.pid)
         wall = run_all(annotate)
-        load_after = load()
+        load_after, cpu_after = load(), server_cpu(server.pid)
     finally:
         server.terminate()
         server.wait()
@@ -224,6 +273,12 @@ def main() -> None:
     print(f"latency all:    {percentiles(every)}")
     print(f"latency next:   {percentiles(latencies['next'])}")
     print(f"latency submit: {percentiles(latencies['submit'])}")
+    per_request = {k: 1000 * spent(cpu_before[k], cpu_after[k]) / len(every) for k in cpu_after}
+    print(
+        f"server CPU per request: gunicorn {per_request['web']:.1f} ms + "
+        f"PostgreSQL {per_request['db']:.1f} ms (capacity on {os.cpu_count()} idle CPUs: "
+        f"~{os.cpu_count() * 1000 / (per_request['web'] + per_request['db']):.0f} requests/s)"
+    )
     print(f"log-in (once per annotator, not in the figures above): {percentiles(logins)}")
     print(
         f"rankings submitted (201): {submitted}  stored: {stored}  "
