@@ -196,7 +196,8 @@ def test_the_whole_loop_through_the_worker(worker, tmp_path):
     assert augmentation.stats["kept"] == augmentation.paraphrases.count()
     assert a.run.history and len(a.run.history) == 4
     assert command("promote", version_a) == [f"v{version_a}", "is", "active"]
-    _, version_b = command(
+    # the second run asks for its own augmentation: augment, then train, chained on the worker
+    run_b, version_b = command(
         "train",
         "--snapshot",
         snapshot_id,
@@ -206,9 +207,14 @@ def test_the_whole_loop_through_the_worker(worker, tmp_path):
         "0.01",
         "--seed",
         "7",
+        "--paraphrases",
+        "1",
         "--wait",
     )
-    assert Checkpoint.objects.get(version=int(version_b)).parent == a
+    b = Checkpoint.objects.get(version=int(version_b))
+    assert b.parent == a and b.run_id == int(run_b)
+    assert b.run.augmentation.n == 1 and b.run.augmentation.status == "done"
+    assert 0 < b.run.augmentation.paraphrases.count() <= b.run.snapshot.example_count
     out = io.StringIO()
     call_command("compare", version_a, version_b, stdout=out)
     text = out.getvalue()
