@@ -56,12 +56,14 @@ class Command(BaseCommand):
             while not run.is_finished:
                 time.sleep(0.5)
                 run.refresh_from_db()
-                bar.set_postfix_str(run.status)
                 bar.update(run.epoch - bar.n)
+                postfix = run.status
                 if run.history:
                     last = run.history[-1]
                     rho = "-" if last.get("rho") is None else f"{last['rho']:.3f}"
-                    bar.set_postfix_str(f"{run.status} loss {last['loss']:.4f} rho {rho}")
+                    postfix += f" loss {last['loss']:.4f} rho {rho}"
+                bar.set_postfix_str(postfix, refresh=False)
+                bar.refresh()
         if run.status != TrainingRun.Status.DONE:
             raise CommandError(f"run {run.pk} {run.status}: {run.error}")
         ckpt = run.checkpoint
