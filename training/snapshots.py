@@ -80,6 +80,8 @@ def create_snapshot(
     user=None,
 ) -> DatasetSnapshot:
     """Freeze today's labels into a new snapshot; ``SnapshotError`` and nothing made if unfit."""
+    if not 0 < eval_fraction < 1:
+        raise SnapshotError(f"eval_fraction must be between 0 and 1, not {eval_fraction}")
     rows = ranking_rows(include_synthetic=include_synthetic)
     if not rows:
         hint = (

@@ -79,6 +79,8 @@ def test_synthetic_rankings_only_when_asked_and_withdrawn_consent_excluded(study
 def test_no_rankings_is_a_clear_error_and_nothing_is_made(db):
     with pytest.raises(SnapshotError, match="no rankings"):
         create_snapshot(include_synthetic=True)
+    with pytest.raises(SnapshotError, match="eval_fraction must be between 0 and 1, not 1.5"):
+        create_snapshot(eval_fraction=1.5)
     assert DatasetSnapshot.objects.count() == 0
 
 
