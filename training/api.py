@@ -4,6 +4,7 @@ error is an HTTP 400 with its message."""
 
 from __future__ import annotations
 
+from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
@@ -120,9 +121,11 @@ class StaffView(APIView):
 
 
 class SnapshotsView(StaffView):
+    @extend_schema(responses=SnapshotSerializer(many=True), operation_id="training_snapshots_list")
     def get(self, request):
         return Response(SnapshotSerializer(DatasetSnapshot.objects.all()[:100], many=True).data)
 
+    @extend_schema(request=SnapshotInSerializer, responses={201: SnapshotSerializer})
     def post(self, request):
         data = SnapshotInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -138,9 +141,11 @@ def _runs():
 
 
 class RunsView(StaffView):
+    @extend_schema(responses=RunSerializer(many=True), operation_id="training_runs_list")
     def get(self, request):
         return Response(RunSerializer(_runs()[:100], many=True).data)
 
+    @extend_schema(request=RunInSerializer, responses={201: RunSerializer})
     def post(self, request):
         data = RunInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -160,6 +165,7 @@ class RunsView(StaffView):
 
 
 class RunView(StaffView):
+    @extend_schema(responses=RunSerializer, operation_id="training_run_detail")
     def get(self, request, run_id: int):
         run = _runs().filter(pk=run_id).first()
         if run is None:
@@ -168,6 +174,7 @@ class RunView(StaffView):
 
 
 class CancelRunView(StaffView):
+    @extend_schema(request=None, responses=RunSerializer)
     def post(self, request, run_id: int):
         run = TrainingRun.objects.filter(pk=run_id).first()
         if run is None:
@@ -180,12 +187,14 @@ class CancelRunView(StaffView):
 
 
 class CheckpointsView(StaffView):
+    @extend_schema(responses=CheckpointSerializer(many=True))
     def get(self, request):
         qs = Checkpoint.objects.select_related("parent")
         return Response(CheckpointSerializer(qs, many=True).data)
 
 
 class PromoteView(StaffView):
+    @extend_schema(request=ReasonSerializer, responses=CheckpointSerializer)
     def post(self, request, version: int):
         data = ReasonSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -199,6 +208,7 @@ class PromoteView(StaffView):
 
 
 class RollbackView(StaffView):
+    @extend_schema(request=ReasonSerializer, responses=CheckpointSerializer)
     def post(self, request):
         data = ReasonSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -210,6 +220,7 @@ class RollbackView(StaffView):
 
 
 class CompareView(StaffView):
+    @extend_schema(parameters=[CompareSerializer], responses=OpenApiTypes.OBJECT)
     def get(self, request):
         data = CompareSerializer(data=request.query_params)
         data.is_valid(raise_exception=True)
