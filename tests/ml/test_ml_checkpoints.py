@@ -12,14 +12,21 @@ from sentence_transformers import SentenceTransformer
 from training.ml import checkpoints
 from training.ml.checkpoints import Checkpoint, CheckpointError
 from training.ml.data import data_hash
-from training.ml.encoders import Encoder, EncoderMismatch
+from training.ml.encoders import (
+    MPNET_NAME,
+    Encoder,
+    EncoderMismatch,
+    load_encoder,
+    resolve_encoder,
+)
+from training.ml.model import RewardModel
 from training.ml.train import TrainConfig, train
 
 PROMPTS = ["Generate an image of a CEO", "A photo of an elderly nurse in a wheelchair", "a pilot"]
 
 
 class SeedRewardModel(nn.Module):
-    """The model card's class, verbatim but for the encoder path and dim."""
+    """The model card's class, verbatim but with no default encoder name (no hub here)."""
 
     def __init__(self, sentence_transformer_model_name, embedding_dim=768):
         super().__init__()
@@ -186,3 +193,24 @@ def test_import_rejects_non_reward_files(minilm, tmp_path):
     torch.save({"something": torch.zeros(1)}, tmp_path / "other.pth")
     with pytest.raises(CheckpointError, match="fc.weight"):
         checkpoints.import_seed_pth(tmp_path / "other.pth", minilm)
+
+
+@pytest.mark.slow
+def test_seed_pth_round_trip_with_the_real_seed_encoder(seed_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    mpnet = load_encoder(MPNET_NAME, model_dir=seed_model_dir, device="cpu")
+    torch.manual_seed(0)
+    model = RewardModel(mpnet)  # a seeded random head: the round trip, not the quality
+    ckpt = Checkpoint.from_model(model, hyperparameters={}, data_hash="", threshold=0.12)
+    pth = checkpoints.export_seed_pth(ckpt, tmp_path / "reward_model_listwise.pth", mpnet)
+    folder = resolve_encoder(MPNET_NAME, seed_model_dir)
+    seed = SeedRewardModel(str(folder))  # the card's default embedding_dim=768
+    seed.load_state_dict(torch.load(pth, map_location=torch.device("cpu")))
+    seed.eval()
+    with torch.no_grad():
+        theirs = np.array([seed([p]).item() for p in PROMPTS])
+    np.testing.assert_allclose(ckpt.to_model(mpnet).score(PROMPTS), theirs, atol=1e-5)
+    back = checkpoints.import_seed_pth(pth, mpnet)
+    assert torch.equal(back.head["fc.weight"], ckpt.head["fc.weight"])
+    with pytest.raises(EncoderMismatch):
+        checkpoints.import_seed_pth(pth, load_encoder("all-MiniLM-L6-v2", device="cpu"))
