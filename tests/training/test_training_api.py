@@ -2,8 +2,8 @@
 
 import pytest
 from rest_framework.test import APIClient
+from training_study import FAST
 
-from tests.training.conftest import FAST
 from training.models import Checkpoint, DatasetSnapshot, TrainingRun
 from training.runs import execute_run
 

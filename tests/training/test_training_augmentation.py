@@ -1,8 +1,8 @@
 """Augmentation on the test database with the offline backend and real MiniLM cosines."""
 
 import pytest
+from training_study import FAST
 
-from tests.training.conftest import FAST
 from training.augmentation import (
     AugmentationError,
     request_augmentation,

@@ -5,8 +5,8 @@ import io
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from training_study import FAST
 
-from tests.training.conftest import FAST
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, TrainingRun
 from training.runs import execute_run, start_run
 

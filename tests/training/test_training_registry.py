@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 from django.db import IntegrityError, connection, transaction
+from training_study import FAST
 
-from tests.training.conftest import FAST
 from training import registry
 from training.ml.checkpoints import load as load_files
 from training.models import Checkpoint, Evaluation, RegistryEvent

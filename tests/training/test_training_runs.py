@@ -5,8 +5,8 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from training_study import FAST
 
-from tests.training.conftest import FAST
 from training import runs
 from training.models import Checkpoint, Evaluation, TrainingRun
 from training.registry import checkpoint_root

@@ -23,8 +23,8 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
+from training_study import ENCODER, FAST, make_study
 
-from tests.training.conftest import ENCODER, FAST, make_study
 from training.models import Checkpoint, TrainingRun
 from training.registry import checkpoint_root
 from training.runs import cancel_run, start_run
