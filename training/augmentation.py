@@ -28,10 +28,12 @@ class AugmentationError(ValueError):
 
 
 def backend_model(backend: str) -> str:
-    """The model name recorded for ``backend`` (empty for the rule-based one)."""
+    """The model name recorded for ``backend``: the LLM, or the rule set's version."""
     if backend == "openai":
         return settings.TRAINING["OPENAI_MODEL"]
-    return ""
+    from training.ml.paraphrase.offline import RULES_VERSION
+
+    return RULES_VERSION
 
 
 def request_augmentation(
@@ -84,6 +86,7 @@ def _make_backend(augmentation: Augmentation):
             base_url=t["OPENAI_BASE_URL"],
             model=augmentation.model,
             api_key=t["OPENAI_API_KEY"],
+            **t["OPENAI_CLIENT"],
         )
     return make_backend("offline")
 
@@ -106,13 +109,18 @@ def run_augmentation(augmentation_id: int, encoder_name: str | None = None) -> A
             Original(key=r["key"], text=r["text"], occupation=r["occupation"], seed=seed)
             for r, seed in zip(rows, text_seeds(rows), strict=True)
         ]
-        result = augment(
-            originals,
-            _make_backend(augmentation),
-            n=augmentation.n,
-            embed=lambda texts: cache.embed(encoder, texts),
-            min_cosine=augmentation.min_cosine,
-        )
+        backend = _make_backend(augmentation)
+        try:
+            result = augment(
+                originals,
+                backend,
+                n=augmentation.n,
+                embed=lambda texts: cache.embed(encoder, texts),
+                min_cosine=augmentation.min_cosine,
+            )
+        finally:
+            if hasattr(backend, "close"):
+                backend.close()
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"
         with transaction.atomic():

@@ -228,6 +228,16 @@ TRAINING = {
     "OPENAI_BASE_URL": env.str("OPENAI_BASE_URL", default="https://api.openai.com/v1"),
     "OPENAI_API_KEY": env.str("OPENAI_API_KEY", default=""),
     "OPENAI_MODEL": env.str("OPENAI_MODEL", default="gpt-4o"),
+    # Passed to training.ml.paraphrase.openai_compat.OpenAIBackend; None = no limit/price.
+    "OPENAI_CLIENT": {
+        "timeout": env.float("OPENAI_TIMEOUT", default=60.0),
+        "max_retries": env.int("OPENAI_MAX_RETRIES", default=4),
+        "batch_size": env.int("OPENAI_BATCH_SIZE", default=8),
+        "requests_per_minute": env.int("OPENAI_REQUESTS_PER_MINUTE", default=None),
+        "price_prompt_per_1k": env.float("OPENAI_PRICE_PROMPT_PER_1K", default=None),
+        "price_completion_per_1k": env.float("OPENAI_PRICE_COMPLETION_PER_1K", default=None),
+        "max_cost_usd": env.float("OPENAI_MAX_COST_USD", default=None),
+    },
 }
 
 LOGGING = {

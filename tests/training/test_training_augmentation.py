@@ -85,3 +85,35 @@ def test_bad_requests_are_refused(study, settings):
     with pytest.raises(AugmentationError, match="needs OPENAI_API_KEY"):
         request_augmentation(snapshot, "openai")
     assert not Augmentation.objects.exists() and not TrainingRun.objects.exists()
+
+
+def test_openai_backend_is_configured_from_settings(study, settings):
+    """The OpenAI-compatible client, built from settings.TRAINING, against the local test
+    server in tests/ml (it stands in for a paid API)."""
+    from tests.ml.openai_test_server import ChatServer
+
+    snapshot = create_snapshot(include_synthetic=True)
+    with ChatServer(api_key="sk-local", model="local-model") as server:
+        settings.TRAINING = {
+            **settings.TRAINING,
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "sk-local",
+            "OPENAI_MODEL": "local-model",
+            "OPENAI_CLIENT": {
+                **settings.TRAINING["OPENAI_CLIENT"],
+                "batch_size": 50,
+                "price_prompt_per_1k": 1.0,
+                "price_completion_per_1k": 2.0,
+            },
+        }
+        augmentation, pending = request_augmentation(snapshot, "openai", n=2)
+        assert pending and augmentation.model == "local-model"
+        augmentation = run_augmentation(augmentation.pk, "all-MiniLM-L6-v2")
+    assert augmentation.status == Augmentation.Status.DONE
+    batches = -(-snapshot.example_count // 50)
+    assert len(server.seen) == batches
+    assert all(s.headers["Authorization"] == "Bearer sk-local" for s in server.seen)
+    rows = list(augmentation.paraphrases.all())
+    assert rows and {(p.backend, p.model) for p in rows} == {("openai", "local-model")}
+    used = sum(u["prompt_tokens"] + 2 * u["completion_tokens"] for u in server.usage_sent)
+    assert augmentation.stats["cost_usd"] == pytest.approx(used / 1000, abs=1e-6)
