@@ -171,13 +171,15 @@ CELERY_RESULT_BACKEND = env.str(
     default=REDIS_URL or f"file://{(VAR_DIR / 'celery' / 'results').as_posix()}",
 )
 if CELERY_BROKER_URL.startswith("filesystem"):
-    for folder in ("queue", "processed", "results"):
+    for folder in ("queue", "processed", "results", "control"):
         (VAR_DIR / "celery" / folder).mkdir(parents=True, exist_ok=True)
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
         "data_folder_in": str(VAR_DIR / "celery" / "queue"),
         "data_folder_out": str(VAR_DIR / "celery" / "queue"),
         "processed_folder": str(VAR_DIR / "celery" / "processed"),
+        # Broadcast exchanges (the remote-control "pidbox"); kombu's default is ./control.
+        "control_folder": str(VAR_DIR / "celery" / "control"),
         "store_processed": False,
     }
     if CELERY_BROKER_URL.startswith("filesystem")
