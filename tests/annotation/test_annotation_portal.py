@@ -118,3 +118,27 @@ def test_rank_redirects_home_when_no_task_left(portal_client, db):
     client = portal_client()
     response = client.get(reverse("portal:rank"))
     assert response.url == reverse("portal:home")
+
+
+def _portal_queries(portal_client, make_tasks, name, n, k):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    make_tasks(n, k=k)
+    client = portal_client(name)
+    with CaptureQueriesContext(connection) as page:
+        assert client.get(reverse("portal:rank")).status_code == 200
+    assignment = Assignment.objects.get(annotator=client.profile)
+    order = ",".join(map(str, assignment.shown_order))
+    with CaptureQueriesContext(connection) as post:
+        response = client.post(
+            reverse("portal:rank"), {"task_id": assignment.task_id, "order": order}
+        )
+    assert response.status_code == 302 and Ranking.objects.filter(annotator=client.profile)
+    return len(page), len(post)
+
+
+def test_rank_page_and_submit_run_constant_queries(portal_client, make_tasks):
+    small = _portal_queries(portal_client, make_tasks, "a", n=2, k=3)
+    large = _portal_queries(portal_client, make_tasks, "b", n=20, k=6)
+    assert small == large
