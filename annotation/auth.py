@@ -1,7 +1,6 @@
 """Token authentication that brings the annotator profile along in the same query."""
 
 from django.utils.translation import gettext_lazy as _
-from drf_spectacular.authentication import TokenScheme
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 
@@ -19,12 +18,3 @@ class ProfileTokenAuthentication(TokenAuthentication):
         if not token.user.is_active:
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
         return (token.user, token)
-
-
-class ProfileTokenScheme(TokenScheme):
-    """The same ``Token`` header in the OpenAPI schema, under its own component name
-    (DRF's TokenAuthentication, used by other views, owns "tokenAuth")."""
-
-    target_class = ProfileTokenAuthentication
-    name = "annotatorTokenAuth"
-    priority = 0  # before TokenScheme (-1), which matches subclasses too

@@ -10,7 +10,7 @@ from rest_framework import serializers, viewsets
 from rest_framework.exceptions import ParseError
 from rest_framework.permissions import IsAdminUser
 
-from .api import AnnotatorView, query_flag
+from .api import query_flag
 from .exports import pseudonym
 from .models import Item, Occupation, Prompt, PromptType, Ranking, RankingTask, TaskItem
 
@@ -112,7 +112,6 @@ SYNTHETIC = OpenApiParameter("synthetic", bool, description="Only synthetic (tru
 
 
 class StaffViewSet(viewsets.ReadOnlyModelViewSet):
-    authentication_classes = AnnotatorView.authentication_classes
     permission_classes = [IsAdminUser]
     lookup_value_regex = r"\d+"
 

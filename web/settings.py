@@ -88,7 +88,12 @@ else:
             "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
         }
     }
-DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=0))
+# Persistent connections outside the embedded mode (a new PostgreSQL connection per
+# request costs more than the request), checked before reuse.
+DATABASES["default"].setdefault(
+    "CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=0 if EMBEDDED else 60)
+)
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -136,7 +141,8 @@ if not DEBUG:
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        # DRF's TokenAuthentication, but the annotator profile comes in the same query.
+        "annotation.auth.ProfileTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
