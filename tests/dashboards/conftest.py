@@ -44,7 +44,7 @@ def rank():
 
 # Checkpoints in a tmp folder, MiniLM on the CPU, images in a tmp MEDIA_ROOT: the
 # training tests' own fixtures, reused rather than repeated.
-from tests.training.conftest import (  # noqa: E402, F401
+from training_study import (  # noqa: E402, F401
     ENCODER,
     embedding_cache,
     make_study,

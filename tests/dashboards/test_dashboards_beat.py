@@ -9,8 +9,8 @@ import pytest
 from django.conf import settings
 from django.db import connection
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
+from training_study import ENCODER, make_study
 
-from tests.training.conftest import ENCODER, make_study
 from tests.training.test_training_worker import REPO, Worker, _purge_broker, wait_for
 from training.models import Checkpoint, RetrainDecision, TrainingRun
 

@@ -4,9 +4,9 @@ import os
 
 import pytest
 from django.contrib.auth import get_user_model
+from training_study import ENCODER
 
 from tests.browser.test_browser_portal import CHROMEDRIVER, CHROMIUM, browser  # noqa: F401
-from tests.training.conftest import ENCODER
 from training.models import DatasetSnapshot, TrainingRun
 
 pytestmark = [

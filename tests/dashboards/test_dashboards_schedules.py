@@ -9,8 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 from django_celery_beat.models import PeriodicTask
+from training_study import ENCODER
 
-from tests.training.conftest import ENCODER
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, RetrainDecision, TrainingRun
 from training.schedules import (
     DEFAULT_SCHEDULE,
@@ -186,7 +186,7 @@ def purge_queues():
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_steps_start_one_retraining(tmp_path, purge_queues):
-    from tests.training.conftest import make_study
+    from training_study import make_study
 
     make_study(tmp_path)
     barrier = threading.Barrier(2)

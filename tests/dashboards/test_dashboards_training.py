@@ -7,8 +7,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from training_study import ENCODER
 
-from tests.training.conftest import ENCODER
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, RetrainDecision, TrainingRun
 from training.snapshots import create_snapshot
 

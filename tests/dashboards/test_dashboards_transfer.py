@@ -7,8 +7,8 @@ import pytest
 import torch
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from training_study import ENCODER
 
-from tests.training.conftest import ENCODER
 from training.ml.checkpoints import Checkpoint as Files
 from training.ml.checkpoints import export_seed_pth
 from training.ml.encoders import load_encoder

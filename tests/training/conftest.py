@@ -1,32 +1,10 @@
-"""Fixtures for the training pipeline: tmp storage, MiniLM as the encoder, a small study."""
+"""Training test fixtures: storage and MiniLM (from training_study), a small study."""
 
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
-from training_study import ENCODER, make_study
-
-
-@pytest.fixture(scope="session")
-def embedding_cache(tmp_path_factory):
-    """One embedding cache for the session: each text is encoded once across tests."""
-    return tmp_path_factory.mktemp("embeddings")
-
-
-@pytest.fixture(autouse=True)
-def training_storage(settings, tmp_path, embedding_cache, monkeypatch):
-    """Checkpoints in a tmp folder, MiniLM on the CPU, images in a tmp MEDIA_ROOT."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    settings.TRAINING = {
-        **settings.TRAINING,
-        "CHECKPOINT_DIR": tmp_path / "checkpoints",
-        "EMBEDDING_CACHE": embedding_cache,
-        "DEFAULT_ENCODER": ENCODER,
-        "DEVICE": "cpu",
-        "PARAPHRASE_BACKEND": "offline",
-    }
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.TRAINING
+from training_study import embedding_cache, make_study, training_storage  # noqa: F401
 
 
 @pytest.fixture

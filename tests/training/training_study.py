@@ -1,9 +1,13 @@
-"""The small study the training tests share: constants and a catalogue-based builder."""
+"""What the training and dashboard tests share: constants, storage fixtures, a study builder.
+
+Imported by basename: pyproject puts tests/training on pytest's pythonpath."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import pytest
 
 from annotation.catalogue import load_catalogue, read_catalogue
 from annotation.simulation import simulate
@@ -28,3 +32,25 @@ def make_study(
     per_annotator = -(-tasks // annotators)
     result = simulate(annotators, per_annotator, seed=seed)
     return {"tasks": tasks, **result}
+
+
+@pytest.fixture(scope="session")
+def embedding_cache(tmp_path_factory):
+    """One embedding cache for the session: each text is encoded once across tests."""
+    return tmp_path_factory.mktemp("embeddings")
+
+
+@pytest.fixture(autouse=True)
+def training_storage(settings, tmp_path, embedding_cache, monkeypatch):
+    """Checkpoints in a tmp folder, MiniLM on the CPU, images in a tmp MEDIA_ROOT."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    settings.TRAINING = {
+        **settings.TRAINING,
+        "CHECKPOINT_DIR": tmp_path / "checkpoints",
+        "EMBEDDING_CACHE": embedding_cache,
+        "DEFAULT_ENCODER": ENCODER,
+        "DEVICE": "cpu",
+        "PARAPHRASE_BACKEND": "offline",
+    }
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.TRAINING
