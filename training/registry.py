@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -36,6 +35,7 @@ from training.ml.checkpoints import (
     CheckpointError,
     export_seed_pth,
     import_seed_pth,
+    json_safe,
 )
 from training.ml.checkpoints import Checkpoint as MLCheckpoint
 from training.ml.checkpoints import load as load_files
@@ -150,19 +150,6 @@ def register(
             shutil.rmtree(final, ignore_errors=True)
         raise
     return checkpoint
-
-
-def json_safe(value):
-    """``value`` with NaN and infinities as ``None`` (PostgreSQL's jsonb refuses them)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        return json_safe(value.item())
-    return value
 
 
 def sweep_orphans(now: float | None = None) -> list[str]:

@@ -25,7 +25,6 @@ transformers saved (``position_ids``), checking each against the encoder.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -36,6 +35,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
@@ -43,7 +43,13 @@ from torch import Tensor
 
 from training.ml import __version__
 from training.ml.calibration import SEED_THRESHOLD
-from training.ml.encoders import Encoder, EncoderIdentity, EncoderMismatch, load_encoder
+from training.ml.encoders import (
+    Encoder,
+    EncoderIdentity,
+    EncoderMismatch,
+    load_encoder,
+    sha256_file,
+)
 from training.ml.model import RewardModel
 
 FORMAT = "stereorank-checkpoint"
@@ -103,18 +109,18 @@ class Checkpoint:
         )
 
 
-def _json_safe(value):
+def json_safe(value):
+    """``value`` with NaN and infinities as ``None`` and numpy scalars as Python ones
+    (JSON and PostgreSQL's jsonb refuse non-finite numbers)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        return json_safe(value.item())
     return value
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _check_head(head: dict[str, Tensor], identity: EncoderIdentity, where: str) -> None:
@@ -142,7 +148,7 @@ def save(checkpoint: Checkpoint, directory: Path) -> Path:
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
             "head_file": HEAD_FILE,
-            "head_sha256": _sha256(head_path),
+            "head_sha256": sha256_file(head_path),
             "encoder": checkpoint.encoder.to_dict(),
             "hyperparameters": checkpoint.hyperparameters,
             "data_hash": checkpoint.data_hash,
@@ -151,7 +157,7 @@ def save(checkpoint: Checkpoint, directory: Path) -> Path:
             "library_version": checkpoint.library_version,
             "extra": checkpoint.extra,
         }
-        text = json.dumps(_json_safe(manifest), indent=2, sort_keys=True, allow_nan=False)
+        text = json.dumps(json_safe(manifest), indent=2, sort_keys=True, allow_nan=False)
         (tmp / MANIFEST_FILE).write_text(text + "\n")
         try:
             os.rename(tmp, directory)
@@ -187,7 +193,7 @@ def load(directory: Path, encoder: Encoder | None = None) -> Checkpoint:
         raise CheckpointError(f"{manifest_path} is incomplete: {exc}") from exc
     if not head_path.is_file():
         raise CheckpointError(f"{directory}: head file {head_path.name} is missing")
-    actual = _sha256(head_path)
+    actual = sha256_file(head_path)
     if actual != manifest.get("head_sha256"):
         raise CheckpointError(
             f"{head_path} has SHA-256 {actual}, the manifest says {manifest.get('head_sha256')}"
@@ -280,5 +286,5 @@ def import_seed_pth(path: Path, encoder: Encoder) -> Checkpoint:
         data_hash="",
         metrics={},
         threshold=SEED_THRESHOLD,
-        extra={"imported_from": path.name, "source_sha256": _sha256(path)},
+        extra={"imported_from": path.name, "source_sha256": sha256_file(path)},
     )
