@@ -63,9 +63,15 @@ def test_export_flags_are_validated(make_tasks, annotator):
 
 
 @pytest.fixture
-def strict_throttles(settings, monkeypatch):
-    """Two requests a minute per scope, counted in a private local-memory cache."""
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+def strict_throttles(settings, monkeypatch, request):
+    """Two requests a minute per scope, counted in a private local-memory cache (its own
+    LOCATION: on SQLite the default cache is local memory too, shared with other tests)."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": f"throttles-{request.node.name}",
+        }
+    }
     monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"auth": "2/min", "submit": "2/min"})
 
 
