@@ -73,11 +73,7 @@ def _error(error: Exception) -> Response:
     return Response({"detail": error.message}, status=error.status)
 
 
-class AnnotatorView(APIView):
-    """Session or token (settings: a token brings the annotator profile in the same query)."""
-
-
-class NextTaskView(AnnotatorView):
+class NextTaskView(APIView):
     @extend_schema(request=None, responses={200: TaskSerializer, 204: None})
     def post(self, request):
         profile = services.get_profile(request.user)
@@ -90,7 +86,7 @@ class NextTaskView(AnnotatorView):
         return Response(TaskSerializer(assignment, context={"request": request}).data)
 
 
-class SubmitRankingView(AnnotatorView):
+class SubmitRankingView(APIView):
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "submit"
 
@@ -114,7 +110,7 @@ class SubmitRankingView(AnnotatorView):
         return Response(RankingOutSerializer(ranking).data, status=201 if created else 200)
 
 
-class MeView(AnnotatorView):
+class MeView(APIView):
     @extend_schema(
         responses=inline_serializer(
             "Me",
@@ -138,7 +134,7 @@ class MeView(AnnotatorView):
         )
 
 
-class ConsentView(AnnotatorView):
+class ConsentView(APIView):
     @extend_schema(request=None, responses={201: None})
     def post(self, request):
         services.give_consent(services.get_profile(request.user))
@@ -154,7 +150,7 @@ FORMAT = OpenApiParameter("format", str, enum=["jsonl", "csv"])
 SYNTHETIC = OpenApiParameter("include_synthetic", bool)
 
 
-class ExportView(AnnotatorView):
+class ExportView(APIView):
     """Staff only: pseudonymous rows with demographics, streamed."""
 
     permission_classes = [IsAdminUser]
