@@ -1,6 +1,5 @@
 """DRF views: thin, they call annotation.services and annotation.exports."""
 
-from django.core.exceptions import ValidationError
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -67,20 +66,11 @@ def query_flag(request, name: str) -> bool | None:
     raise ParseError(f"{name}: '{raw}' is not true or false.")
 
 
-def _error(error: Exception) -> Response:
-    if isinstance(error, ValidationError):
-        return Response({"detail": " ".join(error.messages)}, status=400)
-    return Response({"detail": error.message}, status=error.status)
-
-
 class NextTaskView(APIView):
     @extend_schema(request=None, responses={200: TaskSerializer, 204: None})
     def post(self, request):
         profile = services.get_profile(request.user)
-        try:
-            assignment = services.next_task(profile)
-        except services.AssignmentError as error:
-            return _error(error)
+        assignment = services.next_task(profile)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(TaskSerializer(assignment, context={"request": request}).data)
@@ -98,15 +88,12 @@ class SubmitRankingView(APIView):
         data = RankingInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         profile = services.get_profile(request.user)
-        try:
-            ranking, created = services.submit_ranking(
-                profile,
-                task_id,
-                data.validated_data["order"],
-                data.validated_data.get("seconds_spent"),
-            )
-        except (ValidationError, services.AssignmentError) as error:
-            return _error(error)
+        ranking, created = services.submit_ranking(
+            profile,
+            task_id,
+            data.validated_data["order"],
+            data.validated_data.get("seconds_spent"),
+        )
         return Response(RankingOutSerializer(ranking).data, status=201 if created else 200)
 
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from itertools import combinations
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef
 
-from .models import Consent, DemographicField, Item, Ranking
+from .models import DemographicField, Item
+from .selectors import counted_rankings
 
 
 def pseudonym(user_id: int) -> str:
@@ -20,23 +20,11 @@ def pseudonym(user_id: int) -> str:
     return "a-" + hmac.new(key, str(user_id).encode(), hashlib.sha256).hexdigest()[:12]
 
 
-def _rankings(include_synthetic: bool):
-    """Rankings of annotators whose consent stands (a withdrawal takes them out)."""
-    consented = Consent.objects.active().filter(annotator=OuterRef("annotator"))
-    rankings = (
-        Ranking.objects.filter(Exists(consented))
-        .select_related("annotator", "task__occupation")
-        .order_by("id")
-    )
-    if not include_synthetic:
-        rankings = rankings.filter(annotator__is_synthetic=False)
-    return rankings
-
-
 def ranking_rows(include_synthetic: bool = False) -> Iterator[dict]:
     """One row per ranking; demographics as ``demographics`` (one key per field)."""
     keys = list(DemographicField.objects.values_list("key", flat=True))
-    for ranking in _rankings(include_synthetic).iterator(chunk_size=1000):
+    rankings = counted_rankings(include_synthetic).select_related("annotator", "task__occupation")
+    for ranking in rankings.order_by("id").iterator(chunk_size=1000):
         answers = ranking.annotator.demographics
         yield {
             "task": ranking.task_id,

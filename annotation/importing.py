@@ -25,16 +25,11 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from PIL import Image, UnidentifiedImageError
 
+from .errors import ManifestError
 from .models import Item, Occupation, Prompt, PromptType
 
 MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv")
 REQUIRED = ("prompt", "occupation", "prompt_type", "image")
-
-
-class ManifestError(Exception):
-    def __init__(self, errors: list[str]):
-        super().__init__("\n".join(errors))
-        self.errors = errors
 
 
 @dataclass

@@ -3,7 +3,7 @@
 An item's label from one ranking of K items is ``position / (K - 1)`` (0 = most
 stereotypical, 1 = least); its label is the mean over the rankings that contain
 it; a group label uses only that group's rankings. The functions over rows are
-pure; ``ranking_rows`` is the one query that feeds them.
+pure; ``annotation.selectors.label_rows`` is the one query that feeds them.
 """
 
 from __future__ import annotations
@@ -12,9 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from django.db.models import Exists, OuterRef
-
-from .models import Consent, DemographicField, RankedItem
+from .models import DemographicField
 
 
 @dataclass(frozen=True)
@@ -73,21 +71,3 @@ def group_labels(rows: Iterable[LabelRow], fields: Sequence[str]) -> dict[str, d
         groups = {value: item_labels(by_value[value]) for value in sorted(by_value)}
         out[field] = groups
     return out
-
-
-def ranking_rows(
-    include_synthetic: bool = False, up_to_ranking_id: int | None = None
-) -> list[LabelRow]:
-    """Every ranked item of annotators who still consent (synthetic ones only when asked)."""
-    active_consent = Consent.objects.filter(
-        annotator=OuterRef("ranking__annotator"), withdrawn_at__isnull=True
-    )
-    qs = RankedItem.objects.filter(Exists(active_consent))
-    if not include_synthetic:
-        qs = qs.filter(ranking__annotator__is_synthetic=False)
-    if up_to_ranking_id is not None:
-        qs = qs.filter(ranking_id__lte=up_to_ranking_id)
-    values = qs.order_by("ranking_id", "position").values_list(
-        "ranking_id", "item_id", "position", "ranking__annotator__demographics"
-    )
-    return [LabelRow(rid, iid, pos, demo or {}) for rid, iid, pos, demo in values]

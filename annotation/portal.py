@@ -11,11 +11,11 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
-from django.core.exceptions import ValidationError
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from annotation import services
+from annotation.errors import AnnotationError
 from annotation.models import ConsentText, DemographicField
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
@@ -111,8 +111,8 @@ def demographics(request):
                 answers[field.key] = value
             try:
                 services.save_demographics(profile, answers)
-            except ValidationError as error:
-                form.add_error(None, error)
+            except AnnotationError as error:
+                form.add_error(None, error.message)
             else:
                 messages.success(request, "Thank you: your answers are saved.")
                 return redirect("portal:home")
@@ -174,17 +174,16 @@ def rank(request):
             services.submit_ranking(
                 profile, task_id, _parse_order(request.POST.get("order", "")), seconds
             )
-        except (ValidationError, services.AssignmentError) as error:
-            text = "; ".join(error.messages) if isinstance(error, ValidationError) else str(error)
-            messages.error(request, text)
+        except AnnotationError as error:
+            messages.error(request, error.message)
         else:
             messages.success(request, "Ranking saved.")
         return redirect("portal:rank")
 
     try:
         assignment = services.next_task(profile)
-    except services.AssignmentError as error:
-        messages.error(request, str(error))
+    except AnnotationError as error:
+        messages.error(request, error.message)
         return redirect("portal:home")
     if assignment is None:
         messages.info(request, "No more tasks for you right now: thank you!")

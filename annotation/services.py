@@ -8,12 +8,12 @@ remaining slot; SQLite serialises writers (``transaction_mode=IMMEDIATE``).
 import random
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Count, Exists, F, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from .errors import AlreadyRanked, ConsentRequired, InvalidAnswer, NotReserved, TaskNotFound
 from .models import (
     AnnotatorProfile,
     Assignment,
@@ -31,15 +31,6 @@ DEFAULT_CONSENT = (
     "the demographics I choose to share are used, pseudonymously, to train and evaluate a "
     "reward model. I can withdraw at any time."
 )
-
-
-class AssignmentError(Exception):
-    """A request the annotator may not make now; ``status`` is the HTTP status."""
-
-    def __init__(self, message: str, status: int = 409):
-        super().__init__(message)
-        self.message = message
-        self.status = status
 
 
 def get_profile(user) -> AnnotatorProfile:
@@ -90,13 +81,13 @@ def save_demographics(profile: AnnotatorProfile, answers: dict) -> None:
     clean = {}
     for key, value in answers.items():
         if key not in fields:
-            raise ValidationError(f"Unknown demographic field '{key}'.")
+            raise InvalidAnswer(f"Unknown demographic field '{key}'.")
         value = str(value).strip()
         if not value:
             continue
         choices = fields[key].choices
         if choices and value not in choices and value != DemographicField.PREFER_NOT_TO_SAY:
-            raise ValidationError(f"'{value}' is not one of the options for {fields[key].label}.")
+            raise InvalidAnswer(f"'{value}' is not one of the options for {fields[key].label}.")
         clean[key] = value
     profile.demographics = clean
     profile.save(update_fields=["demographics"])
@@ -145,7 +136,7 @@ def next_task(profile: AnnotatorProfile) -> Assignment | None:
         .get()
     )
     if not state["consented"]:
-        raise AssignmentError("Give consent before ranking.", status=403)
+        raise ConsentRequired("Give consent before ranking.")
     if state["current"] is not None:
         return Assignment.objects.select_related("task__occupation").get(pk=state["current"])
     if (state["done"] or 0) >= profile.quota:
@@ -222,22 +213,22 @@ def submit_ranking(
     with transaction.atomic():
         task = RankingTask.objects.select_for_update().filter(pk=task_id).first()
         if task is None:
-            raise AssignmentError(f"Task {task_id} does not exist.", status=404)
+            raise TaskNotFound(f"Task {task_id} does not exist.")
         existing = Ranking.objects.filter(task=task, annotator=profile).first()
         if existing:
             if validate_order(order, set(existing.shown_order)) == existing.order:
                 return existing, False
-            raise AssignmentError("You already ranked this task differently.", status=409)
+            raise AlreadyRanked("You already ranked this task differently.")
         assignment = Assignment.objects.filter(
             task=task, annotator=profile, reserved_until__gt=timezone.now()
         ).first()
         if assignment is None:
             # Say what is wrong with the order first (400), then that it is not reserved.
             validate_order(order, set(task.task_items.values_list("item_id", flat=True)))
-            raise AssignmentError("This task is not reserved for you; ask for the next task.", 403)
+            raise NotReserved("This task is not reserved for you; ask for the next task.")
         order = validate_order(order, set(assignment.shown_order))
         if task.ranking_count >= task.overlap:
-            raise AssignmentError("This task already has all the rankings it needs.", status=409)
+            raise AlreadyRanked("This task already has all the rankings it needs.")
         ranking = Ranking.objects.create(
             task=task,
             annotator=profile,
@@ -262,9 +253,9 @@ def validate_order(order, item_ids: set[int]) -> list[int]:
     if not isinstance(order, list) or not all(
         isinstance(i, int) and not isinstance(i, bool) for i in order
     ):
-        raise ValidationError("The order must be a list of item ids (integers).")
+        raise InvalidAnswer("The order must be a list of item ids (integers).")
     if len(set(order)) != len(order):
-        raise ValidationError("Each item may appear only once in the order.")
+        raise InvalidAnswer("Each item may appear only once in the order.")
     missing, foreign = item_ids - set(order), set(order) - item_ids
     if missing or foreign:
         parts = []
@@ -272,7 +263,7 @@ def validate_order(order, item_ids: set[int]) -> list[int]:
             parts.append(f"missing items {sorted(missing)}")
         if foreign:
             parts.append(f"items not in this task {sorted(foreign)}")
-        raise ValidationError(
+        raise InvalidAnswer(
             f"The order must rank exactly this task's {len(item_ids)} items: {'; '.join(parts)}."
         )
     return order

@@ -64,8 +64,12 @@ class TrainingRunAdmin(ReadOnlyAdmin):
 
 @admin.register(models.Checkpoint)
 class CheckpointAdmin(ReadOnlyAdmin):
-    list_display = ["version", "status", "spearman", "snapshot", "encoder_name", "created_at"]
+    list_display = ["version", "status", "rho", "snapshot", "encoder_name", "created_at"]
     list_filter = ["status", "encoder_name"]
+
+    @admin.display(description="rho (own snapshot)")
+    def rho(self, checkpoint: models.Checkpoint) -> float | None:
+        return checkpoint.metrics.get("spearman")
 
 
 @admin.register(models.Evaluation)

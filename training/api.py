@@ -10,7 +10,7 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import services
+from . import selectors, services
 from .models import Checkpoint, DatasetSnapshot, TrainingRun
 
 
@@ -112,10 +112,6 @@ class CompareSerializer(serializers.Serializer):
     )
 
 
-def _bad(error: Exception) -> Response:
-    return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
-
-
 class StaffView(APIView):
     permission_classes = [IsAdminUser]
 
@@ -129,45 +125,35 @@ class SnapshotsView(StaffView):
     def post(self, request):
         data = SnapshotInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            snap = services.create_snapshot(user=request.user, **data.validated_data)
-        except services.SnapshotError as error:
-            return _bad(error)
+        snap = services.create_snapshot(user=request.user, **data.validated_data)
         return Response(SnapshotSerializer(snap).data, status=status.HTTP_201_CREATED)
-
-
-def _runs():
-    return TrainingRun.objects.select_related("checkpoint")
 
 
 class RunsView(StaffView):
     @extend_schema(responses=RunSerializer(many=True), operation_id="training_runs_list")
     def get(self, request):
-        return Response(RunSerializer(_runs()[:100], many=True).data)
+        return Response(RunSerializer(selectors.runs()[:100], many=True).data)
 
     @extend_schema(request=RunInSerializer, responses={201: RunSerializer})
     def post(self, request):
         data = RunInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        try:
-            run = services.start_run(
-                v["snapshot"],
-                encoder=v.get("encoder") or None,
-                epochs=v.get("epochs"),
-                paraphrases=v["paraphrases"],
-                hyperparameters=v.get("hyperparameters"),
-                user=request.user,
-            )
-        except services.RunError as error:
-            return _bad(error)
+        run = services.start_run(
+            v["snapshot"],
+            encoder=v.get("encoder") or None,
+            epochs=v.get("epochs"),
+            paraphrases=v["paraphrases"],
+            hyperparameters=v.get("hyperparameters"),
+            user=request.user,
+        )
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
 
 class RunView(StaffView):
     @extend_schema(responses=RunSerializer, operation_id="training_run_detail")
     def get(self, request, run_id: int):
-        run = _runs().filter(pk=run_id).first()
+        run = selectors.runs().filter(pk=run_id).first()
         if run is None:
             return Response({"detail": f"there is no run {run_id}"}, status=404)
         return Response(RunSerializer(run).data)
@@ -179,10 +165,7 @@ class CancelRunView(StaffView):
         run = TrainingRun.objects.filter(pk=run_id).first()
         if run is None:
             return Response({"detail": f"there is no run {run_id}"}, status=404)
-        try:
-            run = services.cancel_run(run, user=request.user)
-        except services.RunError as error:
-            return _bad(error)
+        run = services.cancel_run(run, user=request.user)
         return Response(RunSerializer(run).data)
 
 
@@ -198,12 +181,9 @@ class PromoteView(StaffView):
     def post(self, request, version: int):
         data = ReasonSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            checkpoint = services.promote(
-                services.get_version(version), user=request.user, **data.validated_data
-            )
-        except services.RegistryError as error:
-            return _bad(error)
+        checkpoint = services.promote(
+            services.get_version(version), user=request.user, **data.validated_data
+        )
         return Response(CheckpointSerializer(checkpoint).data)
 
 
@@ -212,25 +192,29 @@ class RollbackView(StaffView):
     def post(self, request):
         data = ReasonSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            checkpoint = services.rollback(user=request.user, **data.validated_data)
-        except services.RegistryError as error:
-            return _bad(error)
+        checkpoint = services.rollback(user=request.user, **data.validated_data)
         return Response(CheckpointSerializer(checkpoint).data)
 
 
 class CompareView(StaffView):
-    @extend_schema(parameters=[CompareSerializer], responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        parameters=[CompareSerializer],
+        responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
+        description=(
+            "The paired comparison of versions a and b. With a snapshot on which either is "
+            "not evaluated yet, the evaluations are queued on the gpu worker and the answer "
+            "is 202 with the pending versions: ask again shortly."
+        ),
+    )
     def get(self, request):
         data = CompareSerializer(data=request.query_params)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        try:
-            result = services.compare(
-                services.get_version(v["a"]),
-                services.get_version(v["b"]),
-                snapshot=v.get("snapshot"),
-            )
-        except services.RegistryError as error:
-            return _bad(error)
-        return Response(result)
+        a, b = services.get_version(v["a"]), services.get_version(v["b"])
+        snapshot = v.get("snapshot")
+        missing = selectors.not_evaluated_on(snapshot, a, b) if snapshot else []
+        if missing:
+            services.request_evaluations(snapshot, missing)
+            pending = [c.version for c in missing]
+            return Response({"pending": pending, "snapshot": snapshot.pk}, status=202)
+        return Response(services.compare(a, b, snapshot=snapshot))

@@ -16,15 +16,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from training.errors import AugmentationError
 from training.models import Augmentation, DatasetSnapshot, Paraphrase, TrainingRun
 from training.registry import json_safe
 from training.snapshots import rows_of
 
 BACKENDS = ("offline", "openai")
-
-
-class AugmentationError(ValueError):
-    """An augmentation cannot be asked for or run; the message says why."""
 
 
 def backend_model(backend: str) -> str:

@@ -151,6 +151,9 @@ class TrainingRun(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    cancelled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -229,10 +232,6 @@ class Checkpoint(models.Model):
     def __str__(self) -> str:
         return f"v{self.version} ({self.status})"
 
-    @property
-    def spearman(self) -> float | None:
-        return self.metrics.get("spearman")
-
 
 class Evaluation(models.Model):
     """A checkpoint scored on one snapshot's eval split; predictions kept for comparisons."""
@@ -275,6 +274,8 @@ class RegistryEvent(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Who acted, in words: a staff user's name, "manage.py promote (root)", "schedule X".
+    actor = models.CharField(max_length=150)
     reason = models.TextField(blank=True)
     at = models.DateTimeField(auto_now_add=True)
 
@@ -282,7 +283,7 @@ class RegistryEvent(models.Model):
         ordering = ["-id"]
 
     def __str__(self) -> str:
-        return f"{self.action} v{self.checkpoint.version}"
+        return f"{self.action} v{self.checkpoint.version} by {self.actor}"
 
 
 class RetrainDecision(models.Model):

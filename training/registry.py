@@ -23,32 +23,25 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from training.errors import EvaluationPending, RegistryConflict, RegistryError, VersionNotFound
 from training.ml import __version__ as library_version
-from training.ml.checkpoints import (
-    MANIFEST_FILE,
-    CheckpointError,
-    export_seed_pth,
-    import_seed_pth,
-    json_safe,
-)
-from training.ml.checkpoints import Checkpoint as MLCheckpoint
-from training.ml.checkpoints import load as load_files
-from training.ml.checkpoints import save as save_files
+from training.ml.data import json_safe
 from training.models import Checkpoint, DatasetSnapshot, Evaluation, RegistryEvent, VersionCounter
+from training.selectors import active_checkpoint, not_evaluated_on
 from training.snapshots import EVAL, rows_of
+
+if TYPE_CHECKING:  # the checkpoint format brings torch: imported where files are read
+    from training.ml.checkpoints import Checkpoint as MLCheckpoint
 
 STAGING = ".staging"
 STALE_STAGING_SECONDS = 6 * 60 * 60
-
-
-class RegistryError(ValueError):
-    """A registry action cannot be done; the message says why."""
 
 
 def checkpoint_root() -> Path:
@@ -114,6 +107,9 @@ def register(
     root = checkpoint_root()
     staging_root = root / STAGING
     staging_root.mkdir(parents=True, exist_ok=True)
+    from training.ml.checkpoints import MANIFEST_FILE
+    from training.ml.checkpoints import save as save_files
+
     staged = save_files(files, staging_root / uuid.uuid4().hex)
     _fsync_tree(staged)
     final: Path | None = None
@@ -177,11 +173,7 @@ def get_version(version: int) -> Checkpoint:
     try:
         return Checkpoint.objects.get(version=version)
     except Checkpoint.DoesNotExist:
-        raise RegistryError(f"there is no version {version}") from None
-
-
-def active() -> Checkpoint | None:
-    return Checkpoint.objects.filter(status=Checkpoint.Status.ACTIVE).first()
+        raise VersionNotFound(f"there is no version {version}") from None
 
 
 def activation_stack(events: list[tuple[str, int]]) -> list[int]:
@@ -198,7 +190,17 @@ def activation_stack(events: list[tuple[str, int]]) -> list[int]:
     return stack
 
 
-def _activate(target: Checkpoint, action: str, user, reason: str) -> RegistryEvent:
+def actor_name(user, actor: str) -> str:
+    """Who acts on the registry, in words: the user's name, else what the caller says
+    (a command, a schedule); one of the two is required, so history never guesses."""
+    if user is not None:
+        return user.get_username()
+    if not actor:
+        raise TypeError("a registry change needs a user or an actor")
+    return actor
+
+
+def _activate(target: Checkpoint, action: str, user, actor: str, reason: str) -> RegistryEvent:
     current = Checkpoint.objects.select_for_update().filter(status=Checkpoint.Status.ACTIVE).first()
     if current is not None:
         current.status = Checkpoint.Status.ARCHIVED
@@ -206,28 +208,33 @@ def _activate(target: Checkpoint, action: str, user, reason: str) -> RegistryEve
     target.status = Checkpoint.Status.ACTIVE
     target.save(update_fields=["status"])
     return RegistryEvent.objects.create(
-        action=action, checkpoint=target, previous=current, user=user, reason=reason
+        action=action,
+        checkpoint=target,
+        previous=current,
+        user=user,
+        actor=actor_name(user, actor),
+        reason=reason,
     )
 
 
-def promote(checkpoint: Checkpoint, user=None, reason: str = "") -> Checkpoint:
+def promote(checkpoint: Checkpoint, user=None, reason: str = "", actor: str = "") -> Checkpoint:
     """Make ``checkpoint`` the active version (the former active is archived), recorded."""
     with transaction.atomic():
         _locked_counter()  # one registry change at a time
         target = Checkpoint.objects.get(pk=checkpoint.pk)
         if target.status == Checkpoint.Status.ACTIVE:
-            raise RegistryError(f"v{target.version} is already active")
-        _activate(target, RegistryEvent.Action.PROMOTE, user, reason)
+            raise RegistryConflict(f"v{target.version} is already active")
+        _activate(target, RegistryEvent.Action.PROMOTE, user, actor, reason)
     return target
 
 
-def rollback(user=None, reason: str = "") -> Checkpoint:
+def rollback(user=None, reason: str = "", actor: str = "") -> Checkpoint:
     """Re-activate the version that was active before the current one; returns it."""
     with transaction.atomic():
         _locked_counter()
-        current = active()
+        current = active_checkpoint()
         if current is None:
-            raise RegistryError("no version is active; nothing to roll back")
+            raise RegistryConflict("no version is active; nothing to roll back")
         events = list(
             RegistryEvent.objects.filter(
                 action__in=[RegistryEvent.Action.PROMOTE, RegistryEvent.Action.ROLLBACK]
@@ -237,9 +244,11 @@ def rollback(user=None, reason: str = "") -> Checkpoint:
         )
         stack = activation_stack(events)
         if len(stack) < 2 or stack[-1] != current.pk:
-            raise RegistryError(f"v{current.version} has no earlier active version to roll back to")
+            raise RegistryConflict(
+                f"v{current.version} has no earlier active version to roll back to"
+            )
         target = Checkpoint.objects.get(pk=stack[-2])
-        _activate(target, RegistryEvent.Action.ROLLBACK, user, reason)
+        _activate(target, RegistryEvent.Action.ROLLBACK, user, actor, reason)
     return target
 
 
@@ -269,6 +278,10 @@ def evaluate(checkpoint: Checkpoint, snapshot: DatasetSnapshot, n_boot: int = 10
     existing = Evaluation.objects.filter(checkpoint=checkpoint, snapshot=snapshot).first()
     if existing is not None:
         return existing
+    import numpy as np
+
+    from training.ml.checkpoints import CheckpointError
+    from training.ml.checkpoints import load as load_files
     from training.ml.encoders import EmbeddingCache, load_encoder
     from training.ml.metrics import evaluate as compute_metrics
 
@@ -294,19 +307,36 @@ def evaluate(checkpoint: Checkpoint, snapshot: DatasetSnapshot, n_boot: int = 10
     return store_evaluation(checkpoint, snapshot, metrics, predictions)
 
 
+def request_evaluations(snapshot: DatasetSnapshot, checkpoints: list[Checkpoint]) -> None:
+    """Queue each evaluation on the gpu worker once the caller's transaction commits
+    (scoring loads an encoder: never inside a web request)."""
+    for checkpoint in checkpoints:
+        signature = current_app.signature(
+            "training.tasks.evaluate_checkpoint", (checkpoint.pk, snapshot.pk), immutable=True
+        )
+        transaction.on_commit(signature.apply_async)
+
+
 def compare(
     a: Checkpoint, b: Checkpoint, snapshot: DatasetSnapshot | None = None, n_boot: int = 1000
 ) -> dict:
     """Paired comparison of two versions on one snapshot's eval split.
 
-    Without ``snapshot``, the newest snapshot both were evaluated on; with it,
-    missing evaluations on it are computed first (an old model on today's data).
+    Without ``snapshot``, the newest snapshot both were evaluated on. With it,
+    both must have been evaluated there (``EvaluationPending`` names the missing
+    ones: queue them with ``request_evaluations`` or run ``evaluate``).
     Returns ``paired_comparison``'s keys plus ``per_occupation_a`` / ``_b``.
     """
+    import numpy as np
+
     from training.ml.metrics import paired_comparison
 
     if snapshot is not None:
-        ea, eb = evaluate(a, snapshot, n_boot), evaluate(b, snapshot, n_boot)
+        missing = not_evaluated_on(snapshot, a, b)
+        if missing:
+            raise EvaluationPending(snapshot, missing)
+        ea = Evaluation.objects.get(checkpoint=a, snapshot=snapshot)
+        eb = Evaluation.objects.get(checkpoint=b, snapshot=snapshot)
     else:
         common = (
             Evaluation.objects.filter(checkpoint=a, snapshot__evaluations__checkpoint=b)
@@ -342,6 +372,9 @@ def compare(
 
 def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path) -> Path:
     """Write a version as the seed's ``.pth`` or as a native folder, atomically."""
+    from training.ml.checkpoints import export_seed_pth
+    from training.ml.checkpoints import load as load_files
+
     out = Path(out)
     if fmt == "seed":
         from training.ml.encoders import load_encoder
@@ -365,12 +398,15 @@ def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path) -> Path:
 
 
 def import_checkpoint(
-    path: Path, fmt: str = "seed", encoder: str | None = None, user=None
+    path: Path, fmt: str = "seed", encoder: str | None = None, user=None, actor: str = ""
 ) -> Checkpoint:
     """Register a seed ``.pth`` (checked against the encoder) or a native folder as a version."""
+    from training.ml.checkpoints import CheckpointError, import_seed_pth
+    from training.ml.checkpoints import load as load_files
     from training.ml.encoders import EncoderError, load_encoder
 
     path = Path(path)
+    actor = actor_name(user, actor)
     try:
         if fmt == "seed":
             name = encoder or settings.TRAINING["DEFAULT_ENCODER"]
@@ -384,7 +420,11 @@ def import_checkpoint(
 
     def record(checkpoint: Checkpoint) -> None:
         RegistryEvent.objects.create(
-            action=RegistryEvent.Action.IMPORT, checkpoint=checkpoint, user=user, reason=path.name
+            action=RegistryEvent.Action.IMPORT,
+            checkpoint=checkpoint,
+            user=user,
+            actor=actor,
+            reason=path.name,
         )
 
     return register(files, source=str(path), in_transaction=record)

@@ -28,15 +28,18 @@ import time
 import uuid
 from datetime import timedelta
 
+from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from training.errors import AugmentationError, RunConflict, RunError
 from training.ml.data import Example, data_hash
-from training.models import Augmentation, Checkpoint, DatasetSnapshot, TrainingRun
+from training.models import Augmentation, DatasetSnapshot, TrainingRun
 from training.registry import json_safe, register, store_evaluation
+from training.selectors import active_checkpoint
 from training.snapshots import EVAL, TRAIN, rows_of, to_example
 
 log = logging.getLogger(__name__)
@@ -44,10 +47,6 @@ Status = TrainingRun.Status
 EMBED_CHUNK = 512
 HEARTBEAT_SECONDS = 5.0
 CANCEL_POLL_SECONDS = 0.5
-
-
-class RunError(ValueError):
-    """A run cannot be started or changed; the message says why."""
 
 
 class RunTimeLimit(Exception):
@@ -88,7 +87,7 @@ def start_run(
     ``paraphrases > 0`` asks for (or reuses) that augmentation of the snapshot;
     if it has not run yet, the augmentation task runs first and then the run.
     """
-    from training.augmentation import AugmentationError, request_augmentation
+    from training.augmentation import request_augmentation
     from training.ml.encoders import EncoderError, resolve_encoder
     from training.ml.train import TrainConfig
 
@@ -132,7 +131,7 @@ def start_run(
             encoder=name,
             hyperparameters=config.to_dict(),
             epochs=config.epochs,
-            parent=Checkpoint.objects.filter(status=Checkpoint.Status.ACTIVE).first(),
+            parent=active_checkpoint(),
             celery_task_id=task_id,
             created_by=user,
         )
@@ -145,14 +144,20 @@ def start_run(
 def enqueue_run(
     run_id: int, task_id: str | None = None, after_augmentation: int | None = None
 ) -> None:
-    """Send the run to the gpu queue, after its augmentation when that has yet to run."""
-    from training.tasks import augment_snapshot, train_run
+    """Send the run to the gpu queue, after its augmentation when that has yet to run.
 
+    Tasks are named, not imported: ``training.tasks`` calls this module, not the reverse.
+    """
+    train = current_app.signature("training.tasks.train_run", (run_id,), immutable=True)
     if after_augmentation is None:
-        train_run.apply_async((run_id,), task_id=task_id)
+        train.apply_async(task_id=task_id)
     else:
-        chain = augment_snapshot.si(after_augmentation, encoder_for_run(run_id))
-        (chain | train_run.si(run_id).set(task_id=task_id)).apply_async()
+        augment = current_app.signature(
+            "training.tasks.augment_snapshot",
+            (after_augmentation, encoder_for_run(run_id)),
+            immutable=True,
+        )
+        (augment | train.set(task_id=task_id)).apply_async()
 
 
 def encoder_for_run(run_id: int) -> str:
@@ -160,18 +165,25 @@ def encoder_for_run(run_id: int) -> str:
 
 
 def cancel_run(run: TrainingRun, user=None) -> TrainingRun:
-    """Cancel a queued run at once; ask a running one to stop at its next step."""
+    """Cancel a queued run at once; ask a running one to stop at its next step.
+
+    ``user`` (None for a command or a schedule) is recorded as ``cancelled_by``.
+    """
     run_id = run.pk
     now = timezone.now()
     if TrainingRun.objects.filter(pk=run_id, status=Status.QUEUED).update(
-        status=Status.CANCELLED, cancel_requested=True, error="cancelled", finished_at=now
+        status=Status.CANCELLED,
+        cancel_requested=True,
+        cancelled_by=user,
+        error="cancelled",
+        finished_at=now,
     ):
         return TrainingRun.objects.get(pk=run_id)
     if not TrainingRun.objects.filter(pk=run_id, status__in=TrainingRun.ACTIVE_STATUSES).update(
-        cancel_requested=True
+        cancel_requested=True, cancelled_by=user
     ):
         run.refresh_from_db()
-        raise RunError(f"run {run_id} is already {run.status}")
+        raise RunConflict(f"run {run_id} is already {run.status}")
     return TrainingRun.objects.get(pk=run_id)
 
 

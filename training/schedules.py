@@ -1,4 +1,4 @@
-"""Scheduled retraining: the policy, the scheduled step and its Celery beat task.
+"""Scheduled retraining: the policy and the scheduled step (its beat task: ``training.tasks``).
 
 A schedule is a django-celery-beat ``PeriodicTask`` running
 ``training.scheduled_retrain``; its settings are the task's JSON kwargs
@@ -33,14 +33,17 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from celery import shared_task
 from django.conf import settings as django_settings
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
+from web.errors import StereorankError
+
 from . import services
-from .models import Checkpoint, DatasetSnapshot, RetrainDecision, TrainingRun
+from .errors import ScheduleError
+from .models import RetrainDecision, TrainingRun
+from .selectors import active_checkpoint, latest_snapshot
 from .snapshots import new_rankings_since
 
 log = logging.getLogger(__name__)
@@ -51,10 +54,6 @@ PROMOTION_POLICIES = ("manual", "auto")
 RETRAIN_LOCK_KEY = 0x5354_5252  # "STRR"
 TASK_NAME = "training.scheduled_retrain"
 DEFAULT_SCHEDULE = "Retrain on new rankings"
-
-
-class ScheduleError(ValueError):
-    """A schedule's settings are unusable; the message says which and why."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +138,7 @@ def promotion_decision(
     if active_version is None:
         return Decision("promote", f"no active version; version {version} promoted")
     if comparison is None:
-        raise ValueError("auto promotion against an active version needs a comparison")
+        raise ScheduleError("auto promotion against an active version needs a comparison")
     ci = comparison.get("ci")
     figures = (
         f"rho {comparison['rho_a']:.3f} vs {comparison['rho_b']:.3f} (version {active_version}), "
@@ -223,7 +222,7 @@ def settle_run(schedule: str, run: TrainingRun, promotion: str) -> RetrainDecisi
         why = f": {run.error}" if run.error else ""
         return _record(schedule, Decision("keep", f"run {run.pk} {run.status}{why}"), run=run)
     checkpoint = run.checkpoint
-    current = Checkpoint.objects.filter(status=Checkpoint.Status.ACTIVE).first()
+    current = active_checkpoint()
     links = {"run": run, "checkpoint": checkpoint, "snapshot_id": run.snapshot_id}
     if current is not None and current.pk == checkpoint.pk:
         decision = Decision("keep", f"version {checkpoint.version} is already active")
@@ -232,14 +231,14 @@ def settle_run(schedule: str, run: TrainingRun, promotion: str) -> RetrainDecisi
     if promotion == "auto" and current is not None:
         try:
             comparison = services.compare(checkpoint, current, run.snapshot)
-        except ValueError as error:  # settled as kept: staff can still promote by hand
+        except StereorankError as error:  # settled as kept: staff can still promote by hand
             reason = f"version {checkpoint.version} not compared with {current.version}: {error}"
             return _record(schedule, Decision("keep", reason), **links)
     decision = promotion_decision(
         promotion, checkpoint.version, comparison, current.version if current else None
     )
     if decision.decision == "promote":
-        services.promote(checkpoint, reason=f"schedule {schedule}: {decision.reason}")
+        services.promote(checkpoint, reason=decision.reason, actor=f"schedule {schedule}")
     return _record(schedule, decision, **links)
 
 
@@ -256,7 +255,7 @@ def _start_retraining(schedule: str, settings: ScheduleSettings, why: Decision) 
                 epochs=settings.epochs,
                 paraphrases=settings.paraphrases,
             )
-    except ValueError as error:  # the services' refusals: recorded, then the task fails
+    except StereorankError as error:  # the services' refusals: recorded, then the task fails
         reason = f"{why.reason}, but the retraining could not start: {error}"
         _record(schedule, Decision("skip", reason))
         raise
@@ -270,7 +269,7 @@ def scheduled_step(schedule: str, settings: ScheduleSettings) -> list[RetrainDec
             busy = Decision("skip", "another scheduled step holds the retraining lock")
             return [_record(schedule, busy)]
         decisions = [settle_run(schedule, r, settings.promotion) for r in _unsettled_runs(schedule)]
-        latest = DatasetSnapshot.objects.defer("examples", "group_labels").first()
+        latest = latest_snapshot()
         new = new_rankings_since(latest, settings.include_synthetic)
         decision = retrain_decision(new, running_run_id(), settings)
         if decision.decision != "retrain":
@@ -278,22 +277,15 @@ def scheduled_step(schedule: str, settings: ScheduleSettings) -> list[RetrainDec
         return [*decisions, _start_retraining(schedule, settings, decision)]
 
 
-@shared_task(name=TASK_NAME, bind=True, acks_late=True)
-def scheduled_retrain(self, **kwargs) -> list[dict]:
-    """Celery beat entry point; settings are the PeriodicTask's kwargs."""
-    name = kwargs.pop("schedule", None)
-    # Beat names the PeriodicTask in a message header: a request attribute in a
-    # worker, inside ``request.headers`` when applied eagerly.
-    headers = self.request.headers or {}
-    beat_name = self.request.get("periodic_task_name") or headers.get("periodic_task_name")
-    schedule = beat_name or name or "manual run"
+def run_schedule(schedule: str, kwargs: dict) -> list[RetrainDecision]:
+    """One tick of ``schedule`` with its PeriodicTask kwargs; unusable settings are
+    recorded as a skip, then raised."""
     try:
         settings = ScheduleSettings.from_kwargs(kwargs)
     except ScheduleError as error:
         _record(schedule, Decision("skip", f"the schedule's settings are unusable: {error}"))
         raise
-    decisions = scheduled_step(schedule, settings)
-    return [{"id": d.pk, "decision": d.decision, "reason": d.reason} for d in decisions]
+    return scheduled_step(schedule, settings)
 
 
 def ensure_default_schedule(

@@ -2,29 +2,24 @@
 
 Each concept has its home module (``snapshots``, ``augmentation``, ``runs``,
 ``registry``); this module names the entry points the rest of the project uses.
+Reads are in ``training.selectors``, refusals in ``training.errors``.
 """
 
-from training.augmentation import AugmentationError, request_augmentation, run_augmentation
+from training.augmentation import request_augmentation, run_augmentation
 from training.registry import (
-    RegistryError,
     compare,
     evaluate,
     export_checkpoint,
     get_version,
     import_checkpoint,
     promote,
+    request_evaluations,
     rollback,
 )
-from training.runs import RunError, cancel_run, start_run
-from training.snapshots import SnapshotError, create_snapshot
-
-snapshot = create_snapshot
+from training.runs import cancel_run, start_run
+from training.snapshots import create_snapshot
 
 __all__ = [
-    "AugmentationError",
-    "RegistryError",
-    "RunError",
-    "SnapshotError",
     "cancel_run",
     "compare",
     "create_snapshot",
@@ -34,8 +29,8 @@ __all__ = [
     "import_checkpoint",
     "promote",
     "request_augmentation",
+    "request_evaluations",
     "rollback",
     "run_augmentation",
-    "snapshot",
     "start_run",
 ]

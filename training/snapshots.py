@@ -11,16 +11,14 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from annotation.labels import LabelRow, group_labels, item_labels, ranking_rows
-from annotation.models import DemographicField, Item, Ranking
+from annotation.labels import LabelRow, group_labels, item_labels
+from annotation.models import DemographicField, Item
+from annotation.selectors import counted_rankings_after, label_rows
+from training.errors import SnapshotError
 from training.ml.data import Example, data_hash, group_split
 from training.models import DatasetSnapshot
 
 TRAIN, EVAL = "train", "eval"
-
-
-class SnapshotError(ValueError):
-    """No snapshot can be made from what is there; the message says why."""
 
 
 def example_key(item_id: int) -> str:
@@ -82,7 +80,7 @@ def create_snapshot(
     """Freeze today's labels into a new snapshot; ``SnapshotError`` and nothing made if unfit."""
     if not 0 < eval_fraction < 1:
         raise SnapshotError(f"eval_fraction must be between 0 and 1, not {eval_fraction}")
-    rows = ranking_rows(include_synthetic=include_synthetic)
+    rows = label_rows(include_synthetic=include_synthetic)
     if not rows:
         hint = (
             ""
@@ -116,10 +114,6 @@ def rows_of(snapshot: DatasetSnapshot, split: str | None = None) -> list[dict]:
 
 
 def new_rankings_since(snapshot: DatasetSnapshot | None, include_synthetic: bool = False) -> int:
-    """Rankings stored after ``snapshot`` (all of them when there is none)."""
-    qs = Ranking.objects.all()
-    if not include_synthetic:
-        qs = qs.filter(annotator__is_synthetic=False)
-    if snapshot is not None and snapshot.last_ranking_id is not None:
-        qs = qs.filter(pk__gt=snapshot.last_ranking_id)
-    return qs.count()
+    """Rankings that count stored after ``snapshot`` (all of them when there is none)."""
+    last = snapshot.last_ranking_id if snapshot is not None else None
+    return counted_rankings_after(last, include_synthetic)

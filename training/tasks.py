@@ -1,7 +1,8 @@
 """Celery tasks: thin wrappers that take ids and call the services.
 
 ``train_run`` and ``evaluate_checkpoint`` go to the ``gpu`` queue, the others
-to ``default`` (``web/celery.py``). torch and the model code are imported
+to ``default`` (``web/celery.py``). Services queue tasks by name
+(``training.queue``), so no service imports this module. torch and the model code are imported
 inside the tasks, never at worker start, so a forking pool's parent never
 touches CUDA. When a worker that consumes the ``gpu`` queue starts, it removes
 orphaned checkpoint folders and recovers runs its dead predecessor held
@@ -53,6 +54,20 @@ def evaluate_checkpoint(checkpoint_id: int, snapshot_id: int) -> int:
         Checkpoint.objects.get(pk=checkpoint_id), DatasetSnapshot.objects.get(pk=snapshot_id)
     )
     return evaluation.pk
+
+
+@shared_task(name="training.scheduled_retrain", bind=True, acks_late=True)
+def scheduled_retrain(self, **kwargs) -> list[dict]:
+    """Celery beat entry point (``training.schedules``); settings are the PeriodicTask's kwargs."""
+    from training.schedules import run_schedule
+
+    name = kwargs.pop("schedule", None)
+    # Beat names the PeriodicTask in a message header: a request attribute in a
+    # worker, inside ``request.headers`` when applied eagerly.
+    headers = self.request.headers or {}
+    beat_name = self.request.get("periodic_task_name") or headers.get("periodic_task_name")
+    decisions = run_schedule(beat_name or name or "manual run", kwargs)
+    return [{"id": d.pk, "decision": d.decision, "reason": d.reason} for d in decisions]
 
 
 @worker_ready.connect

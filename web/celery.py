@@ -27,5 +27,3 @@ app.conf.update(
     worker_hijack_root_logger=False,
 )
 app.autodiscover_tasks()
-# autodiscover imports only <app>/tasks.py; the beat-driven retraining task lives here.
-app.conf.imports = ["training.schedules"]

@@ -6,7 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("dashboards/", include("web.dashboard_urls")),
+    path("dashboards/", include("web.dashboards.urls")),
     path("api/training/", include("training.urls")),
     path("api/", include("annotation.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

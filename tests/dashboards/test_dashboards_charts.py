@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from django.test import RequestFactory
 
-from web import charts
+from web.dashboards import charts
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

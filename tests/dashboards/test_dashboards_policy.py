@@ -2,8 +2,8 @@
 
 import pytest
 
+from training.errors import ScheduleError
 from training.schedules import (
-    ScheduleError,
     ScheduleSettings,
     promotion_decision,
     retrain_decision,

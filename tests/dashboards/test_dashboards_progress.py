@@ -8,7 +8,7 @@ from django.urls import reverse
 from annotation import services
 from annotation.exports import pseudonym
 from annotation.models import DemographicField, Occupation, RankingTask
-from web.dashboards import demographic_counts
+from web.dashboards.progress import demographic_counts
 
 URL = reverse("dashboards:progress")
 

@@ -11,15 +11,15 @@ from django.db import connection
 from django_celery_beat.models import PeriodicTask
 from training_study import ENCODER
 
+from training.errors import ScheduleError
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, RetrainDecision, TrainingRun
 from training.schedules import (
     DEFAULT_SCHEDULE,
-    ScheduleError,
     ScheduleSettings,
-    scheduled_retrain,
     scheduled_step,
 )
 from training.snapshots import create_snapshot
+from training.tasks import scheduled_retrain
 
 pytestmark = pytest.mark.postgres
 
@@ -135,7 +135,7 @@ def test_auto_promotes_a_clearly_better_version(registry_rows):
     active.refresh_from_db()
     assert (better.status, active.status) == ("active", "archived")
     event = RegistryEvent.objects.get(checkpoint=better)
-    assert event.action == "promote" and event.user is None and "schedule s" in event.reason
+    assert event.action == "promote" and event.user is None and event.actor == "schedule s"
     # settled once: the next step only skips
     assert [d.decision for d in scheduled_step("s", SETTLE_ONLY)] == ["skip"]
 

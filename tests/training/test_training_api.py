@@ -4,7 +4,7 @@ import pytest
 from rest_framework.test import APIClient
 from training_study import FAST
 
-from training.models import Checkpoint, DatasetSnapshot, TrainingRun
+from training.models import Checkpoint, DatasetSnapshot, Evaluation, TrainingRun
 from training.runs import execute_run
 
 pytestmark = [pytest.mark.postgres]
@@ -33,7 +33,9 @@ def test_snapshot_errors_are_400_with_the_reason(staff_client):
 
 
 @pytest.mark.slow
-def test_start_train_cancel_promote_compare(staff_client, study, staff):
+def test_start_train_cancel_promote_compare(
+    staff_client, study, staff, django_capture_on_commit_callbacks
+):
     r = staff_client.post("/api/training/snapshots/", {"include_synthetic": True}, format="json")
     assert r.status_code == 201, r.json()
     snap = r.json()
@@ -62,7 +64,8 @@ def test_start_train_cancel_promote_compare(staff_client, study, staff):
     cancelled = staff_client.post(f"/api/training/runs/{ids[2]}/cancel/")
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
     again = staff_client.post(f"/api/training/runs/{ids[2]}/cancel/")
-    assert again.status_code == 400 and "already cancelled" in again.json()["detail"]
+    assert again.status_code == 409 and "already cancelled" in again.json()["detail"]
+    assert TrainingRun.objects.get(pk=ids[2]).cancelled_by == staff
     for run_id in ids[:2]:
         execute_run(run_id, "node-a")
     detail = staff_client.get(f"/api/training/runs/{ids[0]}/").json()
@@ -71,8 +74,9 @@ def test_start_train_cancel_promote_compare(staff_client, study, staff):
     assert [c["version"] for c in listed] == [2, 1]
     assert staff_client.post("/api/training/checkpoints/1/promote/").json()["status"] == "active"
     r = staff_client.post("/api/training/checkpoints/1/promote/")
-    assert r.status_code == 400 and r.json()["detail"] == "v1 is already active"
-    assert staff_client.post("/api/training/checkpoints/9/promote/").status_code == 400
+    assert r.status_code == 409 and r.json()["detail"] == "v1 is already active"
+    missing = staff_client.post("/api/training/checkpoints/9/promote/")
+    assert missing.status_code == 404 and missing.json()["detail"] == "there is no version 9"
     staff_client.post("/api/training/checkpoints/2/promote/", {"reason": "x"}, format="json")
     r = staff_client.post("/api/training/checkpoints/rollback/")
     assert r.json()["version"] == 1 and Checkpoint.objects.get(version=1).status == "active"
@@ -80,3 +84,13 @@ def test_start_train_cancel_promote_compare(staff_client, study, staff):
     assert r.status_code == 200 and r.json()["snapshot"] == snap["id"]
     assert set(r.json()) >= {"rho_a", "rho_b", "diff", "ci", "p_value", "per_occupation_a"}
     assert staff_client.get("/api/training/checkpoints/compare/", {"a": 1}).status_code == 400
+    # On a newer snapshot: queued on the gpu worker, never scored inside the request.
+    newer = staff_client.post(
+        "/api/training/snapshots/", {"include_synthetic": True, "seed": 5}, format="json"
+    ).json()["id"]
+    with django_capture_on_commit_callbacks() as queued:
+        r = staff_client.get(
+            "/api/training/checkpoints/compare/", {"a": 1, "b": 2, "snapshot": newer}
+        )
+    assert r.status_code == 202 and r.json()["pending"] == [1, 2], r.json()
+    assert len(queued) == 2 and not Evaluation.objects.filter(snapshot_id=newer).exists()

@@ -4,11 +4,11 @@ import pytest
 from training_study import FAST
 
 from training.augmentation import (
-    AugmentationError,
     request_augmentation,
     run_augmentation,
     text_seeds,
 )
+from training.errors import AugmentationError
 from training.models import Augmentation, Paraphrase, TrainingRun
 from training.runs import execute_run, start_run, training_examples
 from training.snapshots import EVAL, create_snapshot

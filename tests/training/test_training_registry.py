@@ -9,13 +9,14 @@ from django.db import IntegrityError, connection, transaction
 from training_study import FAST
 
 from training import registry
+from training.errors import EvaluationPending, RegistryError
 from training.ml.checkpoints import load as load_files
 from training.models import Checkpoint, Evaluation, RegistryEvent
 from training.registry import (
-    RegistryError,
     activation_stack,
     checkpoint_root,
     compare,
+    evaluate,
     export_checkpoint,
     import_checkpoint,
     promote,
@@ -50,18 +51,20 @@ def test_activation_stack_replays_promotions_and_rollbacks():
 def test_promote_and_rollback_keep_one_active_and_record_who(two_versions, staff):
     _, v1, v2 = two_versions
     promote(v1, user=staff, reason="first")
-    promote(v2, user=None, reason="better")
+    promote(v2, reason="better", actor="manage.py promote (ops)")
     v1.refresh_from_db()
     assert (v1.status, Checkpoint.objects.get(version=2).status) == (Status.ARCHIVED, Status.ACTIVE)
     with pytest.raises(RegistryError, match="v2 is already active"):
-        promote(v2)
+        promote(v2, user=staff)
+    with pytest.raises(TypeError, match="needs a user or an actor"):
+        promote(v1)
     assert rollback(user=staff, reason="regression").version == 1
     assert list(Checkpoint.objects.order_by("version").values_list("status", flat=True)) == [
         Status.ACTIVE,
         Status.ARCHIVED,
     ]
     with pytest.raises(RegistryError, match="v1 has no earlier active version"):
-        rollback()
+        rollback(actor="schedule nightly")
     events = list(RegistryEvent.objects.order_by("id"))
     assert [
         (e.action, e.checkpoint.version, e.previous and e.previous.version) for e in events
@@ -71,6 +74,7 @@ def test_promote_and_rollback_keep_one_active_and_record_who(two_versions, staff
         ("rollback", 1, 2),
     ]
     assert events[0].user == staff and events[2].reason == "regression" and events[1].user is None
+    assert [e.actor for e in events] == [staff.username, "manage.py promote (ops)", staff.username]
     # the database refuses a second active version whatever the code does
     with pytest.raises(IntegrityError), transaction.atomic():
         Checkpoint.objects.filter(version=2).update(status=Status.ACTIVE)
@@ -78,7 +82,7 @@ def test_promote_and_rollback_keep_one_active_and_record_who(two_versions, staff
 
 def test_a_new_run_records_the_active_version_as_parent(two_versions):
     snapshot, v1, _ = two_versions
-    promote(v1)
+    promote(v1, actor="test")
     run = start_run(snapshot, hyperparameters={**FAST, "epochs": 1}, enqueue=False)
     execute_run(run.pk, "node-a")
     run.refresh_from_db()
@@ -98,8 +102,13 @@ def test_compare_on_the_common_snapshot_and_on_a_newer_one(two_versions):
     assert set(r["per_occupation_a"]) == {
         row["occupation"] for row in snapshot.examples if row["split"] == "eval"
     }
-    # an old model re-evaluated on today's data (a newer snapshot with a new split)
+    # an old model re-evaluated on today's data (a newer snapshot with a new split):
+    # compare never scores; it names what is missing, evaluate (the gpu task) scores.
     newer = create_snapshot(include_synthetic=True, seed=5)
+    with pytest.raises(EvaluationPending, match="v1 and v2 not evaluated on snapshot") as pending:
+        compare(v1, v2, snapshot=newer, n_boot=50)
+    for checkpoint in pending.value.checkpoints:
+        evaluate(checkpoint, newer, n_boot=50)
     r2 = compare(v1, v2, snapshot=newer, n_boot=50)
     assert r2["snapshot"] == newer.pk and r2["n_items"] == newer.eval_count
     assert Evaluation.objects.filter(snapshot=newer).count() == 2
@@ -110,7 +119,7 @@ def test_compare_on_the_common_snapshot_and_on_a_newer_one(two_versions):
 def test_compare_without_a_common_snapshot_says_so(two_versions, tmp_path):
     _, v1, _ = two_versions
     native = export_checkpoint(v1, "native", tmp_path / "v1-native")
-    v3 = import_checkpoint(native, fmt="native")
+    v3 = import_checkpoint(native, fmt="native", actor="test")
     with pytest.raises(RegistryError, match="never evaluated on the same snapshot"):
         compare(v1, v3)
 
@@ -119,7 +128,7 @@ def test_seed_pth_export_and_import_round_trip(two_versions, tmp_path):
     _, v1, _ = two_versions
     pth = export_checkpoint(v1, "seed", tmp_path / "v1.pth")
     assert pth.is_file()
-    v3 = import_checkpoint(pth, fmt="seed", encoder="all-MiniLM-L6-v2")
+    v3 = import_checkpoint(pth, fmt="seed", encoder="all-MiniLM-L6-v2", actor="test")
     assert v3.version == 3 and v3.run is None and v3.status == Status.CANDIDATE
     assert v3.head_sha256 == v1.head_sha256  # the same head weights, bit for bit
     assert RegistryEvent.objects.get(checkpoint=v3).action == "import"
@@ -130,9 +139,9 @@ def test_importing_a_bad_file_makes_nothing(two_versions, tmp_path):
     bad = tmp_path / "bad.pth"
     bad.write_bytes(b"not a state dict")
     with pytest.raises(RegistryError, match="not a readable state dict"):
-        import_checkpoint(bad, fmt="seed", encoder="all-MiniLM-L6-v2")
+        import_checkpoint(bad, fmt="seed", encoder="all-MiniLM-L6-v2", actor="test")
     with pytest.raises(RegistryError, match="unknown format"):
-        import_checkpoint(bad, fmt="onnx")
+        import_checkpoint(bad, fmt="onnx", actor="test")
     assert Checkpoint.objects.count() == 2
     assert sorted(p.name for p in checkpoint_root().glob("v*")) == ["v1", "v2"]
 

@@ -8,9 +8,10 @@ from django.utils import timezone
 from training_study import FAST
 
 from training import runs
+from training.errors import RunError
 from training.models import Checkpoint, Evaluation, TrainingRun
 from training.registry import checkpoint_root
-from training.runs import RunError, cancel_run, execute_run, start_run
+from training.runs import cancel_run, execute_run, start_run
 from training.snapshots import create_snapshot
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]

@@ -2,10 +2,12 @@
 
 import pytest
 
-from annotation.labels import LabelRow, group_labels, item_labels, ranking_rows
+from annotation.labels import LabelRow, group_labels, item_labels
 from annotation.models import Consent, Ranking
+from annotation.selectors import label_rows
+from training.errors import SnapshotError
 from training.models import DatasetSnapshot
-from training.snapshots import EVAL, TRAIN, SnapshotError, create_snapshot, new_rankings_since
+from training.snapshots import EVAL, TRAIN, create_snapshot, new_rankings_since
 
 pytestmark = pytest.mark.postgres
 
@@ -42,7 +44,7 @@ def test_snapshot_freezes_labels_with_a_grouped_split(study):
     assert snap.ranking_count == Ranking.objects.count() == study["rankings"]
     assert snap.last_ranking_id == Ranking.objects.order_by("-id").first().pk
     assert snap.example_count == 72 == snap.train_count + snap.eval_count
-    labels = item_labels(ranking_rows(include_synthetic=True))
+    labels = item_labels(label_rows(include_synthetic=True))
     for row in snap.examples:
         assert row["label"] == pytest.approx(labels[row["item_id"]])
         assert 0.0 <= row["label"] <= 1.0

@@ -26,7 +26,6 @@ transformers saved (``position_ids``), checking each against the encoder.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import shutil
@@ -35,7 +34,6 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
@@ -43,6 +41,7 @@ from torch import Tensor
 
 from training.ml import __version__
 from training.ml.calibration import SEED_THRESHOLD
+from training.ml.data import json_safe
 from training.ml.encoders import (
     Encoder,
     EncoderIdentity,
@@ -107,20 +106,6 @@ class Checkpoint:
             threshold=float(threshold),
             extra=dict(extra or {}),
         )
-
-
-def json_safe(value):
-    """``value`` with NaN and infinities as ``None`` and numpy scalars as Python ones
-    (JSON and PostgreSQL's jsonb refuse non-finite numbers)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        return json_safe(value.item())
-    return value
 
 
 def _check_head(head: dict[str, Tensor], identity: EncoderIdentity, where: str) -> None:

@@ -1,21 +1,12 @@
-"""What the training commands share: service errors as one-line CommandErrors, lookups."""
+"""What the training commands share: lookups and figures (errors: ``web.errors.ServiceCommand``)."""
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+import getpass
 
 from django.core.management.base import CommandError
 
 from training.models import DatasetSnapshot
-
-
-@contextmanager
-def service_errors():
-    """A service's ValueError (SnapshotError, RunError, RegistryError, ...) exits with its line."""
-    try:
-        yield
-    except ValueError as exc:
-        raise CommandError(str(exc)) from exc
 
 
 def get_snapshot(snapshot_id: int) -> DatasetSnapshot:
@@ -30,3 +21,8 @@ def fmt_rho(metrics: dict) -> str:
     if rho is None:
         return "-"
     return f"{rho:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+
+def command_actor(command: str) -> str:
+    """How a command signs a registry change: the command and the system user who ran it."""
+    return f"manage.py {command} ({getpass.getuser()})"

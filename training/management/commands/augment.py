@@ -1,14 +1,15 @@
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from training.models import Augmentation
 from training.services import request_augmentation
+from web.errors import ServiceCommand
 
-from ._common import get_snapshot, service_errors
+from ._common import get_snapshot
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = (
         "Paraphrase a snapshot's prompts N times each (Celery, default queue); prints the "
         "augmentation id. The same snapshot, backend and N reuse what exists."
@@ -24,8 +25,7 @@ class Command(BaseCommand):
     def handle(self, *args, snapshot, backend, n, encoder, wait, **options):
         from training.tasks import augment_snapshot
 
-        with service_errors():
-            augmentation, pending = request_augmentation(get_snapshot(snapshot), backend, n)
+        augmentation, pending = request_augmentation(get_snapshot(snapshot), backend, n)
         if pending and augmentation.status == Augmentation.Status.QUEUED:
             augment_snapshot.delay(augmentation.pk, encoder)  # a running one is awaited
         self.stdout.write(str(augmentation.pk))

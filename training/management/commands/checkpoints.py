@@ -1,11 +1,10 @@
-from django.core.management.base import BaseCommand
-
 from training.models import Checkpoint
+from web.errors import ServiceCommand
 
 from ._common import fmt_rho
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = "List the registry's versions with their eval rho (95% interval) and status."
 
     def handle(self, *args, **options):

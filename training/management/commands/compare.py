@@ -1,15 +1,15 @@
-from django.core.management.base import BaseCommand
+from training.selectors import not_evaluated_on
+from training.services import compare, evaluate, get_version
+from web.errors import ServiceCommand
 
-from training.services import compare, get_version
-
-from ._common import get_snapshot, service_errors
+from ._common import get_snapshot
 
 
 def _num(value) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = (
         "Compare two versions on one snapshot's eval split: rho of each, the paired "
         "difference with its 95% interval and p-value, per-occupation rho side by side."
@@ -23,9 +23,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, a, b, snapshot, **options):
-        with service_errors():
-            snap = get_snapshot(snapshot) if snapshot is not None else None
-            r = compare(get_version(a), get_version(b), snapshot=snap)
+        snap = get_snapshot(snapshot) if snapshot is not None else None
+        va, vb = get_version(a), get_version(b)
+        if snap is not None:  # a command may score here: it is not a web request
+            for checkpoint in not_evaluated_on(snap, va, vb):
+                evaluate(checkpoint, snap)
+        r = compare(va, vb, snapshot=snap)
         ci = r["ci"]
         out = self.stdout
         out.write(f"snapshot {r['snapshot']}, {r['n_items']} eval items")

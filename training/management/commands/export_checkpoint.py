@@ -1,13 +1,10 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand
-
 from training.services import export_checkpoint, get_version
+from web.errors import ServiceCommand
 
-from ._common import service_errors
 
-
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = "Write VERSION as the seed's .pth state dict or as a native checkpoint folder."
 
     def add_arguments(self, parser):
@@ -16,6 +13,5 @@ class Command(BaseCommand):
         parser.add_argument("--out", type=Path, required=True)
 
     def handle(self, *args, version, format, out, **options):
-        with service_errors():
-            path = export_checkpoint(get_version(version), fmt=format, out=out)
+        path = export_checkpoint(get_version(version), fmt=format, out=out)
         self.stdout.write(str(path))

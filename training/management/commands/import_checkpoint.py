@@ -1,13 +1,12 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand
-
 from training.services import import_checkpoint
+from web.errors import ServiceCommand
 
-from ._common import service_errors
+from ._common import command_actor
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = (
         "Register a seed .pth (checked against the encoder's weights) or a native checkpoint "
         "folder as a new candidate version; prints the version."
@@ -19,6 +18,7 @@ class Command(BaseCommand):
         parser.add_argument("--encoder", help="The .pth's encoder (default: settings).")
 
     def handle(self, *args, path, format, encoder, **options):
-        with service_errors():
-            checkpoint = import_checkpoint(path, fmt=format, encoder=encoder, user=None)
+        checkpoint = import_checkpoint(
+            path, fmt=format, encoder=encoder, actor=command_actor("import_checkpoint")
+        )
         self.stdout.write(str(checkpoint.version))

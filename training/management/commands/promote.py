@@ -1,18 +1,16 @@
-from django.core.management.base import BaseCommand
-
 from training.services import get_version, promote
+from web.errors import ServiceCommand
 
-from ._common import service_errors
+from ._common import command_actor
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = "Make VERSION the active checkpoint (the former one is archived); recorded."
 
     def add_arguments(self, parser):
         parser.add_argument("version", type=int)
-        parser.add_argument("--reason", default="manage.py promote")
+        parser.add_argument("--reason", default="")
 
     def handle(self, *args, version, reason, **options):
-        with service_errors():
-            promote(get_version(version), user=None, reason=reason)
+        promote(get_version(version), reason=reason, actor=command_actor("promote"))
         self.stdout.write(f"v{version} is active")

@@ -1,17 +1,15 @@
-from django.core.management.base import BaseCommand
-
 from training.services import rollback
+from web.errors import ServiceCommand
 
-from ._common import service_errors
+from ._common import command_actor
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = "Re-activate the version that was active before the current one; recorded."
 
     def add_arguments(self, parser):
-        parser.add_argument("--reason", default="manage.py rollback")
+        parser.add_argument("--reason", default="")
 
     def handle(self, *args, reason, **options):
-        with service_errors():
-            checkpoint = rollback(user=None, reason=reason)
+        checkpoint = rollback(reason=reason, actor=command_actor("rollback"))
         self.stdout.write(f"v{checkpoint.version} is active")

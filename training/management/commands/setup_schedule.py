@@ -1,11 +1,12 @@
 """manage.py setup_schedule: create the default retraining schedule (disabled)."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from training.schedules import ScheduleError, ensure_default_schedule
+from web.errors import ServiceCommand
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = (
         "Create the periodic task that runs training.scheduled_retrain (hourly, disabled by "
         "default) so staff can enable and edit it in the admin. An existing one is left as is."

@@ -1,11 +1,8 @@
-from django.core.management.base import BaseCommand
-
 from training.services import create_snapshot
+from web.errors import ServiceCommand
 
-from ._common import service_errors
 
-
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = "Freeze today's item labels into a dataset snapshot; prints its id."
 
     def add_arguments(self, parser):
@@ -16,10 +13,9 @@ class Command(BaseCommand):
         parser.add_argument("--eval-fraction", type=float, default=0.2)
 
     def handle(self, *args, include_synthetic, seed, eval_fraction, **options):
-        with service_errors():
-            snap = create_snapshot(
-                include_synthetic=include_synthetic, seed=seed, eval_fraction=eval_fraction
-            )
+        snap = create_snapshot(
+            include_synthetic=include_synthetic, seed=seed, eval_fraction=eval_fraction
+        )
         self.stderr.write(
             f"snapshot {snap.pk}: {snap.example_count} items ({snap.train_count} train, "
             f"{snap.eval_count} eval) from {snap.ranking_count} rankings, "

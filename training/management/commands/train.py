@@ -1,15 +1,16 @@
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from tqdm import tqdm
 
 from training.models import Augmentation, TrainingRun
 from training.services import start_run
+from web.errors import ServiceCommand
 
-from ._common import fmt_rho, get_snapshot, service_errors
+from ._common import fmt_rho, get_snapshot
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = (
         "Queue a training run on the gpu queue; prints the run id, and with --wait a progress "
         "bar and then the checkpoint version."
@@ -37,15 +38,14 @@ class Command(BaseCommand):
             if aug is None:
                 raise CommandError(f"there is no augmentation {augmentation}")
         hyperparameters = {k: v for k, v in {"lr": lr, "seed": seed}.items() if v is not None}
-        with service_errors():
-            run = start_run(
-                snap,
-                encoder=encoder,
-                epochs=epochs,
-                paraphrases=paraphrases,
-                augmentation=aug,
-                hyperparameters=hyperparameters,
-            )
+        run = start_run(
+            snap,
+            encoder=encoder,
+            epochs=epochs,
+            paraphrases=paraphrases,
+            augmentation=aug,
+            hyperparameters=hyperparameters,
+        )
         self.stdout.write(str(run.pk))
         self.stdout.flush()
         if wait:

@@ -6,19 +6,31 @@ threads. ``chart_response`` renders PNG or SVG, cached by the content hash of th
 data: the same data is drawn once and answered with ``304`` to a matching ETag.
 """
 
+from __future__ import annotations
+
 import hashlib
 import io
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
-import matplotlib
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 
-matplotlib.use("Agg")
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-from django.core.cache import cache  # noqa: E402
-from django.http import HttpRequest, HttpResponse, HttpResponseNotModified  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+
+def _figure(**kwargs) -> Figure:
+    """A new Agg figure; matplotlib is imported on the first drawing, not with the URL conf."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    return Figure(layout="constrained", **kwargs)
+
 
 FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
 # Bump when a drawing function changes, so cached images are not served stale.
@@ -40,7 +52,7 @@ class RhoPoint:
 
 def rho_across_versions(points: Sequence[RhoPoint], title: str = "") -> Figure:
     """Spearman's rho of each version with its 95% interval; the active one highlighted."""
-    fig = Figure(figsize=(7, 3.2), layout="constrained")
+    fig = _figure(figsize=(7, 3.2))
     ax = fig.subplots()
     if not points:
         ax.text(0.5, 0.5, "No evaluated versions yet", ha="center", va="center", color=MUTED)
@@ -70,7 +82,7 @@ def occupations_side_by_side(
     """Per-occupation rho of two versions as paired horizontal bars."""
     names = sorted(set(per_a) | set(per_b))
     height = max(2.5, 0.28 * len(names) + 1.2)
-    fig = Figure(figsize=(7, height), layout="constrained")
+    fig = _figure(figsize=(7, height))
     ax = fig.subplots()
     if not names:
         ax.text(0.5, 0.5, "No per-occupation figures", ha="center", va="center", color=MUTED)
@@ -98,6 +110,8 @@ def render(fig: Figure, fmt: str) -> bytes:
     if fmt not in FORMATS:
         raise ValueError(f"Unknown chart format '{fmt}'; use one of {', '.join(FORMATS)}.")
     buffer = io.BytesIO()
+    import matplotlib
+
     with matplotlib.rc_context({"svg.hashsalt": "stereorank", "svg.fonttype": "none"}):
         metadata = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
         fig.savefig(buffer, format=fmt, dpi=100, metadata=metadata)

@@ -1,0 +1,35 @@
+"""The annotation side's refusals (kinds and translation: ``web.errors``)."""
+
+from web.errors import Conflict, Forbidden, NotFound, StereorankError
+
+
+class AnnotationError(StereorankError):
+    """An annotator's or an import's request refused (invalid input unless a kind says else)."""
+
+
+class ConsentRequired(AnnotationError, Forbidden):
+    """Ranking needs an active consent."""
+
+
+class TaskNotFound(AnnotationError, NotFound):
+    """No such task."""
+
+
+class NotReserved(AnnotationError, Forbidden):
+    """The task is not reserved for this annotator."""
+
+
+class AlreadyRanked(AnnotationError, Conflict):
+    """The annotator ranked this task with another order, or the task is full."""
+
+
+class InvalidAnswer(AnnotationError):
+    """An order or a demographic answer that is not one the task or the field allows."""
+
+
+class ManifestError(AnnotationError):
+    """An import manifest that cannot be loaded: every bad row, one per line."""
+
+    def __init__(self, errors: list[str]):
+        super().__init__("\n".join(errors))
+        self.errors = errors

@@ -1,0 +1,49 @@
+"""The training side's refusals, one class per concept (kinds and translation: ``web.errors``)."""
+
+from web.errors import Conflict, NotFound, StereorankError
+
+
+class TrainingError(StereorankError):
+    """Base of the training side's refusals."""
+
+
+class SnapshotError(TrainingError):
+    """No snapshot can be made from what is there; the message says why."""
+
+
+class AugmentationError(TrainingError):
+    """An augmentation that cannot be requested or run as asked."""
+
+
+class RunError(TrainingError):
+    """A training run that cannot be started, cancelled or finished as asked."""
+
+
+class RunConflict(RunError, Conflict):
+    """The run is already in a state that refuses the request (finished, cancelled)."""
+
+
+class RegistryError(TrainingError):
+    """A registry operation refused: unknown version, nothing to roll back, bad file."""
+
+
+class VersionNotFound(RegistryError, NotFound):
+    """No checkpoint has that version."""
+
+
+class RegistryConflict(RegistryError, Conflict):
+    """The registry is already in the state asked for."""
+
+
+class ScheduleError(TrainingError):
+    """A retraining schedule's settings that cannot be used."""
+
+
+class EvaluationPending(RegistryConflict):
+    """A comparison needs evaluations that have not been made yet."""
+
+    def __init__(self, snapshot, checkpoints):
+        names = " and ".join(f"v{c.version}" for c in checkpoints)
+        super().__init__(f"{names} not evaluated on snapshot {snapshot.pk} yet")
+        self.snapshot = snapshot
+        self.checkpoints = list(checkpoints)

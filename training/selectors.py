@@ -1,0 +1,36 @@
+"""Reads of the training side, one function per question (writes: the service modules)."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from .models import Checkpoint, DatasetSnapshot, Evaluation, TrainingRun
+
+
+def active_checkpoint() -> Checkpoint | None:
+    """The version the platform serves, if one is active."""
+    return Checkpoint.objects.filter(status=Checkpoint.Status.ACTIVE).first()
+
+
+def runs() -> QuerySet[TrainingRun]:
+    """Training runs with their checkpoint; not their snapshot (its examples are large)."""
+    return TrainingRun.objects.select_related("checkpoint")
+
+
+def snapshots() -> QuerySet[DatasetSnapshot]:
+    """Snapshots newest first, without their examples and group labels (large JSON)."""
+    return DatasetSnapshot.objects.defer("examples", "group_labels").order_by("-id")
+
+
+def latest_snapshot() -> DatasetSnapshot | None:
+    return snapshots().first()
+
+
+def not_evaluated_on(snapshot: DatasetSnapshot, *checkpoints: Checkpoint) -> list[Checkpoint]:
+    """The checkpoints with no evaluation on ``snapshot`` yet, in the order given."""
+    done = set(
+        Evaluation.objects.filter(snapshot=snapshot, checkpoint__in=checkpoints).values_list(
+            "checkpoint_id", flat=True
+        )
+    )
+    return [c for c in checkpoints if c.pk not in done]

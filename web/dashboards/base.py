@@ -1,0 +1,48 @@
+"""What the dashboard pages share: the staff gate and form/parameter helpers."""
+
+from collections.abc import Callable
+from functools import wraps
+
+from django import forms
+from django.contrib.admin.views.decorators import staff_member_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+
+from training import selectors
+from training.models import DatasetSnapshot
+
+
+def staff_only(view: Callable) -> Callable:
+    """Anonymous visitors go to the log-in page; signed-in non-staff get 403."""
+    login_required = staff_member_required(view)
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if request.user.is_authenticated and not (request.user.is_active and request.user.is_staff):
+            raise PermissionDenied("Staff only.")
+        return login_required(request, *args, **kwargs)
+
+    return wrapped
+
+
+def form_errors(form: forms.Form) -> str:
+    """A form's errors as one line, each prefixed by its field's label."""
+    return " ".join(
+        f"{form[name].label}: {' '.join(errs)}" if name != "__all__" else " ".join(errs)
+        for name, errs in form.errors.items()
+    )
+
+
+def snapshot_param(request: HttpRequest) -> DatasetSnapshot | None:
+    """``?snapshot=ID`` as a snapshot (without its examples), None when absent, else 404."""
+    raw = request.GET.get("snapshot")
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise Http404("No such snapshot.")
+    return get_object_or_404(selectors.snapshots(), pk=raw)
+
+
+def percent(part: int | None, whole: int | None) -> int:
+    return round(100 * (part or 0) / whole) if whole else 0

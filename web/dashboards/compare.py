@@ -1,0 +1,100 @@
+"""Two versions side by side: rho of each, the paired difference, per-occupation rho.
+
+Versions not yet scored on the chosen snapshot are evaluated by the gpu worker
+(queued on commit), never inside the request.
+"""
+
+from urllib.parse import urlencode
+
+from django import forms
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import render
+
+from training import selectors, services
+from training.models import Checkpoint, DatasetSnapshot, Evaluation
+from web.errors import refusals_as_messages
+
+from .base import form_errors, staff_only
+from .charts import chart_response, occupations_side_by_side
+
+
+class CompareForm(forms.Form):
+    a = forms.ModelChoiceField(Checkpoint.objects.all(), to_field_name="version", label="A")
+    b = forms.ModelChoiceField(Checkpoint.objects.all(), to_field_name="version", label="B")
+    snapshot = forms.ModelChoiceField(
+        selectors.snapshots(),
+        label="Snapshot",
+        required=False,
+        empty_label="newest both were evaluated on",
+    )
+
+    def clean(self):
+        data = super().clean()
+        if data.get("a") and data.get("a") == data.get("b"):
+            raise forms.ValidationError("Pick two different versions.")
+        return data
+
+
+def _pick(request: HttpRequest) -> tuple[Checkpoint, Checkpoint, DatasetSnapshot | None] | str:
+    """The versions (and snapshot) asked for, or a readable error message."""
+    form = CompareForm(request.GET)
+    if not form.is_valid():
+        return form_errors(form)
+    data = form.cleaned_data
+    return data["a"], data["b"], data["snapshot"]
+
+
+def side_by_side(per_a: dict, per_b: dict) -> list[tuple[str, float | None, float | None]]:
+    """Occupations of either version, each with A's and B's rho (None where one has none)."""
+    return [(o, per_a.get(o), per_b.get(o)) for o in sorted(set(per_a) | set(per_b))]
+
+
+@staff_only
+@refusals_as_messages("dashboards:compare")
+def compare(request: HttpRequest) -> HttpResponse:
+    """Pick A and B: rho of each, the paired difference with interval and p-value."""
+    context: dict = {"form": CompareForm(request.GET or None), "section": "compare"}
+    picked = _pick(request) if request.GET else None
+    if isinstance(picked, str):
+        context["error"] = picked
+    elif picked is not None:
+        a, b, snapshot = picked
+        missing = selectors.not_evaluated_on(snapshot, a, b) if snapshot else []
+        if missing:
+            services.request_evaluations(snapshot, missing)
+            names = " and ".join(f"v{c.version}" for c in missing)
+            context["pending"] = f"Evaluating {names} on snapshot {snapshot.pk}; reload shortly."
+            return render(request, "dashboards/compare.html", context)
+        result = services.compare(a, b, snapshot)
+        context.update(
+            a=a,
+            b=b,
+            result=result,
+            occupations=side_by_side(result["per_occupation_a"], result["per_occupation_b"]),
+            chart_query=urlencode({"a": a.version, "b": b.version, "snapshot": result["snapshot"]}),
+        )
+    return render(request, "dashboards/compare.html", context)
+
+
+@staff_only
+def compare_chart(request: HttpRequest) -> HttpResponse:
+    """Per-occupation rho of A and B side by side, from their evaluations on one snapshot."""
+    picked = _pick(request)
+    if isinstance(picked, str) or picked[2] is None:
+        return HttpResponseBadRequest(picked if isinstance(picked, str) else "Pick a snapshot.")
+    a, b, snapshot = picked
+    per = dict(
+        Evaluation.objects.filter(checkpoint__in=[a, b], snapshot=snapshot).values_list(
+            "checkpoint_id", "metrics__per_occupation"
+        )
+    )
+    if a.pk not in per or b.pk not in per:
+        return HttpResponseBadRequest(f"Both versions must be evaluated on snapshot {snapshot.pk}.")
+    per_a, per_b = per[a.pk] or {}, per[b.pk] or {}
+    label_a, label_b = f"v{a.version}", f"v{b.version}"
+    return chart_response(
+        request,
+        "compare-occupations",
+        {"a": [label_a, per_a], "b": [label_b, per_b]},
+        lambda: occupations_side_by_side(label_a, per_a, label_b, per_b),
+    )

@@ -1,0 +1,79 @@
+"""Annotation progress: per occupation, per annotator, demographic counts."""
+
+from collections import Counter
+from collections.abc import Iterable
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from annotation import selectors
+from annotation.exports import pseudonym
+from annotation.models import DemographicField
+
+from .base import percent, staff_only
+
+ANNOTATORS_PER_PAGE = 50
+
+
+def demographic_counts(fields: Iterable[DemographicField], answers: Iterable[dict]) -> list[dict]:
+    """Per field: how many annotators gave each answer, and how many left it blank."""
+    answers = list(answers)
+    out = []
+    for field in fields:
+        counts = Counter(a[field.key] for a in answers if a.get(field.key))
+        options = list(field.choices) + [DemographicField.PREFER_NOT_TO_SAY]
+        ordered = [(o, counts.pop(o, 0)) for o in options] if field.choices else []
+        ordered += sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        answered = sum(n for _, n in ordered)
+        out.append(
+            {
+                "key": field.key,
+                "label": field.label,
+                "counts": ordered,
+                "unanswered": len(answers) - answered,
+            }
+        )
+    return out
+
+
+@staff_only
+def progress(request: HttpRequest) -> HttpResponse:
+    """Annotation progress: per occupation, per annotator, demographic counts."""
+    occupations = [
+        {**row, "percent": percent(row["rankings"], row["slots"])}
+        for row in selectors.occupation_progress()
+    ]
+    page_obj = selectors.annotator_progress(request.GET.get("page"), ANNOTATORS_PER_PAGE)
+    annotators = [
+        {
+            "username": p["user__username"],
+            "pseudonym": pseudonym(p["user_id"]),
+            "done": p["done"],
+            "quota": p["quota"],
+            "percent": percent(p["done"], p["quota"]),
+            "synthetic": p["is_synthetic"],
+        }
+        for p in page_obj.object_list
+    ]
+    answers = list(
+        selectors.annotators().filter(is_synthetic=False).values_list("demographics", flat=True)
+    )
+    demographics = demographic_counts(DemographicField.objects.filter(active=True), answers)
+    totals = {
+        key: sum(row[key] for row in occupations)
+        for key in ("n_tasks", "slots", "rankings", "complete")
+    }
+    totals["percent"] = percent(totals["rankings"], totals["slots"])
+    return render(
+        request,
+        "dashboards/progress.html",
+        {
+            "occupations": occupations,
+            "totals": totals,
+            "annotators": annotators,
+            "page_obj": page_obj,
+            "demographics": demographics,
+            "n_people": len(answers),
+            "section": "progress",
+        },
+    )

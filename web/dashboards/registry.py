@@ -1,0 +1,165 @@
+"""The registry: versions with rho and intervals; promote, roll back, export, import."""
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from django import forms
+from django.contrib import messages
+from django.db.models import F
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from training import selectors, services
+from training.models import Checkpoint, DatasetSnapshot, Evaluation, RegistryEvent
+from web.errors import refusals_as_messages
+
+from .base import form_errors, snapshot_param, staff_only
+from .charts import RhoPoint, chart_response, rho_across_versions
+
+EXPORT_FORMATS = ("seed", "native")
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(help_text="A seed .pth checkpoint (the published DJ-PO head).")
+    encoder = forms.CharField(
+        required=False, max_length=300, help_text="Encoder it was trained with (empty: default)."
+    )
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if not upload.name.endswith(".pth"):
+            raise forms.ValidationError("Choose a .pth file.")
+        return upload
+
+
+def rho_points(snapshot: DatasetSnapshot | None) -> list[RhoPoint]:
+    """Each version's rho with its interval: on its own snapshot, or all on one snapshot."""
+    if snapshot is None:
+        rows = Checkpoint.objects.order_by("version").values("version", "status", "metrics")
+    else:
+        rows = (
+            Evaluation.objects.filter(snapshot=snapshot)
+            .order_by("checkpoint__version")
+            .values("metrics", version=F("checkpoint__version"), status=F("checkpoint__status"))
+        )
+    points = []
+    for row in rows:
+        metrics = row["metrics"] or {}
+        if metrics.get("spearman") is None:
+            continue
+        low, high = metrics.get("spearman_ci") or (None, None)
+        points.append(
+            RhoPoint(
+                f"v{row['version']}",
+                metrics["spearman"],
+                low,
+                high,
+                active=row["status"] == Checkpoint.Status.ACTIVE,
+            )
+        )
+    return points
+
+
+@staff_only
+def registry(request: HttpRequest) -> HttpResponse:
+    """Versions with their metrics and status; promote, roll back, export, import."""
+    snapshot = snapshot_param(request)
+    checkpoints = list(Checkpoint.objects.select_related("parent").order_by("-version"))
+    events = RegistryEvent.objects.select_related("checkpoint", "previous", "user")[:20]
+    return render(
+        request,
+        "dashboards/registry.html",
+        {
+            "checkpoints": checkpoints,
+            "events": events,
+            "snapshot": snapshot,
+            "snapshots": selectors.snapshots()[:20],
+            "import_form": ImportForm(),
+            "section": "registry",
+        },
+    )
+
+
+@staff_only
+def registry_chart(request: HttpRequest) -> HttpResponse:
+    """Plot of rho with 95% intervals across versions (``?snapshot=`` for one snapshot)."""
+    snapshot = snapshot_param(request)
+    points = rho_points(snapshot)
+    title = f"on snapshot {snapshot.pk}" if snapshot else "each on its own snapshot"
+    return chart_response(
+        request,
+        "registry-rho",
+        {"points": points, "title": title},
+        lambda: rho_across_versions(points, title),
+    )
+
+
+@staff_only
+@require_POST
+@refusals_as_messages("dashboards:registry")
+def registry_promote(request: HttpRequest, version: int) -> HttpResponse:
+    """Make this version the active one."""
+    checkpoint = get_object_or_404(Checkpoint, version=version)
+    services.promote(checkpoint, user=request.user, reason=request.POST.get("reason", ""))
+    messages.success(request, f"Version {version} is now active.")
+    return redirect("dashboards:registry")
+
+
+@staff_only
+@require_POST
+@refusals_as_messages("dashboards:registry")
+def registry_rollback(request: HttpRequest) -> HttpResponse:
+    """Make the previously active version active again."""
+    checkpoint = services.rollback(user=request.user, reason=request.POST.get("reason", ""))
+    messages.success(request, f"Rolled back: version {checkpoint.version} is active.")
+    return redirect("dashboards:registry")
+
+
+@staff_only
+@require_GET
+@refusals_as_messages("dashboards:registry")
+def registry_export(request: HttpRequest, version: int) -> HttpResponse:
+    """Download a version: ``?format=seed`` (.pth of the seed) or ``native`` (zip)."""
+    checkpoint = get_object_or_404(Checkpoint, version=version)
+    fmt = request.GET.get("format", "seed")
+    if fmt not in EXPORT_FORMATS:
+        return HttpResponseBadRequest(f"Unknown export format '{fmt}'; use seed or native.")
+    folder = Path(tempfile.mkdtemp(prefix="export-"))
+    name = f"stereorank-v{checkpoint.version}"
+    try:
+        if fmt == "seed":
+            out = services.export_checkpoint(checkpoint, "seed", folder / f"{name}.pth")
+        else:
+            exported = services.export_checkpoint(checkpoint, "native", folder / name)
+            out = Path(shutil.make_archive(str(folder / name), "zip", exported.parent, name))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    response = FileResponse(out.open("rb"), as_attachment=True, filename=out.name)
+    # The file is open; unlinking it now frees the space once the response is sent.
+    shutil.rmtree(folder, ignore_errors=True)
+    return response
+
+
+@staff_only
+@require_POST
+@refusals_as_messages("dashboards:registry")
+def registry_import(request: HttpRequest) -> HttpResponse:
+    """Import a seed ``.pth`` file as a new candidate version."""
+    form = ImportForm(request.POST, request.FILES)
+    if not form.is_valid():
+        messages.error(request, form_errors(form))
+        return redirect("dashboards:registry")
+    upload = form.cleaned_data["file"]
+    with tempfile.TemporaryDirectory(prefix="import-") as folder:
+        path = Path(folder) / Path(upload.name).name
+        with path.open("wb") as out:
+            for chunk in upload.chunks():
+                out.write(chunk)
+        checkpoint = services.import_checkpoint(
+            path, fmt="seed", encoder=form.cleaned_data["encoder"] or None, user=request.user
+        )
+    messages.success(request, f"Imported {upload.name} as version {checkpoint.version}.")
+    return redirect("dashboards:registry")
