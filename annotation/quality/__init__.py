@@ -1,0 +1,15 @@
+"""Annotation quality as a plain library: no Django import anywhere below here.
+
+Plain records in (``records.RankingRecord``), dataclasses and dicts out, so the
+same figures serve the ``quality`` command, the staff API and the dashboard.
+
+* ``records``: the input type and its checks.
+* ``bootstrap``: the task-cluster bootstrap and the ``Estimate`` it returns.
+* ``agreement``: Kendall's W, Krippendorff's alpha, breakdowns, annotator
+  reliability (leave-one-out Spearman).
+* ``position_bias``: shown vs final position, untouched rate, shown-final tau.
+* ``gold``: gold references, attention checks, the per-annotator summary.
+* ``policy``: the configurable rule that marks an annotator warned or excluded.
+
+Formulas and sources: ``shared/reference/anchors-notes.md`` and each docstring.
+"""

@@ -1,0 +1,257 @@
+"""How much annotators agree on rankings: Kendall's W, Krippendorff's alpha, reliability.
+
+Rankings come in as ``records.RankingRecord``; only tasks ranked by two or more
+annotators (and holding two or more items) say anything about agreement. Inside,
+a task is a *block*: an ``m x n`` array of ranks 1..n (ties as mid-ranks), one
+row per ranking, columns in one fixed item order. The breakdowns
+(``breakdown.py``) build blocks of their own (group consensus orders) and reuse
+``agreement_from_blocks``.
+
+Kendall's coefficient of concordance (Kendall & Babington Smith 1939; with the
+ties correction as in Siegel & Castellan 1988, sec. 9.4, and R ``irr::kendall``),
+``m`` rankings of ``n`` items, ``R_i`` the rank sum of item ``i``::
+
+    S = sum_i (R_i - m (n + 1) / 2)^2
+    W = 12 S / (m^2 (n^3 - n) - m sum_j T_j),   T_j = sum over ranking j's tie groups of (t^3 - t)
+    chi2 = m (n - 1) W,   df = n - 1   (equal to Friedman's statistic, ties-corrected)
+
+W is 1 when all rankings agree and 0 when the rank sums are all equal.
+
+Krippendorff's alpha ``= 1 - D_o / D_e`` (Krippendorff 2011, "Computing
+Krippendorff's alpha-reliability"), computed by the PyPI ``krippendorff``
+package: units are the (task, item) pairs, raters the annotators, the value of
+an item in one ranking is ``position / (K - 1)`` (the label of ``labels.py``),
+at the ordinal and the interval level. Units are per task because a position
+means something only within its task. When every task has the same K and the
+rankings are strict, ordinal and interval alpha coincide: each value occurs
+once per ranking, so all value frequencies ``n_g`` are equal and the ordinal
+distance ``(sum_{g=c}^{k} n_g - (n_c + n_k) / 2)^2`` is a constant times the
+interval distance ``(c - k)^2``; they differ with mixed K or ties.
+
+Intervals: ``bootstrap.py``, resampling whole tasks.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import krippendorff
+import numpy as np
+from scipy import stats
+
+from .bootstrap import Estimate, bootstrap_mean, cluster_bootstrap
+from .records import Annotator, RankingRecord, TaskId, rank_matrix, shared_tasks
+
+Level = Literal["ordinal", "interval"]
+
+
+@dataclass(frozen=True)
+class KendallW:
+    """Kendall's W for one set of rankings, with its chi-square test."""
+
+    w: float
+    chi2: float
+    df: int
+    p_value: float
+    m: int
+    n: int
+
+
+def kendall_w(ranks: Sequence[Sequence[float]] | np.ndarray) -> KendallW:
+    """Kendall's W (ties corrected) of ``m`` rankings (rows) of ``n`` items (columns).
+
+    Each row holds one ranking's ranks or scores, lower = earlier; a row is
+    re-ranked with mid-ranks, so equal values are ties. W is NaN when every
+    ranking ties every item (the denominator is 0).
+    """
+    r = np.asarray(ranks, dtype=np.float64)
+    if r.ndim != 2:
+        raise ValueError(f"ranks must be a 2-D array (rankings x items), got shape {r.shape}")
+    m, n = r.shape
+    if m < 2 or n < 2:
+        raise ValueError(f"Kendall's W needs 2 or more rankings of 2 or more items, got {m}x{n}")
+    if np.isnan(r).any():
+        raise ValueError("ranks hold NaN: every ranking must rank every item")
+    mid = stats.rankdata(r, axis=1)
+    ties = 0.0
+    for row in r:
+        _, t = np.unique(row, return_counts=True)
+        ties += float((t**3 - t).sum())
+    s = float(((mid.sum(axis=0) - m * (n + 1) / 2) ** 2).sum())
+    denom = m**2 * (n**3 - n) - m * ties
+    w = 12 * s / denom if denom > 0 else float("nan")
+    chi2 = m * (n - 1) * w
+    p = float(stats.chi2.sf(chi2, n - 1)) if not np.isnan(w) else float("nan")
+    return KendallW(w=w, chi2=chi2, df=n - 1, p_value=p, m=m, n=n)
+
+
+@dataclass(frozen=True)
+class TaskAgreement:
+    """Kendall's W of one task's rankings."""
+
+    task_id: TaskId
+    occupation: str
+    m: int
+    n: int
+    w: float
+    chi2: float
+    df: int
+    p_value: float
+
+
+def _blocks(records: Iterable[RankingRecord]) -> dict[TaskId, list[RankingRecord]]:
+    return {t: rs for t, rs in shared_tasks(records).items() if rs[0].k >= 2}
+
+
+def task_agreement(records: Iterable[RankingRecord]) -> list[TaskAgreement]:
+    """W, chi2 and p-value of every task with two or more rankings, in order of appearance."""
+    out = []
+    for task_id, rankings in _blocks(records).items():
+        res = kendall_w(rank_matrix(rankings)[1])
+        out.append(TaskAgreement(task_id, rankings[0].occupation, **asdict(res)))
+    return out
+
+
+def _values(block: np.ndarray) -> np.ndarray:
+    """Ranks 1..n -> ``(rank - 1) / (n - 1)`` in [0, 1] (position / (K - 1))."""
+    return (block - 1) / (block.shape[1] - 1)
+
+
+def alpha_from_blocks(
+    blocks: Sequence[np.ndarray], level: Level, *, n_boot: int = 1000, seed: int = 0
+) -> Estimate:
+    """Krippendorff's alpha over the blocks' (task, item) units, task-bootstrapped.
+
+    Each block becomes a units x values count table (``value_counts`` of the
+    ``krippendorff`` package: how many rankings put the item at each value); a
+    bootstrap draw stacks the tables of the drawn tasks.
+    """
+    if level not in ("ordinal", "interval"):
+        raise ValueError(f"level must be 'ordinal' or 'interval', got {level!r}")
+    if not blocks:
+        return Estimate(float("nan"), None, None, 0, n_boot)
+    values = [_values(np.asarray(b, dtype=np.float64)) for b in blocks]
+    domain = np.unique(np.concatenate([v.ravel() for v in values]))
+    if domain.size < 2:
+        return Estimate(float("nan"), None, None, len(blocks), n_boot)
+    tables = []
+    for v in values:
+        counts = np.zeros((v.shape[1], domain.size))
+        cols = np.broadcast_to(np.arange(v.shape[1]), v.shape)
+        np.add.at(counts, (cols.ravel(), np.searchsorted(domain, v.ravel())), 1)
+        tables.append(counts)
+
+    def alpha(drawn: Sequence[np.ndarray]) -> float:
+        return float(
+            krippendorff.alpha(
+                value_counts=np.vstack(drawn), value_domain=domain, level_of_measurement=level
+            )
+        )
+
+    return cluster_bootstrap(tables, alpha, n_boot=n_boot, seed=seed)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Agreement over a set of tasks: mean W and alpha (ordinal, interval), with intervals.
+
+    ``n_tasks``: tasks with two or more rankings; ``n_rankings`` and
+    ``n_annotators``: those of these tasks.
+    """
+
+    n_tasks: int
+    n_rankings: int
+    n_annotators: int
+    kendall_w: Estimate
+    alpha_ordinal: Estimate
+    alpha_interval: Estimate
+
+    def as_dict(self) -> dict:
+        """Plain dict (for JSON)."""
+        return asdict(self)
+
+
+def agreement_from_blocks(
+    blocks: Sequence[np.ndarray], n_annotators: int, *, n_boot: int = 1000, seed: int = 0
+) -> Agreement:
+    """Mean W over blocks, alpha ordinal and interval, each with a task-bootstrap interval."""
+    blocks = [np.asarray(b, dtype=np.float64) for b in blocks]
+    return Agreement(
+        n_tasks=len(blocks),
+        n_rankings=sum(b.shape[0] for b in blocks),
+        n_annotators=n_annotators,
+        kendall_w=bootstrap_mean([kendall_w(b).w for b in blocks], n_boot=n_boot, seed=seed),
+        alpha_ordinal=alpha_from_blocks(blocks, "ordinal", n_boot=n_boot, seed=seed),
+        alpha_interval=alpha_from_blocks(blocks, "interval", n_boot=n_boot, seed=seed),
+    )
+
+
+def agreement(records: Iterable[RankingRecord], *, n_boot: int = 1000, seed: int = 0) -> Agreement:
+    """Agreement of the tasks with two or more rankings among ``records``.
+
+    Overall W is the mean of the per-task W (tasks weigh the same, whatever their
+    number of rankings); its interval and alpha's resample whole tasks.
+    """
+    tasks = _blocks(records)
+    blocks = [np.asarray(rank_matrix(rs)[1]) for rs in tasks.values()]
+    annotators = {r.annotator for rs in tasks.values() for r in rs}
+    return agreement_from_blocks(blocks, len(annotators), n_boot=n_boot, seed=seed)
+
+
+def overall_kendall_w(
+    records: Iterable[RankingRecord], *, n_boot: int = 1000, seed: int = 0
+) -> Estimate:
+    """Mean Kendall's W over tasks with two or more rankings, task-bootstrap interval."""
+    return bootstrap_mean([t.w for t in task_agreement(records)], n_boot=n_boot, seed=seed)
+
+
+def krippendorff_alpha(
+    records: Iterable[RankingRecord], level: Level, *, n_boot: int = 1000, seed: int = 0
+) -> Estimate:
+    """Krippendorff's alpha of the values ``position / (K - 1)``, task-bootstrap interval."""
+    blocks = [np.asarray(rank_matrix(rs)[1]) for rs in _blocks(records).values()]
+    return alpha_from_blocks(blocks, level, n_boot=n_boot, seed=seed)
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """An annotator's mean Spearman rho with the leave-one-out consensus.
+
+    ``n_tasks``: shared tasks where rho was defined (the others' consensus was
+    not constant); ``rho`` is NaN when there is none.
+    """
+
+    annotator: Annotator
+    rho: float
+    n_tasks: int
+
+
+def annotator_reliability(records: Iterable[RankingRecord]) -> dict[Annotator, Reliability]:
+    """Each annotator's agreement with the others, averaged over their shared tasks.
+
+    On a task ranked by ``m >= 2`` annotators, annotator ``j``'s consensus is the
+    mean position of each item over the other ``m - 1`` rankings;
+    ``rho_j = spearmanr(positions_j, consensus_j)`` (``scipy.stats.spearmanr``,
+    ties at mid-rank). The score is the mean of ``rho_j`` over the annotator's
+    tasks. Every annotator in ``records`` is reported, with ``n_tasks = 0`` and
+    NaN when they share no task.
+    """
+    records = list(records)
+    rhos: dict[Annotator, list[float]] = defaultdict(list)
+    for rankings in _blocks(records).values():
+        block = np.asarray(rank_matrix(rankings)[1], dtype=np.float64)
+        total = block.sum(axis=0)
+        for j, r in enumerate(rankings):
+            consensus = (total - block[j]) / (len(rankings) - 1)
+            if np.ptp(consensus) == 0:
+                continue
+            rhos[r.annotator].append(float(stats.spearmanr(block[j], consensus).statistic))
+    out = {}
+    for a in dict.fromkeys(r.annotator for r in records):
+        values = rhos.get(a, [])
+        rho = float(np.mean(values)) if values else float("nan")
+        out[a] = Reliability(annotator=a, rho=rho, n_tasks=len(values))
+    return out

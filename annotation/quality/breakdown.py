@@ -1,0 +1,199 @@
+"""Agreement broken down: per occupation, within each demographic group, between groups.
+
+* **Per occupation**: ``agreement.agreement`` over that occupation's tasks.
+* **Within a group** (one value of one demographic field): the same figures
+  over the group's own rankings only, on the tasks that two or more of its
+  members ranked.
+* **Between the groups of a field**: on each task ranked by members of two or
+  more groups, each group's *consensus order* is its members' mean position of
+  each item, re-ranked (equal means tie, at mid-rank); Kendall's W (ties
+  corrected) and Krippendorff's alpha are then computed with the groups as the
+  raters and these consensus orders as their rankings; W is averaged over
+  those shared tasks, with a task bootstrap. High between-group W: the groups
+  order the items alike; low between-group W beside high within-group W: they
+  disagree. A consensus of few rankings is noisier, which pulls between-group
+  W down; read it beside the within-group figures.
+
+Privacy: a group with fewer than ``k`` distinct annotators in the records
+given is suppressed: it gets ``{"suppressed": True, "reason": ...}`` and no
+figure, and takes no part in the between-group comparison. Unanswered fields
+and "prefer not to say" form no group (as in ``annotation/labels.py``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats
+
+from .agreement import Agreement, agreement, agreement_from_blocks
+from .records import RankingRecord, by_task
+
+# annotation.models.DemographicField.PREFER_NOT_TO_SAY, repeated to stay Django-free.
+NON_ANSWERS: tuple[str, ...] = ("prefer not to say",)
+
+
+def group_of(
+    record: RankingRecord, field: str, non_answers: Sequence[str] = NON_ANSWERS
+) -> str | None:
+    """The record's answer to ``field``, stripped; ``None`` when unanswered or declined."""
+    value = record.group.get(field)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    value = value.strip()
+    return None if value.lower() in {n.lower() for n in non_answers} else value
+
+
+@dataclass(frozen=True)
+class Suppressed:
+    """A group too small to report (fewer than ``k`` distinct annotators)."""
+
+    reason: str
+
+    def as_dict(self) -> dict:
+        """Plain dict (for JSON)."""
+        return {"suppressed": True, "reason": self.reason}
+
+
+def _check_k(k: int) -> None:
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+
+
+def _groups(
+    records: Sequence[RankingRecord], field: str, k: int, non_answers: Sequence[str]
+) -> tuple[dict[str, list[RankingRecord]], dict[str, Suppressed]]:
+    """Records per group of ``field``: the groups of ``k`` or more annotators, and the rest."""
+    _check_k(k)
+    members: dict[str, list[RankingRecord]] = defaultdict(list)
+    for r in records:
+        value = group_of(r, field, non_answers)
+        if value is not None:
+            members[value].append(r)
+    kept, suppressed = {}, {}
+    for value in sorted(members):
+        if len({r.annotator for r in members[value]}) >= k:
+            kept[value] = members[value]
+        else:
+            suppressed[value] = Suppressed(f"fewer than {k} annotators")
+    return kept, suppressed
+
+
+def per_occupation(
+    records: Iterable[RankingRecord], *, n_boot: int = 1000, seed: int = 0
+) -> dict[str, Agreement]:
+    """``{occupation: Agreement}`` over each occupation's tasks."""
+    by_occ: dict[str, list[RankingRecord]] = defaultdict(list)
+    for r in records:
+        by_occ[r.occupation].append(r)
+    return {occ: agreement(by_occ[occ], n_boot=n_boot, seed=seed) for occ in sorted(by_occ)}
+
+
+def within_groups(
+    records: Iterable[RankingRecord],
+    field: str,
+    *,
+    k: int = 5,
+    non_answers: Sequence[str] = NON_ANSWERS,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, Agreement | Suppressed]:
+    """``{group: Agreement}`` from each group's own rankings; small groups suppressed."""
+    kept, suppressed = _groups(list(records), field, k, non_answers)
+    out: dict[str, Agreement | Suppressed] = dict(suppressed)
+    for value, rs in kept.items():
+        out[value] = agreement(rs, n_boot=n_boot, seed=seed)
+    return dict(sorted(out.items()))
+
+
+@dataclass(frozen=True)
+class BetweenGroups:
+    """Agreement of the groups' consensus orders (see the module docstring).
+
+    ``groups``: the groups compared (``k`` or more annotators each);
+    ``agreement.n_tasks``: tasks ranked by two or more of them;
+    ``agreement.n_rankings``: consensus orders; ``agreement.n_annotators``: the
+    annotators behind them.
+    """
+
+    field: str
+    groups: tuple[str, ...]
+    agreement: Agreement
+
+    def as_dict(self) -> dict:
+        """Plain dict (for JSON)."""
+        return asdict(self)
+
+
+def consensus_block(group_rankings: Sequence[Sequence[RankingRecord]]) -> np.ndarray:
+    """One task's consensus orders: row g ranks the items by group g's mean position.
+
+    ``group_rankings[g]``: group g's rankings of the task (all of one item set);
+    ties in the means share their mid-rank.
+    """
+    items = list(group_rankings[0][0].order)
+    rows = []
+    for rankings in group_rankings:
+        ranks = np.array([[r.positions()[i] for i in items] for r in rankings], dtype=float)
+        rows.append(ranks.mean(axis=0))
+    return stats.rankdata(np.array(rows), axis=1)
+
+
+def between_groups(
+    records: Iterable[RankingRecord],
+    field: str,
+    *,
+    k: int = 5,
+    non_answers: Sequence[str] = NON_ANSWERS,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> BetweenGroups:
+    """W and alpha of the group consensus orders on tasks two or more groups ranked."""
+    records = list(records)
+    kept, _ = _groups(records, field, k, non_answers)
+    group_by_record = {id(r): g for g, rs in kept.items() for r in rs}
+    blocks, annotators = [], set()
+    for rankings in by_task(records).values():
+        per_group: dict[str, list[RankingRecord]] = defaultdict(list)
+        for r in rankings:
+            if id(r) in group_by_record:
+                per_group[group_by_record[id(r)]].append(r)
+        if len(per_group) < 2 or rankings[0].k < 2:
+            continue
+        blocks.append(consensus_block([per_group[g] for g in sorted(per_group)]))
+        annotators.update(r.annotator for rs in per_group.values() for r in rs)
+    result = agreement_from_blocks(blocks, len(annotators), n_boot=n_boot, seed=seed)
+    return BetweenGroups(field=field, groups=tuple(kept), agreement=result)
+
+
+def breakdown(
+    records: Iterable[RankingRecord],
+    fields: Sequence[str],
+    *,
+    k: int = 5,
+    non_answers: Sequence[str] = NON_ANSWERS,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict:
+    """Everything as plain dicts: overall, per occupation, and per field within/between.
+
+    ``{"overall": ..., "per_occupation": {occ: ...}, "within_groups": {field:
+    {group: ... | {"suppressed": True, ...}}}, "between_groups": {field: ...},
+    "k": k}``; every agreement is ``Agreement.as_dict()``.
+    """
+    records = list(records)
+    opts = {"n_boot": n_boot, "seed": seed}
+    group_opts = {"k": k, "non_answers": non_answers, **opts}
+    return {
+        "overall": agreement(records, **opts).as_dict(),
+        "per_occupation": {o: a.as_dict() for o, a in per_occupation(records, **opts).items()},
+        "within_groups": {
+            f: {g: a.as_dict() for g, a in within_groups(records, f, **group_opts).items()}
+            for f in fields
+        },
+        "between_groups": {f: between_groups(records, f, **group_opts).as_dict() for f in fields},
+        "k": k,
+    }

@@ -1,0 +1,158 @@
+"""Gold tasks, attention checks and the per-annotator quality summary (the pure part).
+
+* A **gold reference** is a set of keyed pairs ``(a, b)``: "a is more
+  stereotypical than b", i.e. a good ranking puts ``a`` before ``b``. A full
+  reference order keys all its pairs; a partial one only some (e.g. the
+  stereotypical prompt before the diverse one).
+* **Gold score** of a ranking: Kendall's tau (Kendall 1938, "A new measure of
+  rank correlation") restricted to the keyed pairs::
+
+      score = (concordant - discordant) / keyed pairs present
+
+  "present": both items are in the ranking. 1 = every keyed pair kept, -1 =
+  every one reversed, about 0 for a random order. An annotator's gold score is
+  the mean over their gold tasks.
+* An **attention check** is an instructional card inside a task ("this is a
+  check: put this card first"); it passes iff the card is at the instructed
+  position (Prolific's rules: an explicit instruction, no memory needed).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+from .records import Annotator, ItemId, RankingRecord, TaskId
+
+
+@dataclass(frozen=True)
+class GoldReference:
+    """Keyed pairs ``(a, b)``: ``a`` ranks before (more stereotypical than) ``b``."""
+
+    pairs: frozenset[tuple[ItemId, ItemId]]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pairs", frozenset(tuple(p) for p in self.pairs))
+        if not self.pairs:
+            raise ValueError("a gold reference needs at least one keyed pair")
+        for a, b in self.pairs:
+            if a == b:
+                raise ValueError(f"keyed pair ({a!r}, {b!r}) pairs an item with itself")
+            if (b, a) in self.pairs:
+                raise ValueError(f"keyed pairs ({a!r}, {b!r}) and ({b!r}, {a!r}) contradict")
+
+    @classmethod
+    def from_order(cls, order: Sequence[ItemId]) -> GoldReference:
+        """A full reference: every pair of ``order`` (most -> least stereotypical) keyed."""
+        if len(set(order)) != len(order):
+            raise ValueError(f"reference order repeats an item: {tuple(order)!r}")
+        return cls(frozenset((a, b) for i, a in enumerate(order) for b in order[i + 1 :]))
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[tuple[ItemId, ItemId]]) -> GoldReference:
+        """A partial reference from its keyed pairs."""
+        return cls(frozenset(tuple(p) for p in pairs))
+
+
+def gold_score(order: Sequence[ItemId], reference: GoldReference) -> float:
+    """``(concordant - discordant) / present`` over the reference's keyed pairs.
+
+    Raises ``ValueError`` when no keyed pair has both items in ``order``.
+    """
+    position = {item: i for i, item in enumerate(order)}
+    present = [(a, b) for a, b in reference.pairs if a in position and b in position]
+    if not present:
+        raise ValueError(f"no keyed pair of the gold reference is in the ranking {tuple(order)!r}")
+    concordant = sum(1 for a, b in present if position[a] < position[b])
+    return (concordant - (len(present) - concordant)) / len(present)
+
+
+@dataclass(frozen=True)
+class AttentionCheck:
+    """An instructional card ``item`` that the annotator is told to put at ``position``."""
+
+    item: ItemId
+    position: int
+
+    def __post_init__(self) -> None:
+        if self.position < 0:
+            raise ValueError(f"an attention check's position must be >= 0, got {self.position}")
+
+    def passed(self, order: Sequence[ItemId]) -> bool:
+        """True iff the card is at the instructed position of ``order``."""
+        if self.item not in order:
+            raise ValueError(f"attention check card {self.item!r} is not in {tuple(order)!r}")
+        if self.position >= len(order):
+            raise ValueError(
+                f"attention check position {self.position} is past a task of {len(order)} cards"
+            )
+        return order[self.position] == self.item
+
+
+@dataclass(frozen=True)
+class AnnotatorQuality:
+    """One annotator's quality figures (NaN where there is nothing to measure).
+
+    ``gold_score``: mean over ``n_gold`` gold tasks. ``check_pass_rate``:
+    ``1 - n_checks_failed / n_checks``. ``median_seconds``: over the rankings
+    with a time. ``untouched_rate``: ``n_untouched / n_with_shown_order``.
+    """
+
+    annotator: Annotator
+    n_rankings: int
+    n_gold: int
+    gold_score: float
+    n_checks: int
+    n_checks_failed: int
+    check_pass_rate: float
+    median_seconds: float
+    n_with_shown_order: int
+    n_untouched: int
+    untouched_rate: float
+
+    def as_dict(self) -> dict:
+        """Plain dict (for JSON)."""
+        return asdict(self)
+
+
+def _ratio(num: float, den: int) -> float:
+    return num / den if den else float("nan")
+
+
+def annotator_quality(
+    records: Iterable[RankingRecord],
+    gold: Mapping[TaskId, GoldReference] | None = None,
+    checks: Mapping[TaskId, AttentionCheck] | None = None,
+) -> dict[Annotator, AnnotatorQuality]:
+    """``{annotator: AnnotatorQuality}`` from their rankings, the gold tasks and the checks.
+
+    ``gold`` and ``checks`` are keyed by task id; a ranking of a task found there
+    is scored or checked. Every ranking counts for time and the untouched rate.
+    """
+    gold, checks = gold or {}, checks or {}
+    mine: dict[Annotator, list[RankingRecord]] = defaultdict(list)
+    for r in records:
+        mine[r.annotator].append(r)
+    out = {}
+    for annotator, rs in mine.items():
+        scores = [gold_score(r.order, gold[r.task_id]) for r in rs if r.task_id in gold]
+        results = [checks[r.task_id].passed(r.order) for r in rs if r.task_id in checks]
+        seconds = [r.seconds for r in rs if r.seconds is not None]
+        known = [r.untouched for r in rs if r.untouched is not None]
+        failed = results.count(False)
+        out[annotator] = AnnotatorQuality(
+            annotator=annotator,
+            n_rankings=len(rs),
+            n_gold=len(scores),
+            gold_score=_ratio(sum(scores), len(scores)),
+            n_checks=len(results),
+            n_checks_failed=failed,
+            check_pass_rate=_ratio(len(results) - failed, len(results)),
+            median_seconds=float(statistics.median(seconds)) if seconds else float("nan"),
+            n_with_shown_order=len(known),
+            n_untouched=sum(known),
+            untouched_rate=_ratio(sum(known), len(known)),
+        )
+    return out
