@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from training import encoding
 from training.errors import AugmentationError
 from training.models import Augmentation, DatasetSnapshot, Paraphrase, TrainingRun
 from training.registry import json_safe
@@ -90,7 +91,6 @@ def _make_backend(augmentation: Augmentation):
 
 def run_augmentation(augmentation_id: int, encoder_name: str | None = None) -> Augmentation:
     """Paraphrase every example of the snapshot N times and store the kept ones."""
-    from training.ml.encoders import EmbeddingCache, load_encoder
     from training.ml.paraphrase import Original, augment
 
     augmentation = Augmentation.objects.select_related("snapshot").get(pk=augmentation_id)
@@ -99,8 +99,8 @@ def run_augmentation(augmentation_id: int, encoder_name: str | None = None) -> A
     Augmentation.objects.filter(pk=augmentation.pk).update(status=Augmentation.Status.RUNNING)
     try:
         name = encoder_name or settings.TRAINING["DEFAULT_ENCODER"]
-        encoder = load_encoder(name, device=settings.TRAINING["DEVICE"])
-        cache = EmbeddingCache(settings.TRAINING["EMBEDDING_CACHE"])
+        encoder = encoding.encoder(name)
+        cache = encoding.embedding_cache()
         rows = rows_of(augmentation.snapshot)
         originals = [
             Original(key=r["key"], text=r["text"], occupation=r["occupation"], seed=seed)

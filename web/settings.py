@@ -233,6 +233,8 @@ TRAINING = {
         "STEREORANK_ENCODER", default="sentence-transformers/all-mpnet-base-v2"
     ),
     "DEVICE": env.str("STEREORANK_DEVICE", default="auto"),
+    # Fetch an encoder from the Hugging Face hub when it is nowhere on disk (off: offline).
+    "ALLOW_HUB": env.bool("STEREORANK_ALLOW_HUB", default=False),
     "PARAPHRASE_BACKEND": env.str("STEREORANK_PARAPHRASE_BACKEND", default="offline"),
     "OPENAI_BASE_URL": env.str("OPENAI_BASE_URL", default="https://api.openai.com/v1"),
     "OPENAI_API_KEY": env.str("OPENAI_API_KEY", default=""),

@@ -14,9 +14,6 @@ from training.ml.encoders import MPNET_PARTS, load_encoder
 def offline(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("HF_HUB_OFFLINE", "1")
-    mp.delenv("STEREORANK_ALLOW_HUB", raising=False)
-    mp.delenv("STEREORANK_DEVICE", raising=False)
-    mp.setenv("STEREORANK_EMBEDDING_CACHE", str(tmp_path_factory.mktemp("embeddings")))
     yield
     mp.undo()
 

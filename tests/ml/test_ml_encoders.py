@@ -15,9 +15,9 @@ import pytest
 from ml_fakes import CountingEncoder, FakeEncoder
 
 from training.ml import encoders
+from training.ml.cache import EmbeddingCache
 from training.ml.encoders import (
     MPNET_NAME,
-    EmbeddingCache,
     EncoderHashMismatch,
     EncoderIdentity,
     EncoderMismatch,
@@ -64,16 +64,14 @@ def test_unknown_encoder_is_a_clear_error(tmp_path, monkeypatch):
 
 def test_pick_device(monkeypatch):
     assert pick_device("cpu") == "cpu"
-    monkeypatch.setenv("STEREORANK_DEVICE", "cpu")
-    assert pick_device() == "cpu"
-    monkeypatch.setenv("STEREORANK_DEVICE", "cuda:7")
+    monkeypatch.setenv("STEREORANK_DEVICE", "cuda:7")  # the library reads no environment
+    assert pick_device("cpu") == "cpu"
     if not encoders.torch.cuda.is_available():
         with pytest.raises(encoders.EncoderError, match="CUDA is not available"):
-            pick_device()
+            pick_device("cuda:7")
     if not encoders.torch.backends.mps.is_available():
         with pytest.raises(encoders.EncoderError, match="MPS is not available"):
             pick_device("mps")
-    monkeypatch.delenv("STEREORANK_DEVICE")
     expected = "cuda" if encoders.torch.cuda.is_available() else "cpu"
     if not encoders.torch.backends.mps.is_available():
         assert pick_device() == pick_device("auto") == expected
@@ -130,7 +128,7 @@ WRITER = textwrap.dedent(
     import sys
     sys.path.insert(0, {repo!r}); sys.path.insert(0, {tests!r})
     from ml_fakes import FakeEncoder
-    from training.ml.encoders import EmbeddingCache
+    from training.ml.cache import EmbeddingCache
     enc = FakeEncoder()
     start = int(sys.argv[1])
     for round in range(30):
