@@ -93,6 +93,13 @@ def test_marginals_match_monte_carlo_plackett_luce_sampling():
     )
 
 
+def test_scores_far_apart_stay_exact():
+    # item 0 is drawn first for sure; the others then follow Plackett-Luce among themselves
+    p = plackett_luce_position_marginals([1000.0, 0.0, 10.0, 3.0], 1.0)
+    np.testing.assert_allclose(p[0], [0, 0, 0, 1], atol=1e-12)
+    np.testing.assert_allclose(p[1:, :3], _brute_pl([0.0, 10.0, 3.0], 1.0), atol=1e-12)
+
+
 def test_higher_score_lands_toward_least_stereotypical():
     p = plackett_luce_position_marginals([0.0, 2.0, 1.0], T)
     assert p[1, 2] > p[2, 2] > p[0, 2]

@@ -66,14 +66,16 @@ def check_temperature(temperature: float) -> None:
 
 @functools.cache
 def _enumeration(k: int) -> tuple[np.ndarray, np.ndarray]:
-    """All K! draw orders (row = items in draw order) and their (item, position) indicator."""
+    """All K! draw orders, as (K, K!) (column = items in draw order), and their indicator.
+
+    ``indicator[j, i * K + p]`` is 1 when order j puts item i at position p.
+    """
     perms = np.array(list(itertools.permutations(range(k))), dtype=np.intp).reshape(-1, k)
     indicator = np.zeros((perms.shape[0], k * k))
     rows = np.repeat(np.arange(perms.shape[0]), k)
     # the item drawn at step t lands at position K-1-t
-    cols = (perms * k + (k - 1 - np.arange(k))).ravel()
-    indicator[rows, cols] = 1.0
-    return perms, indicator
+    indicator[rows, (perms * k + (k - 1 - np.arange(k))).ravel()] = 1.0
+    return np.ascontiguousarray(perms.T), indicator
 
 
 def plackett_luce_position_marginals(scores, temperature: float = 0.5) -> np.ndarray:
@@ -81,7 +83,8 @@ def plackett_luce_position_marginals(scores, temperature: float = 0.5) -> np.nda
 
     Draw order pi (pi_0 takes position K-1, the last draw position 0):
     ``P(pi) = prod_t exp(s_pi_t / T) / sum_{u >= t} exp(s_pi_u / T)``, summed
-    exactly over all K! orders (in log space), so K is at most 8. Takes scores
+    exactly over all K! orders (in log space when the scores / T span 700 or
+    more, where plain exponentials would underflow), so K is at most 8. Takes scores
     of shape (K,) or (n, K) and returns (K, K) or (n, K, K); rows and columns
     sum to 1.
     """
@@ -102,9 +105,15 @@ def plackett_luce_position_marginals(scores, temperature: float = 0.5) -> np.nda
     out = np.empty((flat.shape[0], k * k))
     chunk = max(1, 2_000_000 // perms.size)
     for start in range(0, flat.shape[0], chunk):
-        z = flat[start : start + chunk][:, perms]  # (c, K!, K) in draw order
-        log_left = np.logaddexp.accumulate(z[:, :, ::-1], axis=2)[:, :, ::-1]
-        out[start : start + chunk] = np.exp((z - log_left).sum(axis=2)) @ indicator
+        rows = flat[start : start + chunk]
+        z = rows[:, perms]  # (c, K, K!): step t of each order
+        if np.ptp(rows) < 700:  # exp(z - max) cannot underflow: plain sums are exact
+            w = np.exp(z - rows.max())
+            prob = np.prod(w / np.cumsum(w[:, ::-1], axis=1)[:, ::-1], axis=1)
+        else:
+            log_left = np.logaddexp.accumulate(z[:, ::-1], axis=1)[:, ::-1]
+            prob = np.exp((z - log_left).sum(axis=1))
+        out[start : start + chunk] = prob @ indicator
     return out.reshape(s.shape[:-1] + (k, k))
 
 
