@@ -190,6 +190,10 @@ def _baseline_case():
 
 def test_human_baseline_and_divergence_hand_worked():
     rankings, prompt, scores = _baseline_case()
+    # an H annotator on prompts G never saw is not behind G's baseline
+    rankings.append(_ranking(5, "h3", "xy", "H", occupation="pilot"))
+    prompt |= {"x": "x", "y": "y"}
+    scores |= {"x": 0.0, "y": 1.0}
     report = perspective_report(rankings, prompt, scores, k=2, n_boot=0)
     g = next(x for x in report.groups if x.group == "G")
     # a: G [1,0,0] vs rest [1/2,0,1/2] -> W1 = 1, A = 1/2; b: equal -> 1; c: as a -> 1/2

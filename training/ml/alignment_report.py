@@ -205,9 +205,9 @@ def perspective_report(
             continue
         kept[value] = d
         a = d.per_prompt_alignment()
-        rest = position_distributions(
-            [r for r in rankings if r.group != value], item_prompt, **kwargs
-        )
+        others = [r for r in rankings if r.group != value]
+        # the rest on this group's prompts only, so its counts are those behind the baseline
+        rest = position_distributions(others, item_prompt, prompts=set(d.prompts), grid=grid)
         base = _between(d, rest) if len(rest.annotators) >= k else np.zeros(0)
         js, js_ci, n_occ = _first_choice_js(
             mine, item_prompt, scores, temperature, prompts, n_boot, seed
