@@ -51,10 +51,21 @@ def item_labels(rows: Iterable[LabelRow]) -> dict[int, float]:
     return {item: sums[item] / counts[item] for item in sorted(counts)}
 
 
+def group_of(demographics: dict, field: str) -> str | None:
+    """The annotator's group for ``field``: the stripped answer; None when unanswered or
+    "prefer not to say" (no group), so labels and perspective reports agree on groups."""
+    value = demographics.get(field)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    if value.strip().lower() == DemographicField.PREFER_NOT_TO_SAY:
+        return None
+    return value.strip()
+
+
 def group_labels(rows: Iterable[LabelRow], fields: Sequence[str]) -> dict[str, dict[str, dict]]:
     """``{field: {value: {item_id: label}}}``, each from that group's rankings only.
 
-    Unanswered fields and "prefer not to say" form no group.
+    Unanswered fields and "prefer not to say" form no group (``group_of``).
     """
     rows = list(rows)
     out: dict[str, dict[str, dict]] = {}
@@ -62,12 +73,9 @@ def group_labels(rows: Iterable[LabelRow], fields: Sequence[str]) -> dict[str, d
         # All rows of a ranking share its annotator, so a group takes whole rankings.
         by_value: dict[str, list[LabelRow]] = defaultdict(list)
         for r in rows:
-            value = r.demographics.get(field)
-            if not isinstance(value, str) or not value.strip():
-                continue
-            if value.strip().lower() == DemographicField.PREFER_NOT_TO_SAY:
-                continue
-            by_value[value.strip()].append(r)
+            value = group_of(r.demographics, field)
+            if value is not None:
+                by_value[value].append(r)
         groups = {value: item_labels(by_value[value]) for value in sorted(by_value)}
         out[field] = groups
     return out

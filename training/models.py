@@ -314,3 +314,90 @@ class RetrainDecision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.schedule}: {self.decision}"
+
+
+class PerspectiveSummary(models.Model):
+    """One checkpoint's perspective report on one snapshot for one demographic field.
+
+    How it was computed (T, k, bootstrap), what it read (rankings, annotators) and
+    the between-group results (Friedman, pairwise divergence, groups of k or more
+    only); its presence marks the report as done. Each group is a ``PerspectiveReport``
+    row. Both are written once, together (``training.perspectives``), and never
+    recomputed: a stored report keeps the rankings it read, later withdrawals
+    included; one computed later reads the rankings as they count then.
+    """
+
+    checkpoint = models.ForeignKey(
+        Checkpoint, on_delete=models.CASCADE, related_name="perspective_summaries"
+    )
+    snapshot = models.ForeignKey(
+        DatasetSnapshot, on_delete=models.CASCADE, related_name="perspective_summaries"
+    )
+    field = models.CharField(max_length=50, help_text="annotation.DemographicField key.")
+    temperature = models.FloatField(help_text="The checkpoint's training temperature T.")
+    k = models.PositiveSmallIntegerField(help_text="Fewest annotators behind a group's figures.")
+    n_boot = models.PositiveIntegerField()
+    seed = models.IntegerField()
+    n_rankings = models.PositiveIntegerField(help_text="Rankings read (every group and none).")
+    n_annotators = models.PositiveIntegerField()
+    # training.ml.alignment_report.FriedmanResult as a dict; None with fewer than 3 groups.
+    friedman = models.JSONField(null=True, blank=True)
+    # [training.ml.alignment_report.Divergence as a dict] between groups of k or more.
+    divergence = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["field"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["checkpoint", "snapshot", "field"], name="one_perspective_summary"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"perspectives of v{self.checkpoint.version} on snapshot {self.snapshot_id}"
+
+
+class PerspectiveReport(models.Model):
+    """One group's figures for one checkpoint, snapshot and field, or its suppression.
+
+    ``computed``: ``figures`` is ``training.ml.alignment_report.GroupPerspective``
+    as a dict (alignment, human baseline, first-choice JS, Spearman, each with its
+    95% interval; the counts behind them; per-occupation and per-prompt alignment).
+    ``fewer_than_k``: the group had fewer than k annotators; nothing about it is
+    stored but its name (no figure, no count). No row is about one person.
+    """
+
+    class Status(models.TextChoices):
+        COMPUTED = "computed", "Computed"
+        FEWER_THAN_K = "fewer_than_k", "Fewer than k annotators"
+
+    checkpoint = models.ForeignKey(
+        Checkpoint, on_delete=models.CASCADE, related_name="perspective_reports"
+    )
+    snapshot = models.ForeignKey(
+        DatasetSnapshot, on_delete=models.CASCADE, related_name="perspective_reports"
+    )
+    field = models.CharField(max_length=50)
+    group = models.CharField(max_length=200, help_text="The field's value (self-described).")
+    status = models.CharField(max_length=20, choices=Status.choices)
+    # The headline figure, copied out of ``figures`` so groups sort in the database.
+    alignment = models.FloatField(null=True, blank=True)
+    figures = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["field", "group"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["checkpoint", "snapshot", "field", "group"],
+                name="one_perspective_per_group",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="computed", alignment__isnull=False)
+                | Q(status="fewer_than_k", alignment__isnull=True, figures={}),
+                name="suppressed_groups_have_no_figures",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"v{self.checkpoint.version} {self.field}={self.group} ({self.status})"

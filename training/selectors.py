@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from .models import Checkpoint, DatasetSnapshot, Evaluation, TrainingRun
+from annotation.selectors import counted_rankings
+
+from .models import (
+    Checkpoint,
+    DatasetSnapshot,
+    Evaluation,
+    PerspectiveReport,
+    PerspectiveSummary,
+    TrainingRun,
+)
 
 
 def active_checkpoint() -> Checkpoint | None:
@@ -34,3 +43,39 @@ def not_evaluated_on(snapshot: DatasetSnapshot, *checkpoints: Checkpoint) -> lis
         )
     )
     return [c for c in checkpoints if c.pk not in done]
+
+
+def snapshot_rankings(snapshot: DatasetSnapshot) -> list[tuple[int, int, list[int], dict, str]]:
+    """The rankings behind ``snapshot`` as they count today: ``(ranking id, annotator id,
+    item ids most to least stereotypical, the annotator's demographics, occupation)``.
+
+    A snapshot stores aggregated labels only; its rankings are those that count
+    (``counted_rankings``, synthetic ones as the snapshot took them) with an id up
+    to its ``last_ranking_id``. Read today, so a withdrawal since takes its rankings
+    out (erasure) and the demographics are the annotators' current answers.
+    """
+    if snapshot.last_ranking_id is None:
+        return []
+    rankings = counted_rankings(snapshot.include_synthetic).filter(pk__lte=snapshot.last_ranking_id)
+    return list(
+        rankings.order_by("id").values_list(
+            "id", "annotator_id", "order", "annotator__demographics", "task__occupation__name"
+        )
+    )
+
+
+def perspective_summaries(checkpoint: Checkpoint, snapshot: DatasetSnapshot) -> QuerySet:
+    """The fields with a stored perspective report for this checkpoint and snapshot."""
+    return PerspectiveSummary.objects.filter(checkpoint=checkpoint, snapshot=snapshot)
+
+
+def perspective_reports(
+    field: str, *, snapshot: DatasetSnapshot | None = None, checkpoints=None
+) -> QuerySet[PerspectiveReport]:
+    """Group rows of one field (with their version), optionally of one snapshot or versions."""
+    rows = PerspectiveReport.objects.filter(field=field).select_related("checkpoint")
+    if snapshot is not None:
+        rows = rows.filter(snapshot=snapshot)
+    if checkpoints is not None:
+        rows = rows.filter(checkpoint__in=checkpoints)
+    return rows.order_by("checkpoint__version", "group")

@@ -218,6 +218,8 @@ STEREORANK = {
     "RESERVATION": timedelta(minutes=env.int("STEREORANK_RESERVATION_MINUTES", default=30)),
     # Secret that turns user ids into stable pseudonyms in exports.
     "PSEUDONYM_KEY": env.str("STEREORANK_PSEUDONYM_KEY", default=SECRET_KEY),
+    # Perspective reports: a group's figures need at least this many annotators.
+    "PERSPECTIVE_K": env.int("STEREORANK_PERSPECTIVE_K", default=5),
 }
 
 # The reward model side.

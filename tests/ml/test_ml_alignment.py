@@ -19,7 +19,7 @@ from training.ml.alignment import (
     position_distributions,
     wasserstein_1,
 )
-from training.ml.alignment_report import paired_alignment, perspective_report
+from training.ml.alignment_report import paired_alignment, paired_per_prompt, perspective_report
 
 T = 0.5
 
@@ -396,3 +396,24 @@ def test_paired_alignment_of_a_steered_against_a_reversed_head():
     assert same.diff == 0 and same.ci == [0.0, 0.0] and same.p_value == 1.0
     with pytest.raises(ValueError, match="fewer than k = 7"):
         paired_alignment(rankings, item_prompt, steered, reversed_, "c", k=7)
+
+
+def test_paired_per_prompt_hand_worked():
+    """Shared prompts x, y: differences 0.5 and 0; a resample of two prompts has mean 0
+    (y twice, probability 1/4), 0.25 (one of each, 1/2) or 0.5 (x twice, 1/4), so the
+    2.5th and 97.5th percentiles are 0 and 0.5 and both tails hold a quarter."""
+    a = {"x": 1.0, "y": 0.5, "only-a": 0.0}
+    b = {"x": 0.5, "y": 0.5, "only-b": 1.0}
+    diff, ci, p_value, n = paired_per_prompt(a, b, n_boot=4000, seed=1)
+    assert (diff, n) == (0.25, 2)
+    assert ci == [0.0, 0.5]
+    assert p_value == pytest.approx(2 * 0.25, abs=0.04)
+    assert paired_per_prompt({"x": 1.0}, {"y": 1.0}, n_boot=10)[3] == 0
+
+
+def test_per_prompt_alignment_is_kept_and_averages_to_the_figure():
+    rankings, item_prompt, scores = _random_study(seed=2)
+    report = perspective_report(rankings, item_prompt, scores, k=5, n_boot=0)
+    for g in report.groups:
+        assert len(g.per_prompt) == g.n_prompts
+        assert np.mean(list(g.per_prompt.values())) == pytest.approx(g.alignment, abs=1e-12)

@@ -11,6 +11,10 @@ Between groups: Friedman's test over groups with occupations as blocks (per-
 occupation alignment, complete blocks only, 3 groups or more) and the pairwise
 divergence, mean ``W1 / L`` between two groups' own position distributions.
 
+Each group keeps its per-prompt alignment (``per_prompt``), so two versions (or
+two groups) can be compared later, paired by prompt, without scoring again
+(``paired_per_prompt``; ``paired_alignment`` is the same from scores).
+
 Intervals are 95% percentile bootstraps, seeded: alignment, baseline and
 divergence resample prompts; Spearman resamples prompts with their items (the
 group bootstrap of ``training.ml.metrics``); JS resamples occupations.
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy import stats
@@ -61,6 +65,7 @@ class GroupPerspective:
     spearman_ci: list[float] | None
     n_items: int
     per_occupation: dict[str, float]
+    per_prompt: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -234,6 +239,7 @@ def perspective_report(
                 spearman_ci=rho_ci,
                 n_items=n_items,
                 per_occupation=per_occupation_mean(a, d.occupations),
+                per_prompt=dict(zip(d.prompts, a.tolist(), strict=True)),
             )
         )
     return PerspectiveReport(
@@ -305,18 +311,38 @@ def paired_alignment(
     db = position_distributions(
         mine, item_prompt, scores_b, temperature=temperatures[1], prompts=prompts
     )
-    d = da.per_prompt_alignment() - db.per_prompt_alignment()
-    draws = _group_resamples(np.arange(d.size), n_boot, seed) if d.size and n_boot > 0 else []
-    diffs = np.array([_mean(d[i]) for i in draws])
+    diff, ci, p_value, n_prompts = paired_per_prompt(
+        dict(zip(da.prompts, da.per_prompt_alignment().tolist(), strict=True)),
+        dict(zip(db.prompts, db.per_prompt_alignment().tolist(), strict=True)),
+        n_boot=n_boot,
+        seed=seed,
+    )
     return PairedAlignment(
         group=group,
         alignment_a=_mean(da.per_prompt_alignment()),
         alignment_b=_mean(db.per_prompt_alignment()),
-        diff=_mean(d),
-        ci=_ci(diffs),
-        p_value=bootstrap_p_value(diffs),
-        n_prompts=d.size,
+        diff=diff,
+        ci=ci,
+        p_value=p_value,
+        n_prompts=n_prompts,
         n_annotators=len(da.annotators),
         n_rankings=len(da.rankings),
         n_boot=n_boot,
     )
+
+
+def paired_per_prompt(
+    a: Mapping, b: Mapping, *, n_boot: int = 1000, seed: int = 0
+) -> tuple[float, list[float] | None, float, int]:
+    """``(diff, ci, p_value, n_prompts)`` of mean(a[u] - b[u]) over the prompts u both hold.
+
+    ``a`` and ``b`` are per-prompt values (e.g. ``GroupPerspective.per_prompt`` of
+    two versions for one group, or of two groups for one version); each draw
+    resamples the shared prompts once for both; the p-value is two-sided
+    (``metrics.bootstrap_p_value``).
+    """
+    shared = sorted(set(a) & set(b), key=repr)
+    d = np.array([float(a[u]) - float(b[u]) for u in shared])
+    draws = _group_resamples(np.arange(d.size), n_boot, seed) if d.size and n_boot > 0 else []
+    diffs = np.array([_mean(d[i]) for i in draws])
+    return _mean(d), _ci(diffs), bootstrap_p_value(diffs), int(d.size)
