@@ -47,3 +47,22 @@ class EvaluationPending(RegistryConflict):
         super().__init__(f"{names} not evaluated on snapshot {snapshot.pk} yet")
         self.snapshot = snapshot
         self.checkpoints = list(checkpoints)
+
+
+class PerspectiveError(TrainingError):
+    """A perspective report that cannot be computed or compared as asked."""
+
+
+class UnknownField(PerspectiveError, NotFound):
+    """No demographic field has that key."""
+
+
+class PerspectivesPending(PerspectiveError, Conflict):
+    """Reports that a comparison needs have not been computed yet."""
+
+    def __init__(self, snapshot, field, checkpoints):
+        names = " and ".join(f"v{c.version}" for c in checkpoints)
+        super().__init__(f"no {field} report of {names} on snapshot {snapshot.pk} yet")
+        self.snapshot = snapshot
+        self.field = field
+        self.checkpoints = list(checkpoints)

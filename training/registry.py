@@ -253,6 +253,19 @@ def rollback(user=None, reason: str = "", actor: str = "") -> Checkpoint:
     return target
 
 
+def load_model(checkpoint: Checkpoint):
+    """The version's ``RewardModel`` on its encoder (settings' device), for scoring;
+    ``RegistryError`` when its files are missing or do not match the encoder."""
+    from training.ml.checkpoints import CheckpointError
+    from training.ml.checkpoints import load as load_files
+
+    encoder = encoding.encoder(checkpoint.encoder_name)
+    try:
+        return load_files(Path(checkpoint.path), encoder).to_model(encoder)
+    except CheckpointError as exc:
+        raise RegistryError(f"v{checkpoint.version}: {exc}") from exc
+
+
 def eval_arrays(snapshot: DatasetSnapshot) -> tuple[list[str], list[dict]]:
     rows = rows_of(snapshot, EVAL)
     return [r["key"] for r in rows], rows
@@ -281,20 +294,14 @@ def evaluate(checkpoint: Checkpoint, snapshot: DatasetSnapshot, n_boot: int = 10
         return existing
     import numpy as np
 
-    from training.ml.checkpoints import CheckpointError
-    from training.ml.checkpoints import load as load_files
     from training.ml.metrics import evaluate as compute_metrics
 
     keys, rows = eval_arrays(snapshot)
     if not rows:
         raise RegistryError(f"snapshot {snapshot.pk} has no eval examples")
-    encoder = encoding.encoder(checkpoint.encoder_name)
-    try:
-        model = load_files(Path(checkpoint.path), encoder).to_model(encoder)
-    except CheckpointError as exc:
-        raise RegistryError(f"v{checkpoint.version}: {exc}") from exc
-    cache = encoding.embedding_cache()
-    scores = model.score([r["text"] for r in rows], cache=cache)
+    scores = load_model(checkpoint).score(
+        [r["text"] for r in rows], cache=encoding.embedding_cache()
+    )
     metrics = compute_metrics(
         scores,
         np.array([r["label"] for r in rows]),

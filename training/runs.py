@@ -39,6 +39,7 @@ from training import encoding
 from training.errors import AugmentationError, RunConflict, RunError
 from training.ml.data import Example, data_hash
 from training.models import Augmentation, DatasetSnapshot, TrainingRun
+from training.perspectives import request_reports
 from training.registry import json_safe, register, store_evaluation
 from training.selectors import active_checkpoint
 from training.snapshots import EVAL, TRAIN, rows_of, to_example
@@ -417,6 +418,7 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
 
     def commit_with(checkpoint) -> None:
         store_evaluation(checkpoint, run.snapshot, metrics, predictions)
+        request_reports(checkpoint, run.snapshot)  # whose opinions it rewards, once committed
         attempt.update(
             statuses=[Status.EVALUATING],
             status=Status.DONE,

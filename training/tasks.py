@@ -1,7 +1,7 @@
 """Celery tasks: thin wrappers that take ids and call the services.
 
-``train_run`` and ``evaluate_checkpoint`` go to the ``gpu`` queue, the others
-to ``default`` (``web/celery.py``). Services queue tasks by name
+``train_run``, ``evaluate_checkpoint`` and ``perspective_report`` go to the ``gpu``
+queue, the others to ``default`` (``web/celery.py``). Services queue tasks by name
 (``training.queue``), so no service imports this module. torch and the model code are imported
 inside the tasks, never at worker start, so a forking pool's parent never
 touches CUDA. When a worker that consumes the ``gpu`` queue starts, it removes
@@ -54,6 +54,23 @@ def evaluate_checkpoint(checkpoint_id: int, snapshot_id: int) -> int:
         Checkpoint.objects.get(pk=checkpoint_id), DatasetSnapshot.objects.get(pk=snapshot_id)
     )
     return evaluation.pk
+
+
+@shared_task(name="training.tasks.perspective_report", acks_late=True)
+def perspective_report(
+    checkpoint_id: int, snapshot_id: int, fields: list[str] | None = None
+) -> list[str]:
+    """Compute and store a checkpoint's perspective report on a snapshot (what is missing
+    only: stored fields are reused); returns the fields now stored."""
+    from training.models import Checkpoint, DatasetSnapshot
+    from training.perspectives import compute_reports
+
+    summaries = compute_reports(
+        Checkpoint.objects.get(pk=checkpoint_id),
+        DatasetSnapshot.objects.get(pk=snapshot_id),
+        fields,
+    )
+    return [s.field for s in summaries]
 
 
 @shared_task(name="training.scheduled_retrain", bind=True, acks_late=True)

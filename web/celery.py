@@ -1,5 +1,5 @@
 """The one Celery app. Queues: ``default`` (augmentation, bookkeeping) and
-``gpu`` (embedding and training); tasks are routed by name in ``task_routes``."""
+``gpu`` (embedding, training and scoring); tasks are routed by name in ``task_routes``."""
 
 import os
 
@@ -16,6 +16,7 @@ app.conf.update(
     task_routes={
         "training.tasks.train_run": {"queue": "gpu"},
         "training.tasks.evaluate_checkpoint": {"queue": "gpu"},
+        "training.tasks.perspective_report": {"queue": "gpu"},
     },
     # Long work: acknowledge after the task ran, so a killed worker's task is
     # delivered again; take one message at a time.

@@ -54,3 +54,49 @@ def training_storage(settings, tmp_path, embedding_cache, monkeypatch):
     }
     settings.MEDIA_ROOT = tmp_path / "media"
     return settings.TRAINING
+
+
+def make_perspective_study(folder: Path, annotators: int = 15, overlap: int = 4) -> dict:
+    """12 occupations x 3 prompts x 2 images in tasks of 6 ranked ``overlap`` times by
+    synthetic annotators whose ``age_band`` is then set: two thirds ``18-24``, three
+    ``25-34``, the rest "prefer not to say" (the report reads demographics as they stand)."""
+    catalogue = read_catalogue()
+    catalogue["occupations"] = catalogue["occupations"][:12]
+    path = folder / "catalogue.json"
+    path.write_text(json.dumps(catalogue))
+    load_catalogue(placeholders_per_prompt=2, path=path)
+    tasks = build_tasks(size=6, overlap=overlap, seed=0)
+    simulate(annotators, -(-tasks * overlap // annotators), seed=0)
+    from annotation.models import AnnotatorProfile
+
+    profiles = list(AnnotatorProfile.objects.filter(is_synthetic=True).order_by("user__username"))
+    bands = {}
+    for n, profile in enumerate(profiles):
+        cut = 2 * len(profiles) // 3
+        band = "18-24" if n < cut else "25-34" if n < cut + 3 else None
+        profile.demographics = {"age_band": band or "prefer not to say"}
+        profile.save(update_fields=["demographics"])
+        bands[profile.pk] = band
+    return {"tasks": tasks, "bands": bands}
+
+
+def register_head(snapshot, seed: int = 0, hyperparameters: dict | None = None):
+    """A version with a seeded random head (no training) on ``snapshot``; returns
+    ``(checkpoint, model)``, the in-memory model to score with independently."""
+    import torch
+
+    from training import encoding
+    from training.ml.checkpoints import Checkpoint as MLCheckpoint
+    from training.ml.model import RewardModel
+    from training.registry import register
+
+    torch.manual_seed(seed)
+    model = RewardModel(encoding.encoder(ENCODER, device="cpu")).eval()
+    with torch.no_grad():
+        model.fc.weight.mul_(20.0)  # scores spread enough for positions to differ
+    files = MLCheckpoint.from_model(
+        model,
+        hyperparameters={"temperature": 0.5, "dropout": 0.1, **(hyperparameters or {})},
+        data_hash="",
+    )
+    return register(files, snapshot=snapshot), model

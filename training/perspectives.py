@@ -1,0 +1,259 @@
+"""Perspective reports: whose opinions does a checkpoint reward, group by group?
+
+For a checkpoint, a snapshot and a demographic field, ``compute_reports`` scores
+every item of the snapshot's rankings with the checkpoint and hands them to
+``training.ml.alignment_report.perspective_report`` (the measures, their formulas
+and sources: ``docs/perspectives.md``), over the snapshot's eval prompts, at the
+checkpoint's training temperature T and with k from ``STEREORANK["PERSPECTIVE_K"]``.
+The result is stored once: a ``PerspectiveSummary`` per field and a
+``PerspectiveReport`` per group (groups under k: their name only). Stored reports
+are reused, never recomputed; pages and the API read them and queue what is
+missing (``request_reports``, the gpu queue: scoring loads an encoder).
+
+Which rankings (decision): a snapshot freezes aggregated labels, not rankings
+(no personal data in it). Its rankings are read when the report is computed, as
+they count then (``training.selectors.snapshot_rankings``: id up to the
+snapshot's last, through ``counted_rankings``). So a report computed for every
+new checkpoint right after its run reads what the run trained on; one computed
+later for an old snapshot leaves out the rankings of people who withdrew since
+(and the quality policy's exclusions); and a stored report is never changed by
+a later withdrawal, as a trained checkpoint is not. Rankings with items the
+snapshot does not hold (counted again after it was taken) are left out.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+
+from celery import current_app
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from annotation.labels import group_of
+from annotation.models import DemographicField
+from training import encoding, selectors
+from training.errors import PerspectiveError, PerspectivesPending, UnknownField
+from training.ml.data import json_safe
+from training.models import Checkpoint, DatasetSnapshot, PerspectiveReport, PerspectiveSummary
+from training.registry import load_model
+from training.snapshots import EVAL
+
+log = logging.getLogger(__name__)
+# The seed's listwise temperature (TrainConfig's default), for heads that record none
+# (an imported seed .pth carries no hyper-parameters).
+DEFAULT_TEMPERATURE = 0.5
+TASK = "training.tasks.perspective_report"
+
+
+def k_anonymity() -> int:
+    """k: the fewest annotators behind any group's figures (settings, default 5)."""
+    k = int(settings.STEREORANK.get("PERSPECTIVE_K", 5))
+    if k < 1:
+        raise PerspectiveError(f"STEREORANK['PERSPECTIVE_K'] must be at least 1, not {k}")
+    return k
+
+
+def temperature(checkpoint: Checkpoint) -> float:
+    """T of the checkpoint's training (its hyper-parameters), else the seed's 0.5."""
+    return float((checkpoint.hyperparameters or {}).get("temperature", DEFAULT_TEMPERATURE))
+
+
+def report_fields(snapshot: DatasetSnapshot, fields: Iterable[str] | None = None) -> list[str]:
+    """The fields asked for, checked; all the snapshot's demographic fields by default."""
+    known = set(snapshot.group_labels or {}) | set(
+        DemographicField.objects.values_list("key", flat=True)
+    )
+    if fields is None:
+        return sorted(snapshot.group_labels or {}) or sorted(known)
+    fields = list(dict.fromkeys(fields))
+    unknown = [f for f in fields if f not in known]
+    if unknown:
+        raise UnknownField(f"no demographic field {', '.join(map(repr, unknown))}")
+    return fields
+
+
+def missing_fields(checkpoint: Checkpoint, snapshot: DatasetSnapshot, fields: Sequence[str]):
+    """The fields among ``fields`` with no stored report for this checkpoint and snapshot."""
+    done = set(
+        selectors.perspective_summaries(checkpoint, snapshot).values_list("field", flat=True)
+    )
+    return [f for f in fields if f not in done]
+
+
+def request_reports(
+    checkpoint: Checkpoint, snapshot: DatasetSnapshot, fields: Sequence[str] | None = None
+) -> None:
+    """Queue the report on the gpu worker once the caller's transaction commits (by name:
+    no service imports the task module)."""
+    signature = current_app.signature(
+        TASK,
+        (checkpoint.pk, snapshot.pk, list(fields) if fields is not None else None),
+        immutable=True,
+    )
+    transaction.on_commit(signature.apply_async)
+
+
+def _study(snapshot: DatasetSnapshot):
+    """The snapshot's rankings today (those whose items it holds), each item's prompt and
+    text, and the eval prompts."""
+    examples = {row["item_id"]: row for row in snapshot.examples}
+    rankings = [
+        row
+        for row in selectors.snapshot_rankings(snapshot)
+        if len(row[2]) >= 2 and all(item in examples for item in row[2])
+    ]
+    item_prompt = {item: row["group"] for item, row in examples.items()}
+    texts = {item: examples[item]["text"] for row in rankings for item in row[2]}
+    eval_prompts = {row["group"] for row in snapshot.examples if row["split"] == EVAL}
+    return rankings, item_prompt, texts, eval_prompts
+
+
+def _score(checkpoint: Checkpoint, texts: dict[int, str]) -> dict[int, float]:
+    items = sorted(texts)
+    scores = load_model(checkpoint).score(
+        [texts[i] for i in items], cache=encoding.embedding_cache()
+    )
+    return {item: float(s) for item, s in zip(items, scores, strict=True)}
+
+
+def compute_reports(
+    checkpoint: Checkpoint,
+    snapshot: DatasetSnapshot | None = None,
+    fields: Iterable[str] | None = None,
+    *,
+    n_boot: int = 1000,
+) -> list[PerspectiveSummary]:
+    """Compute and store what is missing of the report (default: on the checkpoint's own
+    snapshot, every field); returns the summaries of the fields asked for."""
+    from training.ml.alignment import RankedList
+    from training.ml.alignment_report import perspective_report
+
+    if snapshot is None:
+        snapshot = checkpoint.snapshot
+        if snapshot is None:
+            raise PerspectiveError(f"v{checkpoint.version} has no snapshot of its own: name one")
+    fields = report_fields(snapshot, fields)
+    todo = missing_fields(checkpoint, snapshot, fields)
+    if todo:
+        rankings, item_prompt, texts, eval_prompts = _study(snapshot)
+        if not rankings:
+            raise PerspectiveError(f"snapshot {snapshot.pk} has no rankings that count today")
+        scores = _score(checkpoint, texts)
+        k, t = k_anonymity(), temperature(checkpoint)
+        for field in todo:
+            ranked = [
+                RankedList(rid, annotator, tuple(order), group_of(demo or {}, field), occupation)
+                for rid, annotator, order, demo, occupation in rankings
+            ]
+            report = perspective_report(
+                ranked,
+                item_prompt,
+                scores,
+                temperature=t,
+                k=k,
+                prompts=eval_prompts,
+                n_boot=n_boot,
+                seed=snapshot.split_seed,
+            )
+            store(checkpoint, snapshot, field, report, ranked)
+    return list(selectors.perspective_summaries(checkpoint, snapshot).filter(field__in=fields))
+
+
+def store(checkpoint, snapshot, field: str, report, ranked) -> PerspectiveSummary:
+    """Write one field's report (summary and group rows) in one transaction; a report a
+    concurrent worker stored first is kept and returned."""
+    try:
+        with transaction.atomic():
+            summary = PerspectiveSummary.objects.create(
+                checkpoint=checkpoint,
+                snapshot=snapshot,
+                field=field,
+                temperature=report.temperature,
+                k=report.k,
+                n_boot=report.n_boot,
+                seed=report.seed,
+                n_rankings=len(ranked),
+                n_annotators=len({r.annotator for r in ranked}),
+                friedman=json_safe(report.to_dict()["friedman"]),
+                divergence=json_safe(report.to_dict()["divergence"]),
+            )
+            rows = [
+                PerspectiveReport(
+                    checkpoint=checkpoint,
+                    snapshot=snapshot,
+                    field=field,
+                    group=g.group,
+                    status=PerspectiveReport.Status.COMPUTED,
+                    alignment=g.alignment,
+                    figures=json_safe({k: v for k, v in asdict(g).items() if k != "group"}),
+                )
+                for g in report.groups
+            ] + [
+                PerspectiveReport(
+                    checkpoint=checkpoint,
+                    snapshot=snapshot,
+                    field=field,
+                    group=name,
+                    status=PerspectiveReport.Status.FEWER_THAN_K,
+                )
+                for name in report.fewer_than_k
+            ]
+            PerspectiveReport.objects.bulk_create(rows)
+            return summary
+    except IntegrityError:
+        log.info(
+            "v%s on snapshot %s, %s: stored by another worker",
+            checkpoint.version,
+            snapshot.pk,
+            field,
+        )
+        return PerspectiveSummary.objects.get(checkpoint=checkpoint, snapshot=snapshot, field=field)
+
+
+def compare_versions(
+    a: Checkpoint, b: Checkpoint, snapshot: DatasetSnapshot, field: str, *, n_boot: int = 1000
+) -> list[dict]:
+    """Per group computed in both reports: A's and B's alignment and the paired difference
+    A - B over the prompts both hold (95% interval, p-value), and the verdict: ``gained``
+    when the interval is above 0, ``lost`` when below, else ``no clear change``.
+
+    Reads the stored reports (``PerspectivesPending`` names what is missing); pairs
+    by prompt, so both must be on one snapshot.
+    """
+    from training.ml.alignment_report import paired_per_prompt
+
+    missing = [c for c in (a, b) if missing_fields(c, snapshot, [field])]
+    if missing:
+        raise PerspectivesPending(snapshot, field, missing)
+    rows = selectors.perspective_reports(field, snapshot=snapshot, checkpoints=[a, b]).filter(
+        status=PerspectiveReport.Status.COMPUTED
+    )
+    by = {(r.checkpoint_id, r.group): r.figures for r in rows}
+    out = []
+    for group in sorted({g for _, g in by}):
+        fa, fb = by.get((a.pk, group)), by.get((b.pk, group))
+        if fa is None or fb is None:
+            continue
+        diff, ci, p_value, n = paired_per_prompt(
+            fa["per_prompt"], fb["per_prompt"], n_boot=n_boot, seed=snapshot.split_seed
+        )
+        verdict = "no clear change"
+        if ci and ci[0] > 0:
+            verdict = "gained"
+        elif ci and ci[1] < 0:
+            verdict = "lost"
+        out.append(
+            {
+                "group": group,
+                "alignment_a": fa["alignment"],
+                "alignment_b": fb["alignment"],
+                "diff": diff,
+                "ci": ci,
+                "p_value": p_value,
+                "n_prompts": n,
+                "verdict": verdict,
+            }
+        )
+    return json_safe(out)
