@@ -4,13 +4,14 @@ error is an HTTP 400 with its message."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiTypes, extend_schema
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import selectors, services
+from . import perspective_export, selectors, services
 from .models import Checkpoint, DatasetSnapshot, TrainingRun
 
 
@@ -218,3 +219,105 @@ class CompareView(StaffView):
             pending = [c.version for c in missing]
             return Response({"pending": pending, "snapshot": snapshot.pk}, status=202)
         return Response(services.compare(a, b, snapshot=snapshot))
+
+
+class PerspectivesQuerySerializer(serializers.Serializer):
+    snapshot = serializers.PrimaryKeyRelatedField(
+        queryset=DatasetSnapshot.objects.all(), required=False
+    )
+    field = serializers.ListField(child=serializers.CharField(), required=False)
+    format = serializers.ChoiceField(["json", "csv"], default="json")
+
+
+class GroupFiguresSerializer(serializers.Serializer):
+    """One group's figures (training.ml.alignment_report.GroupPerspective, without per-prompt)."""
+
+    group = serializers.CharField()
+    status = serializers.CharField()
+    alignment = serializers.FloatField()
+    alignment_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    human_baseline = serializers.FloatField(allow_null=True)
+    human_baseline_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    spearman = serializers.FloatField(allow_null=True)
+    spearman_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    first_choice_js = serializers.FloatField(allow_null=True)
+    first_choice_js_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    n_annotators = serializers.IntegerField()
+    n_rankings = serializers.IntegerField()
+    n_prompts = serializers.IntegerField()
+    n_placements = serializers.IntegerField()
+    baseline_annotators = serializers.IntegerField()
+    baseline_rankings = serializers.IntegerField()
+    baseline_prompts = serializers.IntegerField()
+    n_items = serializers.IntegerField()
+    n_occupations = serializers.IntegerField()
+    per_occupation = serializers.DictField(child=serializers.FloatField(allow_null=True))
+
+
+class FieldReportSerializer(serializers.Serializer):
+    field = serializers.CharField()
+    temperature = serializers.FloatField()
+    k = serializers.IntegerField()
+    n_boot = serializers.IntegerField()
+    seed = serializers.IntegerField()
+    n_rankings = serializers.IntegerField()
+    n_annotators = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    groups = GroupFiguresSerializer(many=True)
+    fewer_than_k = serializers.ListField(child=serializers.CharField())
+    friedman = serializers.DictField(allow_null=True)
+    divergence = serializers.ListField(child=serializers.DictField())
+
+
+class PerspectivesSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    snapshot = serializers.IntegerField()
+    fields = FieldReportSerializer(many=True)
+
+
+class PerspectivesView(StaffView):
+    @extend_schema(
+        parameters=[
+            PerspectivesQuerySerializer,
+            OpenApiParameter("field", str, many=True, description="Demographic field(s)."),
+        ],
+        responses={
+            200: PerspectivesSerializer,
+            202: inline_serializer(
+                "PerspectivesPending",
+                {
+                    "pending": serializers.ListField(child=serializers.CharField()),
+                    "version": serializers.IntegerField(),
+                    "snapshot": serializers.IntegerField(),
+                },
+            ),
+            (200, "text/csv"): OpenApiTypes.STR,
+        },
+        description=(
+            "Whose opinions the version rewards: per demographic group, alignment and "
+            "Spearman's rho with 95% intervals beside the human baseline, on its own "
+            "snapshot or ``?snapshot=``. Groups under k are named only. Reports not stored "
+            "yet are queued on the gpu worker and the answer is 202 with the pending fields: "
+            "ask again shortly. ``?format=csv``: one row per group."
+        ),
+    )
+    def get(self, request, version: int):
+        data = PerspectivesQuerySerializer(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        checkpoint = services.get_version(version)
+        snapshot = services.report_snapshot(checkpoint, v.get("snapshot"))
+        fields = services.report_fields(snapshot, v.get("field") or None)
+        missing = selectors.perspectives_missing(checkpoint, snapshot, fields)
+        if missing:
+            services.request_reports(checkpoint, snapshot, missing)
+            pending = {"pending": missing, "version": version, "snapshot": snapshot.pk}
+            return Response(pending, status=status.HTTP_202_ACCEPTED)
+        report = perspective_export.report(checkpoint, snapshot, fields)
+        if v["format"] == "csv":
+            body = perspective_export.to_csv(perspective_export.csv_rows(report))
+            response = HttpResponse(body, content_type="text/csv")
+            name = f"perspectives-v{version}-snapshot{snapshot.pk}.csv"
+            response["Content-Disposition"] = f'attachment; filename="{name}"'
+            return response
+        return Response(report)

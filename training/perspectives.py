@@ -60,6 +60,17 @@ def temperature(checkpoint: Checkpoint) -> float:
     return float((checkpoint.hyperparameters or {}).get("temperature", DEFAULT_TEMPERATURE))
 
 
+def report_snapshot(
+    checkpoint: Checkpoint, snapshot: DatasetSnapshot | None = None
+) -> DatasetSnapshot:
+    """The snapshot asked for, else the checkpoint's own (an imported one has none)."""
+    if snapshot is None:
+        snapshot = checkpoint.snapshot
+        if snapshot is None:
+            raise PerspectiveError(f"v{checkpoint.version} has no snapshot of its own: name one")
+    return snapshot
+
+
 def report_fields(snapshot: DatasetSnapshot, fields: Iterable[str] | None = None) -> list[str]:
     """The fields asked for, checked; all the snapshot's demographic fields by default."""
     known = set(snapshot.group_labels or {}) | set(
@@ -72,14 +83,6 @@ def report_fields(snapshot: DatasetSnapshot, fields: Iterable[str] | None = None
     if unknown:
         raise UnknownField(f"no demographic field {', '.join(map(repr, unknown))}")
     return fields
-
-
-def missing_fields(checkpoint: Checkpoint, snapshot: DatasetSnapshot, fields: Sequence[str]):
-    """The fields among ``fields`` with no stored report for this checkpoint and snapshot."""
-    done = set(
-        selectors.perspective_summaries(checkpoint, snapshot).values_list("field", flat=True)
-    )
-    return [f for f in fields if f not in done]
 
 
 def request_reports(
@@ -130,12 +133,9 @@ def compute_reports(
     from training.ml.alignment import RankedList
     from training.ml.alignment_report import perspective_report
 
-    if snapshot is None:
-        snapshot = checkpoint.snapshot
-        if snapshot is None:
-            raise PerspectiveError(f"v{checkpoint.version} has no snapshot of its own: name one")
+    snapshot = report_snapshot(checkpoint, snapshot)
     fields = report_fields(snapshot, fields)
-    todo = missing_fields(checkpoint, snapshot, fields)
+    todo = selectors.perspectives_missing(checkpoint, snapshot, fields)
     if todo:
         rankings, item_prompt, texts, eval_prompts = _study(snapshot)
         if not rankings:
@@ -224,7 +224,7 @@ def compare_versions(
     """
     from training.ml.alignment_report import paired_per_prompt
 
-    missing = [c for c in (a, b) if missing_fields(c, snapshot, [field])]
+    missing = [c for c in (a, b) if selectors.perspectives_missing(c, snapshot, [field])]
     if missing:
         raise PerspectivesPending(snapshot, field, missing)
     rows = selectors.perspective_reports(field, snapshot=snapshot, checkpoints=[a, b]).filter(

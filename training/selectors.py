@@ -69,6 +69,12 @@ def perspective_summaries(checkpoint: Checkpoint, snapshot: DatasetSnapshot) -> 
     return PerspectiveSummary.objects.filter(checkpoint=checkpoint, snapshot=snapshot)
 
 
+def perspectives_missing(checkpoint: Checkpoint, snapshot: DatasetSnapshot, fields) -> list[str]:
+    """The fields among ``fields`` with no stored report for this checkpoint and snapshot."""
+    done = set(perspective_summaries(checkpoint, snapshot).values_list("field", flat=True))
+    return [f for f in fields if f not in done]
+
+
 def perspective_reports(
     field: str, *, snapshot: DatasetSnapshot | None = None, checkpoints=None
 ) -> QuerySet[PerspectiveReport]:
@@ -79,3 +85,12 @@ def perspective_reports(
     if checkpoints is not None:
         rows = rows.filter(checkpoint__in=checkpoints)
     return rows.order_by("checkpoint__version", "group")
+
+
+def perspective_reports_of(
+    checkpoint: Checkpoint, snapshot: DatasetSnapshot
+) -> QuerySet[PerspectiveReport]:
+    """Every group row of one checkpoint's report on one snapshot, field by field."""
+    return PerspectiveReport.objects.filter(checkpoint=checkpoint, snapshot=snapshot).order_by(
+        "field", "group"
+    )

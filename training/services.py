@@ -6,6 +6,13 @@ Reads are in ``training.selectors``, refusals in ``training.errors``.
 """
 
 from training.augmentation import request_augmentation, run_augmentation
+from training.perspectives import (
+    compare_versions,
+    compute_reports,
+    report_fields,
+    report_snapshot,
+    request_reports,
+)
 from training.registry import (
     compare,
     evaluate,
@@ -22,6 +29,8 @@ from training.snapshots import create_snapshot
 __all__ = [
     "cancel_run",
     "compare",
+    "compare_versions",
+    "compute_reports",
     "create_snapshot",
     "evaluate",
     "export_checkpoint",
@@ -29,7 +38,10 @@ __all__ = [
     "import_checkpoint",
     "promote",
     "request_augmentation",
+    "report_fields",
+    "report_snapshot",
     "request_evaluations",
+    "request_reports",
     "rollback",
     "run_augmentation",
     "start_run",

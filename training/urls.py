@@ -9,6 +9,11 @@ urlpatterns = [
     path("runs/<int:run_id>/cancel/", api.CancelRunView.as_view(), name="training-run-cancel"),
     path("checkpoints/", api.CheckpointsView.as_view(), name="training-checkpoints"),
     path("checkpoints/<int:version>/promote/", api.PromoteView.as_view(), name="training-promote"),
+    path(
+        "checkpoints/<int:version>/perspectives/",
+        api.PerspectivesView.as_view(),
+        name="training-perspectives",
+    ),
     path("checkpoints/rollback/", api.RollbackView.as_view(), name="training-rollback"),
     path("checkpoints/compare/", api.CompareView.as_view(), name="training-compare"),
 ]
