@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from annotation.selectors import counted_rankings
 
@@ -93,4 +93,19 @@ def perspective_reports_of(
     """Every group row of one checkpoint's report on one snapshot, field by field."""
     return PerspectiveReport.objects.filter(checkpoint=checkpoint, snapshot=snapshot).order_by(
         "field", "group"
+    )
+
+
+def alignment_across_versions(field: str, snapshot: DatasetSnapshot | None = None) -> list[tuple]:
+    """``(version, group, alignment)`` of every computed group of ``field``, oldest version
+    first: all on ``snapshot``, else each version on its own snapshot."""
+    rows = PerspectiveReport.objects.filter(field=field, status=PerspectiveReport.Status.COMPUTED)
+    if snapshot is not None:
+        rows = rows.filter(snapshot=snapshot)
+    else:
+        rows = rows.filter(snapshot=F("checkpoint__snapshot"))
+    return list(
+        rows.order_by("checkpoint__version", "group").values_list(
+            "checkpoint__version", "group", "alignment"
+        )
     )

@@ -1,4 +1,5 @@
-"""Staff dashboards, one module per page: progress, runs, registry, compare, schedules.
+"""Staff dashboards, one module per page: progress, runs, registry, compare, perspectives,
+schedules.
 
 Views are thin: reads come from the selectors (each a fixed number of queries
 whatever the number of rows), writes go through ``training.services``, and a

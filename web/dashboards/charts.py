@@ -105,6 +105,77 @@ def occupations_side_by_side(
     return fig
 
 
+@dataclass(frozen=True)
+class GroupPoint:
+    """One group's alignment and human baseline, each with its 95% interval (ends may be None)."""
+
+    group: str
+    alignment: float
+    low: float | None = None
+    high: float | None = None
+    baseline: float | None = None
+    baseline_low: float | None = None
+    baseline_high: float | None = None
+
+
+def _interval(ax, y: float, value: float, low, high, colour: str, label: str, marker: str):
+    if low is not None and high is not None:
+        xerr = [[max(value - low, 0.0)], [max(high - value, 0.0)]]
+        ax.errorbar([value], [y], xerr=xerr, fmt=marker, color=colour, capsize=3, label=label)
+    else:
+        ax.plot([value], [y], marker, color=colour, label=label)
+
+
+def groups_alignment(points: Sequence[GroupPoint], title: str = "") -> Figure:
+    """Each group's alignment with the model (blue) beside its human baseline (orange),
+    95% intervals, groups in the order given (best aligned first, at the top)."""
+    fig = _figure(figsize=(7, max(2.5, 0.42 * len(points) + 1.3)))
+    ax = fig.subplots()
+    if not points:
+        ax.text(0.5, 0.5, "No group of k or more", ha="center", va="center", color=MUTED)
+        ax.set_axis_off()
+        return fig
+    for y, p in enumerate(points):
+        _interval(ax, y - 0.12, p.alignment, p.low, p.high, PRIMARY, "the model", "o")
+        if p.baseline is not None:
+            rest = "the other annotators (baseline)"
+            _interval(ax, y + 0.12, p.baseline, p.baseline_low, p.baseline_high, ACCENT, rest, "s")
+    ax.set_yticks(range(len(points)), [p.group for p in points])
+    ax.invert_yaxis()
+    ax.set_xlabel("alignment 1 - W1/(K-1) (95% CI)")
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))  # one legend entry per series
+    ax.legend(unique.values(), unique.keys(), fontsize="small")
+    if title:
+        ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def groups_across_versions(
+    versions: Sequence[str], series: dict[str, Sequence[float | None]], title: str = ""
+) -> Figure:
+    """One line per group: its alignment at each version (a gap where it has none)."""
+    fig = _figure(figsize=(7, 3.4))
+    ax = fig.subplots()
+    if not versions or not series:
+        ax.text(0.5, 0.5, "No perspective reports yet", ha="center", va="center", color=MUTED)
+        ax.set_axis_off()
+        return fig
+    xs = list(range(len(versions)))
+    for group in sorted(series):
+        ys = [float("nan") if v is None else v for v in series[group]]
+        ax.plot(xs, ys, "o-", label=group)
+    ax.set_xticks(xs, list(versions), rotation=45 if len(versions) > 8 else 0)
+    ax.set_ylabel("alignment with the group")
+    ax.set_xlabel("version")
+    ax.legend(fontsize="small", ncols=2 if len(series) > 4 else 1)
+    if title:
+        ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
 def render(fig: Figure, fmt: str) -> bytes:
     """The figure as PNG or SVG bytes; deterministic (no dates, fixed SVG ids)."""
     if fmt not in FORMATS:

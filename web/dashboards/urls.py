@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import compare, progress, registry, runs, schedules
+from . import compare, perspectives, progress, registry, runs, schedules
 
 app_name = "dashboards"
 
@@ -21,5 +21,8 @@ urlpatterns = [
     path("registry/<int:version>/export", registry.registry_export, name="export"),
     path("compare/", compare.compare, name="compare"),
     path("compare/occupations.png", compare.compare_chart, name="compare-chart"),
+    path("perspectives/", perspectives.perspectives, name="perspectives"),
+    path("perspectives/groups.png", perspectives.groups_chart, name="perspectives-groups"),
+    path("perspectives/versions.png", perspectives.versions_chart, name="perspectives-versions"),
     path("schedules/", schedules.schedules, name="schedules"),
 ]
