@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from . import perspective_export, selectors, services
 from .models import Checkpoint, DatasetSnapshot, TrainingRun
+from .steering import parse as parse_steering
 
 
 class SnapshotSerializer(serializers.ModelSerializer):
@@ -76,6 +77,12 @@ class RunInSerializer(serializers.Serializer):
     epochs = serializers.IntegerField(required=False, min_value=1)
     paraphrases = serializers.IntegerField(default=0, min_value=0, max_value=50)
     hyperparameters = serializers.DictField(required=False)
+    steer = serializers.CharField(
+        required=False, allow_blank=True, help_text="FIELD=VALUE: train on that group's labels."
+    )
+    balance = serializers.CharField(
+        required=False, allow_blank=True, help_text="FIELD: every group of it weighs the same."
+    )
 
 
 class CheckpointSerializer(serializers.ModelSerializer):
@@ -146,6 +153,7 @@ class RunsView(StaffView):
             epochs=v.get("epochs"),
             paraphrases=v["paraphrases"],
             hyperparameters=v.get("hyperparameters"),
+            steering=parse_steering(v.get("steer"), v.get("balance")),
             user=request.user,
         )
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)

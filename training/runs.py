@@ -42,7 +42,11 @@ from training.models import Augmentation, DatasetSnapshot, TrainingRun
 from training.perspectives import request_reports
 from training.registry import json_safe, register, store_evaluation
 from training.selectors import active_checkpoint
-from training.snapshots import EVAL, TRAIN, rows_of, to_example
+from training.snapshots import EVAL, rows_of, to_example
+from training.steering import KEY as STEERING
+from training.steering import check as steering_check
+from training.steering import split_hyperparameters
+from training.steering import train_rows as steered_rows
 
 log = logging.getLogger(__name__)
 Status = TrainingRun.Status
@@ -81,6 +85,7 @@ def start_run(
     backend: str | None = None,
     augmentation: Augmentation | None = None,
     hyperparameters: dict | None = None,
+    steering: dict | None = None,
     user=None,
     enqueue: bool = True,
 ) -> TrainingRun:
@@ -88,6 +93,8 @@ def start_run(
 
     ``paraphrases > 0`` asks for (or reuses) that augmentation of the snapshot;
     if it has not run yet, the augmentation task runs first and then the run.
+    ``steering`` (``training.steering``) trains on one group's labels or
+    balances a field's groups; it is kept in the run's hyper-parameters.
     """
     from training.augmentation import request_augmentation
     from training.ml.encoders import EncoderError
@@ -109,6 +116,7 @@ def start_run(
         raise RunError(f"bad hyper-parameter: {exc}") from exc
     if not snapshot.train_count or not snapshot.eval_count:
         raise RunError(f"snapshot {snapshot.pk} has an empty train or eval split")
+    steering_check(snapshot, steering)
     task_id = str(uuid.uuid4())
     with transaction.atomic():
         pending_augmentation = False
@@ -131,7 +139,7 @@ def start_run(
             snapshot=snapshot,
             augmentation=augmentation,
             encoder=name,
-            hyperparameters=config.to_dict(),
+            hyperparameters={**config.to_dict(), **({STEERING: steering} if steering else {})},
             epochs=config.epochs,
             parent=active_checkpoint(),
             celery_task_id=task_id,
@@ -308,17 +316,15 @@ class _Attempt:
 
 
 def training_examples(run: TrainingRun) -> tuple[list[Example], list[dict]]:
-    """The train split plus the paraphrases of train examples; and the eval originals."""
-    train_rows = rows_of(run.snapshot, TRAIN)
+    """The train split (as the run's steering has it) plus the paraphrases of train
+    examples, which inherit their origin's label and weight; and the eval originals."""
+    train_rows = steered_rows(run.snapshot, split_hyperparameters(run.hyperparameters)[1])
     examples = [to_example(r) for r in train_rows]
     if run.augmentation_id:
         by_key = {r["key"]: r for r in train_rows}
         paraphrases = run.augmentation.paraphrases.filter(origin_key__in=by_key).order_by("id")
         for key, text in paraphrases.values_list("origin_key", "text"):
-            r = by_key[key]
-            examples.append(
-                Example(text, r["label"], r["group"], r["occupation"], r["prompt_type"])
-            )
+            examples.append(to_example({**by_key[key], "text": text}))
     return examples, rows_of(run.snapshot, EVAL)
 
 
@@ -367,7 +373,8 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
     from training.ml.checkpoints import Checkpoint as MLCheckpoint
     from training.ml.train import TrainConfig, TrainingCancelled, train
 
-    config = TrainConfig(**run.hyperparameters)
+    hyperparameters, steering = split_hyperparameters(run.hyperparameters)
+    config = TrainConfig(**hyperparameters)
     encoder = encoding.encoder(run.encoder, device=config.device)
     cache = encoding.embedding_cache()
     train_set, eval_rows = training_examples(run)
@@ -410,6 +417,7 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
             "snapshot_hash": run.snapshot.content_hash,
             "augmentation": run.augmentation_id,
             "parent_version": parent.version if parent else None,
+            "steering": steering,
             "calibration": {"method": calibration.method, "reason": calibration.reason},
             "train_examples": len(train_set),
         },

@@ -46,7 +46,14 @@ def build_examples(labels: dict[int, float]) -> list[dict]:
 
 
 def to_example(row: dict) -> Example:
-    return Example(row["text"], row["label"], row["group"], row["occupation"], row["prompt_type"])
+    return Example(
+        row["text"],
+        row["label"],
+        row["group"],
+        row["occupation"],
+        row["prompt_type"],
+        row.get("weight", 1.0),
+    )
 
 
 def split_examples(rows: list[dict], eval_fraction: float, seed: int) -> list[dict]:

@@ -48,3 +48,18 @@ def test_synthetic_examples_match_the_seed_sizes():
     ex = synthetic_examples()
     assert len(ex) == 10800 and len({e.text for e in ex}) == 10800
     assert len({e.group for e in ex}) == 1200 and len({e.occupation for e in ex}) == 40
+
+
+def test_data_hash_leaves_weights_of_one_out():
+    import hashlib
+    import json
+
+    from training.ml.data import Example, data_hash
+
+    plain = [Example("a nurse", 0.5, "p1", "nurse", "neutral")]
+    row = {"text": "a nurse", "label": 0.5, "group": "p1", "occupation": "nurse"}
+    row["prompt_type"] = "neutral"
+    by_hand = hashlib.sha256(json.dumps(row, sort_keys=True).encode()).hexdigest()
+    assert data_hash(plain) == by_hand  # as before weights existed
+    heavier = [Example("a nurse", 0.5, "p1", "nurse", "neutral", weight=2.0)]
+    assert data_hash(heavier) != by_hand

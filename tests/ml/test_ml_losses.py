@@ -77,3 +77,50 @@ def test_stable_for_large_scores():
 def test_shape_mismatch_rejected():
     with pytest.raises(ValueError):
         listwise_loss(torch.zeros(2, 3), torch.zeros(2, 2))
+
+
+def test_weights_of_one_are_the_unweighted_loss():
+    torch.manual_seed(1)
+    scores, labels = torch.randn(3, 4), torch.rand(3, 4)
+    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 0]], dtype=torch.bool)
+    ones = torch.ones(3, 4)
+    assert djpo_loss(scores, labels, mask, weights=ones).item() == pytest.approx(
+        djpo_loss(scores, labels, mask).item(), rel=1e-7
+    )
+
+
+def test_weighted_loss_hand_worked():
+    """List weight = mean weight of its real items; not renormalised in the batch."""
+    lists = [
+        ([0.3, -0.2, 0.9], [0.0, 0.5, 1.0], [2.0, 2.0, 2.0]),
+        ([1.5, 0.1], [1.0, 0.0], [0.5, 1.5]),
+    ]
+    n_items = 5
+    expected = (
+        sum((sum(w) / len(w)) * _hand_listwise(s, y, 0.5) for s, y, w in lists) / 2
+        + 0.01
+        * sum(wi * (a - b) ** 2 for s, y, w in lists for a, b, wi in zip(s, y, w, strict=True))
+        / n_items
+    )
+    scores = torch.tensor([lists[0][0], lists[1][0] + [0.0]])
+    labels = torch.tensor([lists[0][1], lists[1][1] + [0.0]])
+    weights = torch.tensor([lists[0][2], lists[1][2] + [99.0]])  # padding's weight ignored
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    got = djpo_loss(scores, labels, mask, weights=weights)
+    assert got.item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_list_of_weight_zero_gets_no_gradient():
+    scores = torch.tensor([[0.3, -0.2, 0.9], [1.5, 0.1, 0.4]], requires_grad=True)
+    labels = torch.tensor([[0.0, 0.5, 1.0], [1.0, 0.0, 0.5]])
+    weights = torch.tensor([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]])
+    (grad,) = torch.autograd.grad(djpo_loss(scores, labels, weights=weights), [scores])
+    assert torch.all(grad[1] == 0) and torch.any(grad[0] != 0)
+
+
+def test_bad_weights_are_refused():
+    s, y = torch.rand(2, 3), torch.rand(2, 3)
+    with pytest.raises(ValueError, match="weights must be finite and non-negative"):
+        djpo_loss(s, y, weights=torch.tensor([[1.0, -1.0, 1.0], [1.0, 1.0, 1.0]]))
+    with pytest.raises(ValueError, match=r"weights \(3,\) do not match scores \(2, 3\)"):
+        djpo_loss(s, y, weights=torch.ones(3))

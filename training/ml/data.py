@@ -18,7 +18,8 @@ class Example:
     ``group`` is the original prompt a paraphrase belongs to (the unit of the
     split and of the bootstrap); ``occupation`` forms the lists of the loss;
     ``prompt_type`` (``stereotypical``, ``neutral``, ``diverse``), when known,
-    feeds threshold calibration.
+    feeds threshold calibration; ``weight`` is its importance in the loss
+    (``losses``: 1 except in balanced runs).
     """
 
     text: str
@@ -26,6 +27,7 @@ class Example:
     group: str
     occupation: str
     prompt_type: str | None = None
+    weight: float = 1.0
 
 
 def read_jsonl(path: str | Path) -> list[Example]:
@@ -85,8 +87,16 @@ def group_split(
 
 
 def data_hash(examples: Sequence[Example]) -> str:
-    """SHA-256 of the examples as sorted canonical JSON lines (order-independent)."""
-    lines = sorted(json.dumps(asdict(e), sort_keys=True) for e in examples)
+    """SHA-256 of the examples as sorted canonical JSON lines (order-independent); a
+    weight of 1 is left out, so unweighted data hashes as before weights existed."""
+
+    def line(e: Example) -> str:
+        row = asdict(e)
+        if row["weight"] == 1.0:
+            del row["weight"]
+        return json.dumps(row, sort_keys=True)
+
+    lines = sorted(line(e) for e in examples)
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 

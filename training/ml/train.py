@@ -138,6 +138,11 @@ def train(
     train_texts = [e.text for e in train_examples]
     eval_texts = [e.text for e in eval_examples]
     labels = torch.tensor([e.label for e in train_examples], dtype=torch.float32, device=device)
+    weights = None  # the unweighted loss exactly, unless some example weighs other than 1
+    if any(e.weight != 1.0 for e in train_examples):
+        weights = torch.tensor(
+            [e.weight for e in train_examples], dtype=torch.float32, device=device
+        )
 
     if embedding_mode == "cached":
         distinct = list(dict.fromkeys(train_texts + eval_texts))
@@ -208,6 +213,7 @@ def train(
                     mask,
                     temperature=config.temperature,
                     alpha=config.alpha,
+                    weights=None if weights is None else weights[idx.to(device)],
                 )
                 optimizer.zero_grad()
                 loss.backward()

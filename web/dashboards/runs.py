@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 from training import selectors, services
 from training.models import TrainingRun
 from training.schedules import ScheduleSettings
+from training.steering import parse as parse_steering
 from web.errors import refusals_as_messages
 
 from .base import form_errors, staff_only
@@ -24,6 +25,8 @@ class RunForm(forms.Form):
     paraphrases = forms.IntegerField(
         min_value=0, max_value=50, initial=ScheduleSettings.paraphrases
     )
+    steer = forms.CharField(required=False, max_length=300, help_text="FIELD=VALUE")
+    balance = forms.CharField(required=False, max_length=50, help_text="FIELD")
 
 
 def run_row(run: TrainingRun) -> dict:
@@ -103,6 +106,7 @@ def run_start(request: HttpRequest) -> HttpResponse:
         encoder=data["encoder"] or None,
         epochs=data["epochs"],
         paraphrases=data["paraphrases"],
+        steering=parse_steering(data["steer"], data["balance"]),
         user=request.user,
     )
     messages.success(request, f"Run {run.pk} queued.")

@@ -5,6 +5,7 @@ from tqdm import tqdm
 
 from training.models import Augmentation, TrainingRun
 from training.services import start_run
+from training.steering import parse as parse_steering
 from web.errors import ServiceCommand
 
 from ._common import fmt_rho, get_snapshot
@@ -26,11 +27,19 @@ class Command(ServiceCommand):
         parser.add_argument(
             "--paraphrases", type=int, default=0, help="Augment with N paraphrases first."
         )
+        steering = parser.add_mutually_exclusive_group()
+        steering.add_argument(
+            "--steer", metavar="FIELD=VALUE", help="Train on one group's labels (age_band=65-74)."
+        )
+        steering.add_argument(
+            "--balance", metavar="FIELD", help="Every group of FIELD weighs the same in the loss."
+        )
         parser.add_argument("--wait", action="store_true")
 
     def handle(
         self, *args, snapshot, encoder, epochs, lr, seed, augmentation, paraphrases, wait, **options
     ):
+        steering = parse_steering(options["steer"], options["balance"])
         snap = get_snapshot(snapshot)
         aug = None
         if augmentation is not None:
@@ -45,6 +54,7 @@ class Command(ServiceCommand):
             paraphrases=paraphrases,
             augmentation=aug,
             hyperparameters=hyperparameters,
+            steering=steering,
         )
         self.stdout.write(str(run.pk))
         self.stdout.flush()
