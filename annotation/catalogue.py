@@ -1,5 +1,10 @@
 """The catalogue: occupations, their three original prompts, demographic fields
-and the consent text, loaded idempotently from ``catalogue.json``."""
+and the consent text, loaded idempotently from ``catalogue.json``.
+
+Each occupation also lists, per prompt type, the diversity aspects its prompt
+touches (the seven of the DJ-PO model card, ``ASPECTS``). They live in the
+catalogue file only, not in the database: the synthetic annotators
+(``annotation.simulation``) are their one reader."""
 
 import hashlib
 import json
@@ -13,10 +18,33 @@ from .models import ConsentText, DemographicField, Item, Occupation, Prompt
 from .placeholders import placeholder_png
 
 CATALOGUE = Path(__file__).with_name("catalogue.json")
+# The DJ-PO card's seven diversification aspects, as the catalogue names them.
+ASPECTS = (
+    "religion_belief",
+    "race_ethnic_origin",
+    "gender_identity_expression",
+    "nationality",
+    "ability_disability",
+    "age",
+    "body_type",
+)
 
 
 def read_catalogue(path: Path = CATALOGUE) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def prompt_aspects(path: Path = CATALOGUE) -> dict[tuple[str, str], frozenset[str]]:
+    """``{(occupation name, prompt type): aspects}`` from the catalogue; ValueError on a
+    name that is not one of ``ASPECTS``."""
+    out = {}
+    for entry in read_catalogue(path)["occupations"]:
+        for prompt_type, aspects in entry.get("aspects", {}).items():
+            unknown = set(aspects) - set(ASPECTS)
+            if unknown:
+                raise ValueError(f"{entry['name']} ({prompt_type}): unknown aspect(s) {unknown}")
+            out[(entry["name"], prompt_type)] = frozenset(aspects)
+    return out
 
 
 @transaction.atomic

@@ -4,15 +4,33 @@ Latent model (what a ranking is drawn from). Each item has a latent *diversity*
 
     z(item, annotator) = base[prompt_type]
                          + item_effect(item)
-                         + group_bias[age_band] * (base[prompt_type] - 0.5)
+                         + contrast[g] * (base[prompt_type] - 0.5)
+                         + sum_a weight[g][a] * touches(prompt, a)
                          + N(0, NOISE_SD)
+
+with g the annotator's group (its ``age_band``) and its ``View`` of the prompts:
 
 * ``base``: stereotypical 0.2, neutral 0.5, diverse 0.8.
 * ``item_effect``: N(0, ITEM_SD), fixed per image (seeded by its SHA-256), so
   annotators agree on which images are more or less stereotypical within a type.
-* ``group_bias``: how strongly a group separates the types; younger bands see
-  the contrast more sharply (>0), older bands less (<0), "prefer not to say" 0.
+* ``contrast``: how strongly a group separates the types. The default views
+  (``DEFAULT_VIEWS``): younger bands see the contrast more sharply (>0), older
+  bands less (<0), "prefer not to say" 0; no aspect weights.
+* ``weight[g][a]``: how a group reads a prompt touching diversity aspect a (the
+  catalogue's tags, ``annotation.catalogue.ASPECTS``); negative = reads such a
+  depiction as more stereotypical than the others do (e.g. -0.8 on
+  ``religion_belief`` puts a diverse prompt with religious dress, z = 0.8 - 0.8,
+  among the stereotypical ones).
 * noise: per annotator and task, seeded by (seed, annotator number, task id).
+
+``PLANTED`` (``simulate(..., planted=PLANTED)``, ``--planted``) is a study whose
+groups disagree by design, so that a perspective report can be checked: four
+``age_band`` groups in stated shares, no contrast, weights growing on the same
+aspects: a majority that reads every aspect as diverse, two groups in between
+and a minority (10%) that reads religious dress, larger bodies and disability
+as stereotypical. Their planted distance from the majority is the L1 norm of
+their weights. These are invented views of invented people, not claims about
+any real age group.
 
 The ranking orders items by ``z`` ascending: most stereotypical first, as the
 portal asks. Everything is seeded, so the same seed on the same data gives the
@@ -22,11 +40,15 @@ same rankings. Users are named ``synthetic-<seed>-<n>`` and their profiles have
 
 from __future__ import annotations
 
+import functools
 import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
 
 from . import services
+from .catalogue import prompt_aspects
 from .models import DemographicField, Item, RankingTask
 
 BASE = {"stereotypical": 0.2, "neutral": 0.5, "diverse": 0.8}
@@ -42,6 +64,52 @@ GROUP_BIAS = {
     "75 or over": -0.4,
 }
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
+VIEW_FIELD = "age_band"
+
+
+@dataclass(frozen=True)
+class View:
+    """How one group reads prompts: type ``contrast`` and a weight per diversity aspect."""
+
+    contrast: float = 0.0
+    aspects: Mapping[str, float] = field(default_factory=dict)
+
+    def distance(self, other: View) -> float:
+        """Planted distance: L1 between the aspect weights (plus the contrasts)."""
+        names = set(self.aspects) | set(other.aspects)
+        return abs(self.contrast - other.contrast) + sum(
+            abs(self.aspects.get(a, 0.0) - other.aspects.get(a, 0.0)) for a in names
+        )
+
+
+@dataclass(frozen=True)
+class Planted:
+    """A study whose groups (values of ``VIEW_FIELD``) hold stated views in stated shares."""
+
+    views: Mapping[str, View]
+    shares: Mapping[str, float]
+    majority: str
+
+
+DEFAULT_VIEWS = {band: View(contrast=bias) for band, bias in GROUP_BIAS.items()}
+FLIP = -0.7  # a diverse prompt (0.8) read at 0.1: among the stereotypical ones (0.2)
+PLANTED = Planted(
+    views={
+        "25-34": View(),
+        "35-44": View(aspects={"religion_belief": FLIP}),
+        "45-54": View(aspects={"religion_belief": FLIP, "body_type": FLIP}),
+        "65-74": View(
+            aspects={
+                "religion_belief": FLIP,
+                "body_type": FLIP,
+                "ability_disability": FLIP,
+                "nationality": FLIP,
+            }
+        ),
+    },
+    shares={"25-34": 0.5, "35-44": 0.2, "45-54": 0.2, "65-74": 0.1},
+    majority="25-34",
+)
 FREE_TEXT = {
     "nationality": [
         "British",
@@ -112,24 +180,59 @@ def draw_demographics(rng: random.Random, fields: list[DemographicField]) -> dic
     return answers
 
 
+def planted_groups(count: int, planted: Planted, seed: int) -> list[str]:
+    """Each of ``count`` annotators' group: quotas by the shares (largest remainder), shuffled."""
+    quotas = {g: int(count * share) for g, share in planted.shares.items()}
+    left = sorted(planted.shares, key=lambda g: (-(count * planted.shares[g] % 1), g))
+    for g in left[: count - sum(quotas.values())]:
+        quotas[g] += 1
+    groups = [g for g in sorted(quotas) for _ in range(quotas[g])]
+    random.Random(f"{seed}:planted").shuffle(groups)
+    return groups
+
+
 def item_effect(item: Item) -> float:
     return random.Random(item.image_sha256).gauss(0.0, ITEM_SD)
 
 
-def latent_order(items: list[Item], demographics: dict, rng: random.Random) -> list[int]:
+@functools.cache
+def _aspects() -> dict[tuple[str, str], frozenset[str]]:
+    return prompt_aspects()
+
+
+def aspects_of(item: Item) -> frozenset[str]:
+    """The diversity aspects the item's (original) prompt touches, from the catalogue."""
+    prompt = item.prompt
+    return _aspects().get((prompt.occupation.name, prompt.prompt_type), frozenset())
+
+
+def latent_order(
+    items: list[Item],
+    demographics: dict,
+    rng: random.Random,
+    views: Mapping[str, View] = DEFAULT_VIEWS,
+) -> list[int]:
     """Item ids by latent diversity ascending (most stereotypical first)."""
-    bias = GROUP_BIAS.get(demographics.get("age_band"), 0.0)
+    view = views.get(demographics.get(VIEW_FIELD), View())
     scores = {}
     for item in sorted(items, key=lambda i: i.pk):
         base = BASE[item.prompt.prompt_type]
-        scores[item.pk] = base + item_effect(item) + bias * (base - 0.5) + rng.gauss(0.0, NOISE_SD)
+        z = base + item_effect(item) + view.contrast * (base - 0.5)
+        if view.aspects:
+            z += sum(view.aspects.get(a, 0.0) for a in aspects_of(item))
+        scores[item.pk] = z + rng.gauss(0.0, NOISE_SD)
     return sorted(scores, key=lambda pk: (scores[pk], pk))
 
 
-def simulate(count: int, tasks_per_annotator: int, seed: int = 0) -> dict:
-    """Create (or reuse) ``count`` synthetic annotators, each ranking up to M tasks."""
+def simulate(
+    count: int, tasks_per_annotator: int, seed: int = 0, planted: Planted | None = None
+) -> dict:
+    """Create (or reuse) ``count`` synthetic annotators, each ranking up to M tasks
+    (with ``planted``, in its groups and views; else the default views)."""
     User = get_user_model()
     fields = list(DemographicField.objects.filter(active=True))
+    views = planted.views if planted else DEFAULT_VIEWS
+    groups = planted_groups(count, planted, seed) if planted else None
     made_users = rankings = 0
     for n in range(count):
         user, new_user = User.objects.get_or_create(username=f"synthetic-{seed}-{n:04d}")
@@ -145,6 +248,8 @@ def simulate(count: int, tasks_per_annotator: int, seed: int = 0) -> dict:
         services.give_consent(profile)
         if new_user or not profile.demographics:
             answers = draw_demographics(random.Random(f"{seed}:{n}:d"), fields)
+            if groups:
+                answers[VIEW_FIELD] = groups[n]
             services.save_demographics(profile, answers)
         done = profile.rankings.count()
         while done < tasks_per_annotator:
@@ -152,9 +257,9 @@ def simulate(count: int, tasks_per_annotator: int, seed: int = 0) -> dict:
             if assignment is None:
                 break
             task = RankingTask.objects.get(pk=assignment.task_id)
-            items = list(task.items.select_related("prompt"))
+            items = list(task.items.select_related("prompt__occupation"))
             rng = random.Random(f"{seed}:{n}:{task.pk}")
-            order = latent_order(items, profile.demographics, rng)
+            order = latent_order(items, profile.demographics, rng, views)
             seconds = round(max(5.0, rng.gauss(8.0 * len(items), 10.0)), 1)
             _, created = services.submit_ranking(profile, task.pk, order, seconds_spent=seconds)
             rankings += created
