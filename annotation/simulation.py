@@ -25,12 +25,13 @@ with g the annotator's group (its ``age_band``) and its ``View`` of the prompts:
 
 ``PLANTED`` (``simulate(..., planted=PLANTED)``, ``--planted``) is a study whose
 groups disagree by design, so that a perspective report can be checked: four
-``age_band`` groups in stated shares, no contrast, weights growing on the same
-aspects: a majority that reads every aspect as diverse, two groups in between
-and a minority (10%) that reads religious dress, larger bodies and disability
-as stereotypical. Their planted distance from the majority is the L1 norm of
-their weights. These are invented views of invented people, not claims about
-any real age group.
+``age_band`` groups (quotas by ``shares``), no contrast, each flipping
+(``FLIP``) more aspects than the last: a majority (50%) that reads every aspect
+as diverse; 20% that read religious dress as stereotypical; 20% religious dress
+and body type; a minority (10%) religious dress, body type, disability and
+nationality. Their planted distance from the majority is the L1 norm of their
+weights (0, 0.7, 1.4, 2.8). These are invented views of invented people, not
+claims about any real age group.
 
 The ranking orders items by ``z`` ascending: most stereotypical first, as the
 portal asks. Everything is seeded, so the same seed on the same data gives the
