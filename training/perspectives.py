@@ -17,8 +17,8 @@ snapshot's last, through ``counted_rankings``). So a report computed for every
 new checkpoint right after its run reads what the run trained on; one computed
 later for an old snapshot leaves out the rankings of people who withdrew since
 (and the quality policy's exclusions); and a stored report is never changed by
-a later withdrawal, as a trained checkpoint is not. Rankings with items the
-snapshot does not hold (counted again after it was taken) are left out.
+a later withdrawal, as a trained checkpoint is not. A ranked item the snapshot does not
+hold (an attention-check card) is dropped and the others close up, as labels do.
 """
 
 from __future__ import annotations
@@ -99,14 +99,18 @@ def request_reports(
 
 
 def _study(snapshot: DatasetSnapshot):
-    """The snapshot's rankings today (those whose items it holds), each item's prompt and
-    text, and the eval prompts."""
+    """The snapshot's rankings today, each item's prompt and text, and the eval prompts.
+
+    A ranked item the snapshot does not hold (one that gets no label, such as an
+    attention-check card) is dropped and the others close up, as labels do;
+    rankings left with fewer than 2 items say nothing about order.
+    """
     examples = {row["item_id"]: row for row in snapshot.examples}
-    rankings = [
-        row
-        for row in selectors.snapshot_rankings(snapshot)
-        if len(row[2]) >= 2 and all(item in examples for item in row[2])
-    ]
+    rankings = []
+    for rid, annotator, order, demographics, occupation in selectors.snapshot_rankings(snapshot):
+        held = [item for item in order if item in examples]
+        if len(held) >= 2:
+            rankings.append((rid, annotator, held, demographics, occupation))
     item_prompt = {item: row["group"] for item, row in examples.items()}
     texts = {item: examples[item]["text"] for row in rankings for item in row[2]}
     eval_prompts = {row["group"] for row in snapshot.examples if row["split"] == EVAL}

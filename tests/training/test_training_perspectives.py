@@ -216,3 +216,16 @@ def test_a_new_checkpoint_queues_its_report_on_its_own_snapshot(
     assert PerspectiveSummary.objects.get(checkpoint=checkpoint).temperature == FAST.get(
         "temperature", 0.5
     )
+
+
+def test_an_item_the_snapshot_does_not_hold_is_dropped_not_its_ranking(snapshot):
+    """As an attention-check card: it gets no label, the ranking's other items still count."""
+    dropped = snapshot.examples[0]
+    snapshot.examples = snapshot.examples[1:]
+    snapshot.save(update_fields=["examples"])
+    checkpoint, _ = register_head(snapshot, seed=4)
+    perspectives.compute_reports(checkpoint, fields=["age_band"], n_boot=0)
+    summary = PerspectiveSummary.objects.get(checkpoint=checkpoint)
+    rankings = selectors.snapshot_rankings(snapshot)
+    assert any(dropped["item_id"] in order for _, _, order, _, _ in rankings)
+    assert summary.n_rankings == len(rankings)
