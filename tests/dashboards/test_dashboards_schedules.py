@@ -11,7 +11,7 @@ from django.db import connection
 from django_celery_beat.models import PeriodicTask
 from training_study import ENCODER
 
-from training.errors import ScheduleError
+from training.errors import RunError, ScheduleError
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, RetrainDecision, TrainingRun
 from training.schedules import (
     DEFAULT_SCHEDULE,
@@ -83,7 +83,7 @@ def test_synthetic_rankings_do_not_count_unless_asked(study):
 
 def test_a_run_that_cannot_start_is_recorded_and_leaves_no_snapshot(study):
     bad = ScheduleSettings(**{**FAST.__dict__, "encoder": "no-such-encoder-anywhere"})
-    with pytest.raises(ValueError, match="unknown encoder"):
+    with pytest.raises(RunError, match="unknown encoder"):
         scheduled_step("s", bad)
     [(decision, reason)] = decisions()
     assert decision == "skip" and "could not start: unknown encoder" in reason

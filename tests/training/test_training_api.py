@@ -93,4 +93,5 @@ def test_start_train_cancel_promote_compare(
             "/api/training/checkpoints/compare/", {"a": 1, "b": 2, "snapshot": newer}
         )
     assert r.status_code == 202 and r.json()["pending"] == [1, 2], r.json()
-    assert len(queued) == 2 and not Evaluation.objects.filter(snapshot_id=newer).exists()
+    assert [c.__self__.task for c in queued] == ["training.tasks.evaluate_checkpoint"] * 2
+    assert not Evaluation.objects.filter(snapshot_id=newer).exists()
