@@ -15,8 +15,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from annotation import services
+from annotation.catalogue import ensure_consent_text
 from annotation.errors import AnnotationError
-from annotation.models import ConsentText, DemographicField
+from annotation.models import DemographicField
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
 
@@ -63,13 +64,13 @@ def consent(request):
             services.withdraw_consent(profile)
             messages.info(request, "Your consent is withdrawn. You can agree again at any time.")
             return redirect("portal:consent")
-    text = ConsentText.objects.first()
+    text = ensure_consent_text()
     return render(
         request,
         "portal/consent.html",
         {
-            "consent_text": text.text if text else services.DEFAULT_CONSENT,
-            "version": text.version if text else 1,
+            "consent_text": text.text,
+            "version": text.version,
             "has_consent": services.has_consent(profile),
         },
     )
