@@ -1,6 +1,7 @@
 """The catalogue: occupations, their three original prompts, demographic fields
 and the consent text, loaded idempotently from ``catalogue.json``."""
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -17,6 +18,14 @@ CATALOGUE = Path(__file__).with_name("catalogue.json")
 
 def read_catalogue(path: Path = CATALOGUE) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def default_consent() -> tuple[int, str]:
+    """(version, text) of the consent text in ``catalogue.json``: the one wording
+    annotators agree to until staff add a newer version in the admin."""
+    consent = read_catalogue()["consent"]
+    return int(consent["version"]), consent["text"]
 
 
 @transaction.atomic

@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from annotation import services
+from annotation.catalogue import default_consent
 from annotation.models import ConsentText, DemographicField
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
@@ -78,12 +79,13 @@ def consent(request):
             messages.info(request, "Your consent is withdrawn. You can agree again at any time.")
             return redirect("portal:consent")
     text = ConsentText.objects.first()
+    version, wording = (text.version, text.text) if text else default_consent()
     return render(
         request,
         "portal/consent.html",
         {
-            "consent_text": text.text if text else services.DEFAULT_CONSENT,
-            "version": text.version if text else 1,
+            "consent_text": wording,
+            "version": version,
             "has_consent": services.has_consent(profile),
         },
     )

@@ -189,3 +189,33 @@ def test_the_portal_links_staff_to_the_dashboards_only(portal_client, db):
     staff.profile.user.is_staff = True
     staff.profile.user.save()
     assert dashboards in staff.get(reverse("portal:home")).content
+
+
+def _catalogue_consent() -> dict:
+    import json
+
+    from annotation.catalogue import CATALOGUE
+
+    return json.loads(CATALOGUE.read_text(encoding="utf-8"))["consent"]
+
+
+def test_consent_page_without_a_stored_text_shows_the_catalogues_wording(portal_client):
+    client = portal_client(consent=False)
+    ConsentText.objects.all().delete()
+    page = client.get(reverse("portal:consent"))
+    expected = _catalogue_consent()
+    first_paragraph = expected["text"].split("\n\n")[0]
+    assert first_paragraph in page.content.decode()
+    assert page.context["version"] == expected["version"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="services.give_consent still creates version 1 from its own DEFAULT_CONSENT; "
+    "it must take catalogue.default_consent() (a services.py change, issue 8)",
+)
+def test_consenting_before_the_catalogue_is_loaded_agrees_to_the_catalogues_text(db):
+    user = get_user_model().objects.create_user("early", password="pw-123456")
+    consent = services.give_consent(services.get_profile(user))
+    expected = _catalogue_consent()
+    assert (consent.text.version, consent.text.text) == (expected["version"], expected["text"])
