@@ -152,7 +152,10 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # The API speaks JSON (form encodings cannot send null or lists); the log-in view
+    # (DRF's ObtainAuthToken) keeps its own parsers, forms included.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "web.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 100,
     # `?format=` selects an export's format, not a DRF renderer.
     "URL_FORMAT_OVERRIDE": None,
@@ -166,10 +169,17 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Ranking tasks, rankings, exports and the reward-model registry.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Request bodies get their own components: read-only fields out, non-blank strings
+    # with minLength 1.
+    "COMPONENT_SPLIT_REQUEST": True,
     # Swagger UI and Redoc from the drf-spectacular-sidecar package: /api/docs/ works offline.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "web.openapi.document_error_responses",
+    ],
 }
 
 # Throttle counters: Redis when there is one, else local memory.
