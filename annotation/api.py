@@ -1,7 +1,14 @@
 """DRF views: thin, they call annotation.services and annotation.exports."""
 
 from django.http import StreamingHttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+    inline_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ParseError
@@ -41,8 +48,16 @@ class TaskSerializer(serializers.Serializer):
         ).data
 
 
+@extend_schema_field(
+    {"type": "array", "items": {"type": "integer"}, "minItems": 1, "uniqueItems": True}
+)
+class OrderField(serializers.JSONField):
+    """Any JSON, checked by services.validate_order (a permutation of the task's items,
+    with its own message); documented as what it must be: a list of item ids."""
+
+
 class RankingInSerializer(serializers.Serializer):
-    order = serializers.JSONField(help_text="Item ids, most to least stereotypical.")
+    order = OrderField(help_text="Item ids, most to least stereotypical.")
     seconds_spent = serializers.FloatField(required=False, allow_null=True, min_value=0)
 
 
@@ -55,9 +70,9 @@ class RankingOutSerializer(serializers.Serializer):
 
 
 def query_flag(request, name: str) -> bool | None:
-    """A true/false query parameter; None when absent, a 400 when it is neither."""
+    """A true/false query parameter; None when absent, a 400 when it is neither (or empty)."""
     raw = request.query_params.get(name)
-    if raw in (None, ""):
+    if raw is None:
         return None
     if raw.lower() in {"1", "true", "yes"}:
         return True
@@ -135,8 +150,14 @@ class ConsentView(APIView):
 
 FORMAT = OpenApiParameter("format", str, enum=["jsonl", "csv"])
 SYNTHETIC = OpenApiParameter("include_synthetic", bool)
+LINES = {(200, "application/jsonl"): OpenApiTypes.STR}
 
 
+@extend_schema_view(
+    get=extend_schema(
+        parameters=[FORMAT, SYNTHETIC], responses={**LINES, (200, "text/csv"): OpenApiTypes.STR}
+    )
+)
 class ExportView(APIView):
     """Staff only: pseudonymous rows with demographics, streamed."""
 
@@ -144,7 +165,6 @@ class ExportView(APIView):
     rows = staticmethod(ranking_rows)
     formats = {"jsonl": (jsonl_lines, "application/jsonl"), "csv": (csv_lines, "text/csv")}
 
-    @extend_schema(parameters=[FORMAT, SYNTHETIC], responses={200: bytes})
     def get(self, request):
         fmt = request.query_params.get("format", "jsonl")
         if fmt not in self.formats:
@@ -157,6 +177,11 @@ class ExportView(APIView):
         return StreamingHttpResponse(render(self.rows(synthetic)), content_type=content_type)
 
 
+@extend_schema_view(
+    get=extend_schema(
+        parameters=[OpenApiParameter("format", str, enum=["jsonl"]), SYNTHETIC], responses=LINES
+    )
+)
 class PairsExportView(ExportView):
     rows = staticmethod(pair_rows)
     formats = {"jsonl": ExportView.formats["jsonl"]}

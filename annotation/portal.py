@@ -11,7 +11,9 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.views import LoginView
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from annotation import services
@@ -35,6 +37,18 @@ def consent_required(view):
         return view(request, *args, **kwargs)
 
     return wrapped
+
+
+class PortalLoginView(LoginView):
+    """Log-in; without a ``next``, staff go to the dashboards, annotators to their home."""
+
+    template_name = "portal/login.html"
+    redirect_authenticated_user = True
+
+    def get_default_redirect_url(self) -> str:
+        if self.request.user.is_staff:
+            return reverse("dashboards:progress")
+        return super().get_default_redirect_url()
 
 
 @require_http_methods(["GET", "POST"])

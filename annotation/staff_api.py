@@ -86,9 +86,9 @@ class StaffRankingSerializer(serializers.ModelSerializer):
 
 
 def _int_param(request, name: str) -> int | None:
-    """A whole-number query parameter, or None; anything else is a 400."""
+    """A whole-number query parameter, or None when absent; anything else (empty too) is a 400."""
     raw = request.query_params.get(name)
-    if raw in (None, ""):
+    if raw is None:
         return None
     try:
         return int(raw)
