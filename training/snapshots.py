@@ -14,7 +14,7 @@ from django.db import transaction
 from annotation.labels import LabelRow, group_labels, item_labels
 from annotation.models import DemographicField, Item
 from annotation.selectors import counted_rankings_after, label_rows
-from training.errors import SnapshotError
+from training.errors import NothingToSnapshot, SnapshotError
 from training.ml.data import Example, data_hash, group_split
 from training.models import DatasetSnapshot
 
@@ -87,7 +87,7 @@ def create_snapshot(
             if include_synthetic
             else " (synthetic annotators' rankings need --include-synthetic)"
         )
-        raise SnapshotError(f"no rankings to snapshot{hint}")
+        raise NothingToSnapshot(f"no rankings to snapshot{hint}")
     labels = item_labels(rows)
     examples = split_examples(build_examples(labels), eval_fraction, seed)
     ranking_ids = {r.ranking_id for r in rows}

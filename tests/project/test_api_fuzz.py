@@ -17,19 +17,18 @@ from schemathesis.checks import CHECKS, load_all_checks
 MAX_EXAMPLES = 12
 load_all_checks()
 (POSITIVE_DATA_ACCEPTANCE,) = CHECKS.get_by_names(["positive_data_acceptance"])
-# Well-formed requests that the app refuses with 400 for what the data refers to or
-# the state it finds, which a schema cannot express: the generator does not know the
-# credentials, the task's item ids, the versions, or whether rankings exist. (Unknown
-# versions should become 404 and "nothing to roll back" / "no rankings" 409 with the
-# project's error classes; then they leave this list.)
+# Well-formed requests that the app refuses for what the data refers to or the state
+# it finds, which a schema cannot express: the generator does not know the
+# credentials, the task's item ids, the snapshots, or whether rankings exist. (Unknown
+# versions are 404s, which the check accepts; "nothing to roll back" and "no
+# rankings" are 409 conflicts.)
 STATE_DEPENDENT_400 = {
     "POST /api/auth/token/": "wrong credentials",
     "POST /api/tasks/{task_id}/ranking/": "not a permutation of this task's items",
-    "POST /api/training/checkpoints/{version}/promote/": "no such version",
-    "GET /api/training/checkpoints/compare/": "no such version",
-    "POST /api/training/checkpoints/rollback/": "no active version",
+    "GET /api/training/checkpoints/compare/": "no such snapshot",
+    "POST /api/training/checkpoints/rollback/": "no active version (409)",
     "POST /api/training/runs/": "no such snapshot",
-    "POST /api/training/snapshots/": "no rankings to snapshot",
+    "POST /api/training/snapshots/": "no rankings to snapshot (409)",
 }
 TOKENS = {"annotator": "a" * 40, "staff": "s" * 40}
 
