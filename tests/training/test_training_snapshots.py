@@ -7,8 +7,6 @@ from annotation.models import Consent, Ranking
 from training.models import DatasetSnapshot
 from training.snapshots import EVAL, TRAIN, SnapshotError, create_snapshot, new_rankings_since
 
-pytestmark = pytest.mark.postgres
-
 
 def test_item_labels_are_mean_position_over_k_minus_one():
     rows = [
