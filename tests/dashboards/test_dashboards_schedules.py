@@ -181,7 +181,7 @@ def purge_queues():
     app.control.purge()
 
 
-@pytest.mark.redis
+@pytest.mark.redis  # the run it starts is queued on the real broker, then purged
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_steps_start_one_retraining(tmp_path, purge_queues):
     from training_study import make_study
