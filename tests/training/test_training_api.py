@@ -7,8 +7,6 @@ from training_study import FAST
 from training.models import Checkpoint, DatasetSnapshot, Evaluation, TrainingRun
 from training.runs import execute_run
 
-pytestmark = [pytest.mark.postgres]
-
 
 @pytest.fixture
 def staff_client(staff):
