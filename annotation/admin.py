@@ -54,8 +54,9 @@ class ConsentTextAdmin(admin.ModelAdmin):
 
 @admin.register(models.AnnotatorProfile)
 class AnnotatorProfileAdmin(admin.ModelAdmin):
-    list_display = ["user", "quota", "is_synthetic", "created_at"]
+    list_display = ["user", "quota", "is_synthetic", "created_at", "erased_at"]
     list_filter = ["is_synthetic"]
+    readonly_fields = ["erased_at"]
     search_fields = ["user__username"]
 
 
@@ -81,3 +82,20 @@ class RankingAdmin(admin.ModelAdmin):
     list_display = ["id", "task", "annotator", "seconds_spent", "created_at"]
     list_filter = ["annotator__is_synthetic"]
     inlines = [RankedItemInline]
+
+
+@admin.register(models.Erasure)
+class ErasureAdmin(admin.ModelAdmin):
+    """Read-only: when data were erased and how many rankings went, never whose."""
+
+    list_display = ["erased_at", "rankings_removed", "via"]
+    list_filter = ["via"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

@@ -11,6 +11,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from . import services
+from .erasure import erase_annotator
 from .exports import csv_lines, jsonl_lines, pair_rows, ranking_rows
 from .models import Item
 
@@ -130,6 +131,15 @@ class ConsentView(APIView):
     @extend_schema(request=None, responses={204: None})
     def delete(self, request):
         services.withdraw_consent(services.get_profile(request.user))
+        return Response(status=204)
+
+
+class ErasureView(APIView):
+    """Withdraw and erase: demographics, external ids and rankings deleted, account closed."""
+
+    @extend_schema(request=None, responses={204: None})
+    def post(self, request):
+        erase_annotator(services.get_profile(request.user), via="participant")
         return Response(status=204)
 
 

@@ -33,3 +33,11 @@ class ManifestError(AnnotationError):
     def __init__(self, errors: list[str]):
         super().__init__("\n".join(errors))
         self.errors = errors
+
+
+class AlreadyErased(AnnotationError, Conflict):
+    """The annotator's data is already erased."""
+
+
+class UnknownAnnotator(AnnotationError, NotFound):
+    """No annotator has this pseudonym."""

@@ -156,6 +156,8 @@ class AnnotatorProfile(models.Model):
     quota = models.PositiveIntegerField(default=20)
     is_synthetic = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set by annotation.erasure: demographics, external ids and rankings are gone.
+    erased_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"annotator {self.user_id}"
@@ -240,3 +242,8 @@ class RankedItem(models.Model):
             models.UniqueConstraint(fields=["ranking", "item"], name="unique_ranked_item"),
             models.UniqueConstraint(fields=["ranking", "position"], name="unique_position"),
         ]
+
+
+# The study's own models (recruitment, quotas, erasure records) live beside these;
+# imported here so that Django registers them with the app.
+from .study_models import Erasure  # noqa: E402, F401

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_http_methods
 from annotation import services
 from annotation.catalogue import ensure_consent_text
 from annotation.errors import AnnotationError
+from annotation.exports import pseudonym
 from annotation.models import DemographicField
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
@@ -61,17 +62,18 @@ def consent(request):
             messages.success(request, "Thank you: your consent is recorded.")
             return redirect("portal:home" if profile.demographics else "portal:demographics")
         if action == "withdraw":
-            services.withdraw_consent(profile)
-            messages.info(request, "Your consent is withdrawn. You can agree again at any time.")
-            return redirect("portal:consent")
+            return redirect("portal:withdraw")  # asks for confirmation first
     text = ensure_consent_text()
+    standing = profile.consents.active().select_related("text").first()
     return render(
         request,
         "portal/consent.html",
         {
             "consent_text": text.text,
             "version": text.version,
-            "has_consent": services.has_consent(profile),
+            "has_consent": standing is not None and standing.text_id == text.pk,
+            "agreed_version": standing.text.version if standing else None,
+            "pseudonym": pseudonym(request.user.pk),
         },
     )
 

@@ -19,6 +19,7 @@ from .models import (
     AnnotatorProfile,
     Assignment,
     Consent,
+    ConsentText,
     DemographicField,
     Item,
     RankedItem,
@@ -43,8 +44,25 @@ def get_profile(user) -> AnnotatorProfile:
         return profile
 
 
+def current_consent_text() -> Subquery:
+    """The newest consent text's id, as a subquery (a new version needs consent again)."""
+    return Subquery(ConsentText.objects.order_by("-version").values("pk")[:1])
+
+
+def consents_to_current_text(annotator) -> Exists:
+    """Whether ``annotator`` (a profile or an ``OuterRef``) agreed to the newest text and
+    has not withdrawn; an older version's consent still makes its rankings count
+    (``selectors.counted_rankings``) but gives no new task."""
+    return Exists(
+        Consent.objects.active().filter(annotator=annotator, text_id=current_consent_text())
+    )
+
+
 def has_consent(profile: AnnotatorProfile) -> bool:
-    return profile.consents.active().exists()
+    """An active consent to the newest consent text."""
+    return (
+        Consent.objects.active().filter(annotator=profile, text_id=current_consent_text()).exists()
+    )
 
 
 @transaction.atomic
@@ -109,7 +127,7 @@ def next_task(profile: AnnotatorProfile) -> Assignment | None:
     state = (
         AnnotatorProfile.objects.filter(pk=profile.pk)
         .annotate(
-            consented=Exists(Consent.objects.active().filter(annotator=OuterRef("pk"))),
+            consented=consents_to_current_text(OuterRef("pk")),
             done=Subquery(
                 Ranking.objects.filter(annotator=OuterRef("pk"))
                 .order_by()
@@ -211,9 +229,7 @@ def submit_ranking(
             if validate_order(order, set(existing.shown_order)) == existing.order:
                 return existing, False
             raise AlreadyRanked("You already ranked this task differently.")
-        assignment = Assignment.objects.filter(
-            task=task, annotator=profile, reserved_until__gt=timezone.now()
-        ).first()
+        assignment = _locked_reservation(task, profile)
         if assignment is None:
             # Say what is wrong with the order first (400), then that it is not reserved.
             validate_order(order, set(task.task_items.values_list("item_id", flat=True)))
@@ -238,6 +254,21 @@ def submit_ranking(
         RankingTask.objects.filter(pk=task.pk).update(ranking_count=F("ranking_count") + 1)
         assignment.delete()
     return ranking, True
+
+
+def _locked_reservation(task: RankingTask, profile: AnnotatorProfile) -> Assignment | None:
+    """The annotator's live reservation of ``task``, row-locked, none once erased: an erasure
+    then waits for this submit and deletes its ranking, or this submit finds nothing."""
+    return (
+        Assignment.objects.select_for_update(of=("self",))
+        .filter(
+            task=task,
+            annotator=profile,
+            annotator__erased_at__isnull=True,
+            reserved_until__gt=timezone.now(),
+        )
+        .first()
+    )
 
 
 def validate_order(order, item_ids: set[int]) -> list[int]:

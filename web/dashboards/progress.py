@@ -1,4 +1,8 @@
-"""Annotation progress: per occupation, per annotator, demographic counts."""
+"""Annotation progress: per occupation, per annotator, demographic counts.
+
+Only annotators whose consent stands are listed and counted; withdrawn and erased
+ones appear as totals.
+"""
 
 from collections import Counter
 from collections.abc import Iterable
@@ -56,7 +60,9 @@ def progress(request: HttpRequest) -> HttpResponse:
         for p in page_obj.object_list
     ]
     answers = list(
-        selectors.annotators().filter(is_synthetic=False).values_list("demographics", flat=True)
+        selectors.active_annotators()
+        .filter(is_synthetic=False)
+        .values_list("demographics", flat=True)
     )
     demographics = demographic_counts(DemographicField.objects.filter(active=True), answers)
     totals = {
@@ -74,6 +80,7 @@ def progress(request: HttpRequest) -> HttpResponse:
             "page_obj": page_obj,
             "demographics": demographics,
             "n_people": len(answers),
+            "statuses": selectors.annotator_status_counts(),
             "section": "progress",
         },
     )
