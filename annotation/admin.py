@@ -99,3 +99,41 @@ class ErasureAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(models.Study)
+class StudyAdmin(admin.ModelAdmin):
+    """Recruitment: the entry link to paste into the platform, and the exit codes."""
+
+    list_display = ["name", "platform", "active", "entry_link", "created_at"]
+    list_filter = ["platform", "active"]
+    prepopulated_fields = {"slug": ["name"]}
+    readonly_fields = ["entry_link"]
+
+    @admin.display(description="entry link (paste into the platform)")
+    def entry_link(self, study: models.Study) -> str:
+        """The path with the platform's placeholders (prefix it with the site's address)."""
+        if not study.slug:
+            return "-"
+        placeholders = {
+            "prolific": "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
+            "&SESSION_ID={{%SESSION_ID%}}",
+            "mturk": "  (MTurk adds workerId, assignmentId, hitId)",
+            "generic": "?pid=PARTICIPANT_ID",
+        }
+        return f"/join/{study.slug}/{placeholders.get(study.platform, '')}"
+
+
+@admin.register(models.Participation)
+class ParticipationAdmin(admin.ModelAdmin):
+    """Read-only: who came by which study's link and how it ended (ids as stored: hashed)."""
+
+    list_display = ["annotator", "study", "started_at", "outcome", "screen_out_reason"]
+    list_filter = ["study", "outcome", "screen_out_reason"]
+    exclude = ["external_id_hash"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -51,7 +51,7 @@ from rest_framework.authtoken.models import Token
 
 from .errors import AlreadyErased
 from .models import AnnotatorProfile, Ranking, RankingTask
-from .study_models import Erasure
+from .study_models import Erasure, Participation
 
 
 def erase_annotator(profile: AnnotatorProfile, via: str) -> Erasure:
@@ -95,7 +95,9 @@ def _delete_rankings(profile: AnnotatorProfile) -> int:
 
 
 def _delete_personal_links(profile: AnnotatorProfile) -> None:
-    """Rows that tie the profile to a person outside the study: none yet."""
+    """Rows that tie the profile to a person outside the study: the crowd platform's ids
+    (the participant could then take part again; the platforms keep their own record)."""
+    Participation.objects.filter(annotator=profile).delete()
 
 
 def _deactivate(user: AbstractBaseUser) -> None:

@@ -41,3 +41,15 @@ class AlreadyErased(AnnotationError, Conflict):
 
 class UnknownAnnotator(AnnotationError, NotFound):
     """No annotator has this pseudonym."""
+
+
+class InvalidLink(AnnotationError):
+    """An entry link without the ids its platform adds."""
+
+
+class StudyClosed(AnnotationError, Forbidden):
+    """The study admits nobody new."""
+
+
+class AlreadyTookPart(AnnotationError, Conflict):
+    """The participant took part in this study already (another session)."""

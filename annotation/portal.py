@@ -14,7 +14,7 @@ from django.contrib.auth.forms import UserCreationForm
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotation import services
+from annotation import recruitment, services
 from annotation.catalogue import ensure_consent_text
 from annotation.errors import AnnotationError
 from annotation.exports import pseudonym
@@ -55,8 +55,14 @@ def signup(request):
 @require_http_methods(["GET", "POST"])
 def consent(request):
     profile = services.get_profile(request.user)
+    participation = recruitment.participation_of(profile)
+    if participation and participation.outcome == participation.Outcome.SCREENED_OUT:
+        return redirect("portal:screened_out")
     if request.method == "POST":
         action = request.POST.get("action")
+        if action == "decline" and participation:
+            recruitment.screen_out(participation, participation.ScreenOut.DECLINED_CONSENT)
+            return redirect("portal:screened_out")
         if action == "agree":
             services.give_consent(profile)
             messages.success(request, "Thank you: your consent is recorded.")
@@ -74,6 +80,7 @@ def consent(request):
             "has_consent": standing is not None and standing.text_id == text.pk,
             "agreed_version": standing.text.version if standing else None,
             "pseudonym": pseudonym(request.user.pk),
+            "participant": participation is not None,
         },
     )
 
@@ -147,6 +154,7 @@ def home(request):
             "quota": stats["quota"],
             "percent": min(percent, 100),
             "finished": stats["done"] >= stats["quota"],
+            "participant": recruitment.participation_of(request.profile) is not None,
         },
     )
 
@@ -189,6 +197,8 @@ def rank(request):
         messages.error(request, error.message)
         return redirect("portal:home")
     if assignment is None:
+        if recruitment.participation_of(profile):
+            return redirect("portal:complete")  # the completion code
         messages.info(request, "No more tasks for you right now: thank you!")
         return redirect("portal:home")
     cards = [

@@ -1,19 +1,22 @@
-"""Portal pages of running a study: leaving it (withdraw, or withdraw and erase).
+"""Portal pages of running a study: arriving by a crowd platform's link, leaving with
+a completion or screen-out code, withdrawing (with or without erasure).
 
-Thin views over ``annotation.services`` and ``annotation.erasure``, as in
-``annotation.portal``.
+Thin views over ``annotation.recruitment``, ``annotation.services`` and
+``annotation.erasure``, as in ``annotation.portal``.
 """
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth import logout
+from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation import services
+from annotation import recruitment, services
 from annotation.erasure import erase_annotator
-from annotation.study_models import Erasure
+from annotation.errors import AnnotationError, ConsentRequired
+from annotation.study_models import Erasure, Participation, Study
+from web.errors import http_status
 
 STOP, ERASE = "stop", "erase"
 
@@ -54,3 +57,88 @@ def withdraw(request):
 def erased(request):
     """The last page after an erasure: the visitor is logged out."""
     return render(request, "portal/erased.html")
+
+
+@require_GET
+def join(request, slug: str):
+    """A crowd platform's entry link: log the participant in (new or returning) and send
+    them on; previews, bad links, repeat participants and floods get a page saying so."""
+    study = get_object_or_404(Study, slug=slug)
+    try:
+        arrival = recruitment.parse_arrival(study.platform, request.GET)
+        if arrival.preview:
+            return render(request, "portal/join_preview.html", {"study": study})
+        participation = recruitment.returning(study, arrival)
+        if participation is None:
+            if not recruitment.allow_new_participant(request, study):
+                return _join_refused(
+                    request,
+                    study,
+                    "Too many new participants from your network just now: "
+                    "please try again in a while.",
+                    429,
+                )
+            participation = recruitment.enroll(study, arrival)
+    except AnnotationError as error:
+        return _join_refused(request, study, error.message, http_status(error))
+    login(
+        request, participation.annotator.user, backend="django.contrib.auth.backends.ModelBackend"
+    )
+    return redirect(recruitment.landing(participation))
+
+
+def _join_refused(request, study: Study, message: str, status: int):
+    return render(
+        request, "portal/join_refused.html", {"study": study, "message": message}, status=status
+    )
+
+
+def _participation(request) -> Participation | None:
+    return recruitment.participation_of(services.get_profile(request.user))
+
+
+@login_required
+def complete(request):
+    """The completion code, once no task is left for the participant (checked here, so the
+    page cannot be reached early)."""
+    participation = _participation(request)
+    if participation is None:
+        return redirect("portal:home")
+    if participation.outcome == Participation.Outcome.SCREENED_OUT:
+        return redirect("portal:screened_out")
+    if participation.outcome != Participation.Outcome.COMPLETED:
+        try:
+            if services.next_task(participation.annotator) is not None:
+                return redirect("portal:rank")
+        except ConsentRequired:
+            return redirect("portal:consent")
+        recruitment.complete(participation)
+    study = participation.study
+    return render(
+        request,
+        "portal/complete.html",
+        {
+            "study": study,
+            "code": study.completion_code,
+            "link": recruitment.exit_link(study, study.completion_code, study.completion_url),
+        },
+    )
+
+
+@login_required
+def screened_out(request):
+    """The screen-out code, for a participant who declined consent or whose group is full."""
+    participation = _participation(request)
+    if participation is None or participation.outcome != Participation.Outcome.SCREENED_OUT:
+        return redirect("portal:home")
+    study = participation.study
+    return render(
+        request,
+        "portal/screened_out.html",
+        {
+            "study": study,
+            "reason": participation.screen_out_reason,
+            "code": study.screen_out_code,
+            "link": recruitment.exit_link(study, study.screen_out_code, study.screen_out_url),
+        },
+    )

@@ -19,6 +19,9 @@ urlpatterns = [
     path("consent/", portal.consent, name="consent"),
     path("consent/withdraw/", portal_study.withdraw, name="withdraw"),
     path("erased/", portal_study.erased, name="erased"),
+    path("join/<slug:slug>/", portal_study.join, name="join"),
+    path("complete/", portal_study.complete, name="complete"),
+    path("screened-out/", portal_study.screened_out, name="screened_out"),
     path("demographics/", portal.demographics, name="demographics"),
     path("rank/", portal.rank, name="rank"),
 ]
