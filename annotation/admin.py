@@ -41,10 +41,18 @@ class RankingTaskAdmin(admin.ModelAdmin):
     inlines = [TaskItemInline]
 
 
+class GroupQuotaInline(admin.TabularInline):
+    """Target annotators per answer; "prefer not to say" and "other" have their own."""
+
+    model = models.GroupQuota
+    extra = 0
+
+
 @admin.register(models.DemographicField)
 class DemographicFieldAdmin(admin.ModelAdmin):
     list_display = ["key", "label", "order", "active"]
     list_editable = ["order", "active"]
+    inlines = [GroupQuotaInline]
 
 
 @admin.register(models.ConsentText)

@@ -34,7 +34,10 @@ profile erased (consent withdrawn, account closed, demographics and external ids
 gone), after which ``services.next_task`` refuses it and ``services.submit_ranking``
 finds no reservation of an erased annotator; the second deletes the reservations
 and rankings. A submit already holding its reservation's row lock finishes
-first, and its ranking is then deleted with the others. Should the second step
+first, and its ranking is then deleted with the others. A ``next_task`` that passed
+its consent check just before the first step may still leave a reservation; it
+holds no slot (``services.live_reservations`` leaves erased annotators out) and no
+submit accepts it. Should the second step
 not run (a crash), the rankings already do not count (no consent), and erasing
 again finishes it.
 """
@@ -51,7 +54,7 @@ from rest_framework.authtoken.models import Token
 
 from .errors import AlreadyErased
 from .models import AnnotatorProfile, Ranking, RankingTask
-from .study_models import Erasure, Participation
+from .study_models import Erasure, Participation, QuotaSeat
 
 
 def erase_annotator(profile: AnnotatorProfile, via: str) -> Erasure:
@@ -95,9 +98,11 @@ def _delete_rankings(profile: AnnotatorProfile) -> int:
 
 
 def _delete_personal_links(profile: AnnotatorProfile) -> None:
-    """Rows that tie the profile to a person outside the study: the crowd platform's ids
-    (the participant could then take part again; the platforms keep their own record)."""
+    """Rows that tie the profile to a person: the crowd platform's ids (the participant
+    could then take part again; the platforms keep their own record) and the quota
+    seats (they say which group the person is in)."""
     Participation.objects.filter(annotator=profile).delete()
+    QuotaSeat.objects.filter(annotator=profile).delete()
 
 
 def _deactivate(user: AbstractBaseUser) -> None:

@@ -53,3 +53,7 @@ class StudyClosed(AnnotationError, Forbidden):
 
 class AlreadyTookPart(AnnotationError, Conflict):
     """The participant took part in this study already (another session)."""
+
+
+class GroupFull(AnnotationError, Conflict):
+    """The quota of the annotator's group is full: no first task for them."""

@@ -246,4 +246,10 @@ class RankedItem(models.Model):
 
 # The study's own models (recruitment, quotas, erasure records) live beside these;
 # imported here so that Django registers them with the app.
-from .study_models import Erasure, Participation, Study  # noqa: E402, F401
+from .study_models import (  # noqa: E402, F401
+    Erasure,
+    GroupQuota,
+    Participation,
+    QuotaSeat,
+    Study,
+)

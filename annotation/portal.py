@@ -16,9 +16,10 @@ from django.views.decorators.http import require_http_methods
 
 from annotation import recruitment, services
 from annotation.catalogue import ensure_consent_text
-from annotation.errors import AnnotationError
+from annotation.errors import AnnotationError, GroupFull
 from annotation.exports import pseudonym
 from annotation.models import DemographicField
+from annotation.portal_study import turned_away
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
 
@@ -193,6 +194,8 @@ def rank(request):
 
     try:
         assignment = services.next_task(profile)
+    except GroupFull as error:
+        return turned_away(request, profile, error)
     except AnnotationError as error:
         messages.error(request, error.message)
         return redirect("portal:home")

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation import recruitment, services
 from annotation.erasure import erase_annotator
-from annotation.errors import AnnotationError, ConsentRequired
+from annotation.errors import AnnotationError, ConsentRequired, GroupFull
 from annotation.study_models import Erasure, Participation, Study
 from web.errors import http_status
 
@@ -112,6 +112,8 @@ def complete(request):
                 return redirect("portal:rank")
         except ConsentRequired:
             return redirect("portal:consent")
+        except GroupFull as error:
+            return turned_away(request, participation.annotator, error)
         recruitment.complete(participation)
     study = participation.study
     return render(
@@ -123,6 +125,16 @@ def complete(request):
             "link": recruitment.exit_link(study, study.completion_code, study.completion_url),
         },
     )
+
+
+def turned_away(request, profile, error: GroupFull):
+    """A full group: a participant is screened out (with the code), anyone else told kindly."""
+    participation = recruitment.participation_of(profile)
+    if participation is not None:
+        recruitment.screen_out(participation, Participation.ScreenOut.GROUP_FULL)
+        return redirect("portal:screened_out")
+    messages.info(request, error.message)
+    return redirect("portal:home")
 
 
 @login_required

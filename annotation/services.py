@@ -9,10 +9,11 @@ import random
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Subquery
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from . import quotas
 from .catalogue import ensure_consent_text
 from .errors import AlreadyRanked, ConsentRequired, InvalidAnswer, NotReserved, TaskNotFound
 from .models import (
@@ -107,9 +108,15 @@ def progress(profile: AnnotatorProfile) -> dict:
     return {"done": profile.rankings.count(), "quota": profile.quota}
 
 
+def live_reservations(now) -> QuerySet[Assignment]:
+    """Reservations that hold a slot: not expired, and not an erased annotator's (one that
+    a request racing the erasure left behind; see ``annotation.erasure``)."""
+    return Assignment.objects.filter(reserved_until__gt=now, annotator__erased_at__isnull=True)
+
+
 def _live_assignments(now) -> Subquery:
     """Per task (``OuterRef("pk")``): how many reservations are still running."""
-    live = Assignment.objects.filter(task=OuterRef("pk"), reserved_until__gt=now)
+    live = live_reservations(now).filter(task=OuterRef("pk"))
     return Subquery(
         live.order_by().values("task").annotate(n=Count("pk")).values("n"),
         output_field=IntegerField(),
@@ -121,7 +128,8 @@ def next_task(profile: AnnotatorProfile) -> Assignment | None:
 
     A fixed number of queries whatever K and the number of tasks: the annotator's
     state, the best candidate (locked), its live reservations, its items and one
-    upsert of the reservation.
+    upsert of the reservation; for a newcomer, up to four more that seat them in
+    their groups' quotas (``annotation.quotas``; ``GroupFull`` when one is full).
     """
     now = timezone.now()
     state = (
@@ -141,8 +149,10 @@ def next_task(profile: AnnotatorProfile) -> Assignment | None:
                 .order_by("-reserved_until")
                 .values("pk")[:1]
             ),
+            seated=quotas.has_seat(OuterRef("pk")),
+            quotas_set=quotas.any_quota(),
         )
-        .values("consented", "done", "current")
+        .values("consented", "done", "current", "seated", "quotas_set")
         .get()
     )
     if not state["consented"]:
@@ -152,6 +162,8 @@ def next_task(profile: AnnotatorProfile) -> Assignment | None:
     if (state["done"] or 0) >= profile.quota:
         return None
     with transaction.atomic():
+        if state["quotas_set"] and not state["done"] and not state["seated"]:
+            quotas.take_seats(profile, now)  # balanced pools: GroupFull if a group is full
         task = _take_task(profile, now)
         if task is None:
             return None
@@ -196,7 +208,7 @@ def _take_task(profile: AnnotatorProfile, now, tries: int = 20) -> RankingTask |
         task = candidates.exclude(pk__in=tried).first()
         if task is None:
             return None
-        live = Assignment.objects.filter(task=task, reserved_until__gt=now).count()
+        live = live_reservations(now).filter(task=task).count()
         if task.ranking_count + live < task.overlap:
             return task
         tried.append(task.pk)

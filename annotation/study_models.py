@@ -1,4 +1,4 @@
-"""Models of running a study: erasure records, recruitment (quotas to come).
+"""Models of running a study: erasure records, recruitment, group quotas.
 
 Kept apart from ``annotation.models`` (which imports this module so that Django
 registers them) so that each concept has a home of its own.
@@ -122,3 +122,51 @@ class Participation(models.Model):
 
     def __str__(self) -> str:
         return f"participant {self.annotator_id} in {self.study_id}"
+
+
+class GroupQuota(models.Model):
+    """How many annotators one group (answer) of a demographic field may hold.
+
+    ``value`` is one of the field's choices, "prefer not to say" (which also holds
+    those who skipped the question: no answer is ever required), or "other" (answers
+    in the annotator's own words); for a free-text field, an answer (case ignored).
+    Groups without a quota are not limited.
+    """
+
+    field = models.ForeignKey(
+        "annotation.DemographicField", on_delete=models.CASCADE, related_name="quotas"
+    )
+    value = models.CharField(max_length=200)
+    target = models.PositiveIntegerField(help_text="Annotators this group may hold.")
+
+    class Meta:
+        ordering = ["field__order", "field__key", "value"]
+        constraints = [
+            models.UniqueConstraint(fields=["field", "value"], name="one_quota_per_group")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.field.label}: {self.value} ({self.target})"
+
+    def clean(self) -> None:
+        from .quotas import valid_quota_values
+
+        allowed = valid_quota_values(self.field) if self.field_id else None
+        if allowed is not None and self.value not in allowed:
+            raise ValidationError({"value": f"Use one of: {', '.join(sorted(allowed))}."})
+
+
+class QuotaSeat(models.Model):
+    """An annotator's place in a group quota, taken with their first task. It counts
+    while their consent stands and they have ranked, or hold a reservation."""
+
+    quota = models.ForeignKey(GroupQuota, on_delete=models.CASCADE, related_name="seats")
+    annotator = models.ForeignKey(
+        "annotation.AnnotatorProfile", on_delete=models.CASCADE, related_name="quota_seats"
+    )
+    taken_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["quota", "annotator"], name="one_seat_per_quota")
+        ]

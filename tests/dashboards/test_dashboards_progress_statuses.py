@@ -31,3 +31,25 @@ def test_withdrawn_and_erased_annotators_are_neither_listed_nor_counted(
     assert response.context["n_people"] == 2
     assert response.context["statuses"] == {"active": 2, "withdrawn": 1, "erased": 1}
     assert "withdrawn: 1" in response.content.decode()
+
+
+def test_each_quota_shows_its_fill(staff_client, make_tasks, annotator, rank):
+    from annotation.study_models import GroupQuota
+
+    make_tasks(n=3, k=3, overlap=5)
+    age = DemographicField.objects.create(key="age", label="Age", choices=["18-24", "25-34"])
+    GroupQuota.objects.create(field=age, value="18-24", target=2)
+    GroupQuota.objects.create(field=age, value="prefer not to say", target=4)
+    for name, answer in [("a", "18-24"), ("b", "18-24"), ("c", "")]:
+        profile = annotator(name).profile
+        services.save_demographics(profile, {"age": answer})
+        rank(profile, 1)
+    services.withdraw_consent(annotator("d").profile)  # never ranked, no seat
+
+    response = staff_client.get(URL)
+    fill = {
+        q["value"]: (q["filled"], q["target"], q["percent"]) for q in response.context["quotas"]
+    }
+    assert fill == {"18-24": (2, 2, 100), "prefer not to say": (1, 4, 25)}
+    html = response.content.decode()
+    assert 'data-quota="age:18-24"' in html and "full" in html

@@ -9,8 +9,9 @@ from collections.abc import Iterable
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 
-from annotation import selectors
+from annotation import quotas, selectors
 from annotation.exports import pseudonym
 from annotation.models import DemographicField
 
@@ -81,6 +82,10 @@ def progress(request: HttpRequest) -> HttpResponse:
             "demographics": demographics,
             "n_people": len(answers),
             "statuses": selectors.annotator_status_counts(),
+            "quotas": [
+                {**q, "percent": percent(q["filled"], q["target"])}
+                for q in quotas.quota_fill(timezone.now())
+            ],
             "section": "progress",
         },
     )
