@@ -1,5 +1,6 @@
 """Admin: staff manage the catalogue, tasks, demographic fields, consent texts."""
 
+from django import forms
 from django.contrib import admin
 
 from . import models
@@ -48,9 +49,37 @@ class GroupQuotaInline(admin.TabularInline):
     extra = 0
 
 
+class LinesField(forms.CharField):
+    """A list of strings edited as text, one a line (blank lines dropped)."""
+
+    widget = forms.Textarea(attrs={"rows": 8})
+
+    def prepare_value(self, value):
+        if isinstance(value, list):
+            return "\n".join(value)
+        return value
+
+    def to_python(self, value) -> list[str]:
+        text = super().to_python(value) or ""
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+class DemographicFieldForm(forms.ModelForm):
+    choices = LinesField(
+        required=False,
+        help_text="One choice a line; none for a free-text question. "
+        "'prefer not to say' is always offered: leave it out.",
+    )
+
+    class Meta:
+        model = models.DemographicField
+        fields = ["key", "label", "help_text", "choices", "allow_other", "order", "active"]
+
+
 @admin.register(models.DemographicField)
 class DemographicFieldAdmin(admin.ModelAdmin):
-    list_display = ["key", "label", "order", "active"]
+    form = DemographicFieldForm
+    list_display = ["key", "label", "allow_other", "order", "active"]
     list_editable = ["order", "active"]
     inlines = [GroupQuotaInline]
 

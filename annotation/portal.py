@@ -6,7 +6,6 @@ Every page except log-in, sign-up and consent needs an active consent.
 
 from functools import wraps
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -14,14 +13,12 @@ from django.contrib.auth.forms import UserCreationForm
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotation import recruitment, services
+from annotation import demographics_forms, recruitment, services
 from annotation.catalogue import ensure_consent_text
 from annotation.errors import AnnotationError, GroupFull
 from annotation.exports import pseudonym
 from annotation.models import DemographicField
 from annotation.portal_study import turned_away
-
-PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
 
 
 def consent_required(view):
@@ -86,60 +83,25 @@ def consent(request):
     )
 
 
-def demographics_form_class(fields):
-    """A form with one optional field per active DemographicField."""
-    form_fields = {}
-    for field in fields:
-        if field.choices:
-            options = [("", "—")] + [(c, c) for c in field.choices] + [(PREFER_NOT, PREFER_NOT)]
-            form_fields[field.key] = forms.ChoiceField(
-                label=field.label, help_text=field.help_text, choices=options, required=False
-            )
-        else:
-            form_fields[field.key] = forms.CharField(
-                label=field.label, help_text=field.help_text, required=False, max_length=200
-            )
-            form_fields[f"{field.key}__prefer_not"] = forms.BooleanField(
-                label=f"{field.label}: {PREFER_NOT}", required=False
-            )
-    return type("DemographicsForm", (forms.Form,), form_fields)
-
-
 @consent_required
 @require_http_methods(["GET", "POST"])
 def demographics(request):
     profile = request.profile
     fields = list(DemographicField.objects.filter(active=True))
-    form_class = demographics_form_class(fields)
+    form_class = demographics_forms.demographics_form_class(fields)
     if request.method == "POST":
         form = form_class(request.POST)
         if form.is_valid():
-            answers = {}
-            for field in fields:
-                value = form.cleaned_data.get(field.key) or ""
-                if form.cleaned_data.get(f"{field.key}__prefer_not"):
-                    value = PREFER_NOT
-                answers[field.key] = value
             try:
-                services.save_demographics(profile, answers)
+                services.save_demographics(profile, demographics_forms.answers(form))
             except AnnotationError as error:
                 form.add_error(None, error.message)
             else:
                 messages.success(request, "Thank you: your answers are saved.")
                 return redirect("portal:home")
     else:
-        initial = {}
-        for field in fields:
-            value = profile.demographics.get(field.key, "")
-            if not field.choices and value == PREFER_NOT:
-                initial[f"{field.key}__prefer_not"] = True
-            else:
-                initial[field.key] = value
-        form = form_class(initial=initial)
-    rows = [
-        {"field": form[f.key], "prefer_not": None if f.choices else form[f"{f.key}__prefer_not"]}
-        for f in fields
-    ]
+        form = form_class(initial=demographics_forms.initial(fields, profile.demographics))
+    rows = demographics_forms.rows(form)
     return render(request, "portal/demographics.html", {"form": form, "rows": rows})
 
 

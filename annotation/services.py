@@ -86,20 +86,39 @@ def withdraw_consent(profile: AnnotatorProfile) -> None:
     profile.assignments.all().delete()
 
 
-def save_demographics(profile: AnnotatorProfile, answers: dict) -> None:
-    """Store self-described answers; every field optional, unknown keys refused."""
+MAX_ANSWER_LENGTH = 200
+
+
+def clean_answer(field: DemographicField, value: object) -> str:
+    """One answer as stored: trimmed; a choice (or "prefer not to say") in its own
+    spelling whatever the case; own words only where the field allows them."""
+    value = str(value).strip()
+    if not value:
+        return ""
+    if len(value) > MAX_ANSWER_LENGTH:
+        raise InvalidAnswer(f"{field.label}: at most {MAX_ANSWER_LENGTH} characters, please.")
+    options = [*field.choices, DemographicField.PREFER_NOT_TO_SAY]
+    same = [option for option in options if option.lower() == value.lower()]
+    if same:
+        return same[0]
+    if field.choices and not field.allow_other:
+        raise InvalidAnswer(f"'{value}' is not one of the options for {field.label}.")
+    return value
+
+
+def save_demographics(profile: AnnotatorProfile, answers: dict, merge: bool = False) -> None:
+    """Store self-described answers, replacing the old ones (or, with ``merge``, only those
+    given; a blank removes one); every field optional, unknown keys refused."""
     fields = {f.key: f for f in DemographicField.objects.filter(active=True)}
+    if merge:
+        kept = {k: v for k, v in profile.demographics.items() if k in fields}
+        answers = {**kept, **answers}
     clean = {}
     for key, value in answers.items():
         if key not in fields:
             raise InvalidAnswer(f"Unknown demographic field '{key}'.")
-        value = str(value).strip()
-        if not value:
-            continue
-        choices = fields[key].choices
-        if choices and value not in choices and value != DemographicField.PREFER_NOT_TO_SAY:
-            raise InvalidAnswer(f"'{value}' is not one of the options for {fields[key].label}.")
-        clean[key] = value
+        if value := clean_answer(fields[key], value):
+            clean[key] = value
     profile.demographics = clean
     profile.save(update_fields=["demographics"])
 

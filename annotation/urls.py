@@ -16,6 +16,7 @@ urlpatterns = [
     path("me/", api.MeView.as_view(), name="api-me"),
     path("me/consent/", api.ConsentView.as_view(), name="api-consent"),
     path("me/erasure/", api.ErasureView.as_view(), name="api-erasure"),
+    path("me/demographics/", api.MyDemographicsView.as_view(), name="api-demographics"),
     path("export/rankings/", api.ExportView.as_view(), name="api-export-rankings"),
     path("export/pairs/", api.PairsExportView.as_view(), name="api-export-pairs"),
     path("staff/", include(staff.urls)),
