@@ -15,6 +15,7 @@ from .erasure import erase_annotator
 from .errors import ConsentRequired
 from .exports import csv_lines, jsonl_lines, pair_rows, ranking_rows
 from .models import DemographicField, Item
+from .study_models import Erasure
 
 
 class TokenView(ObtainAuthToken):
@@ -192,7 +193,7 @@ class ErasureView(APIView):
 
     @extend_schema(request=None, responses={204: None})
     def post(self, request):
-        erase_annotator(services.get_profile(request.user), via="participant")
+        erase_annotator(services.get_profile(request.user), via=Erasure.Via.PARTICIPANT)
         return Response(status=204)
 
 

@@ -97,8 +97,6 @@ def external_id_hash(platform: str, external_id: str) -> str:
 def returning(study: Study, arrival: Arrival) -> Participation | None:
     """The participation this link resumes; None for a newcomer; ``AlreadyTookPart`` when the
     participant comes back with another session (they take part once)."""
-    if not study.active:
-        raise StudyClosed("This study is closed: thank you for your interest.")
     found = (
         Participation.objects.select_related("annotator__user", "study")
         .filter(study=study, external_id_hash=external_id_hash(study.platform, arrival.external_id))
@@ -111,7 +109,10 @@ def returning(study: Study, arrival: Arrival) -> Participation | None:
 
 def enroll(study: Study, arrival: Arrival) -> Participation:
     """A new pseudonymous annotator (random name, no password) for this participant; the
-    same participant arriving twice at once gets one."""
+    same participant arriving twice at once gets one; ``StudyClosed`` once the study is
+    closed (those who started may still come back to finish)."""
+    if not study.active:
+        raise StudyClosed("This study is closed: thank you for your interest.")
     try:
         with transaction.atomic():
             user = get_user_model().objects.create_user(f"p-{uuid.uuid4().hex[:16]}")

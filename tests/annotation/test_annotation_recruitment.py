@@ -176,13 +176,17 @@ def test_a_broken_link_says_so_and_creates_nobody(prolific_study, query):
     assert not AnnotatorProfile.objects.exists()
 
 
-def test_a_closed_or_unknown_study_admits_nobody(prolific_study):
+def test_a_closed_or_unknown_study_admits_nobody_new(prolific_study):
     prolific = FakeProlific(prolific_study.slug)
+    started = prolific.new_participant_id()
+    _arrive(prolific.link(started))
     Study.objects.filter(pk=prolific_study.pk).update(active=False)
     _, response = _arrive(prolific.link(prolific.new_participant_id()))
     assert response.status_code == 403 and "closed" in response.content.decode()
     assert _arrive("/join/no-such-study/?pid=1")[1].status_code == 404
-    assert not AnnotatorProfile.objects.exists()
+    assert AnnotatorProfile.objects.count() == 1
+    # who started may come back to finish
+    assert _arrive(prolific.link(started))[1].status_code == 302
 
 
 def test_mturk_preview_creates_nobody_and_a_worker_gets_in(db, throttle_cache):
