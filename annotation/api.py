@@ -18,8 +18,11 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from . import services
+from .erasure import erase_annotator
+from .errors import ConsentRequired
 from .exports import csv_lines, jsonl_lines, pair_rows, ranking_rows
-from .models import Item
+from .models import DemographicField, Item
+from .study_models import Erasure
 
 
 class TokenView(ObtainAuthToken):
@@ -136,6 +139,58 @@ class MeView(APIView):
         )
 
 
+class DemographicQuestionSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    label = serializers.CharField()
+    help_text = serializers.CharField()
+    choices = serializers.ListField(child=serializers.CharField())
+    allow_other = serializers.BooleanField(
+        help_text="An answer in the annotator's own words is accepted besides the choices."
+    )
+
+
+class DemographicsSerializer(serializers.Serializer):
+    demographics = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, max_length=services.MAX_ANSWER_LENGTH),
+        help_text="Answers by question key; every one optional, "
+        f"'{DemographicField.PREFER_NOT_TO_SAY}' always accepted, blank removes an answer.",
+    )
+
+
+class DemographicsOutSerializer(DemographicsSerializer):
+    questions = DemographicQuestionSerializer(many=True, read_only=True)
+
+
+class MyDemographicsView(APIView):
+    """The annotator's own demographics: read, replace (PUT) or change some (PATCH)."""
+
+    def _answer(self, profile) -> Response:
+        questions = DemographicField.objects.filter(active=True)
+        data = {"demographics": profile.demographics, "questions": questions}
+        return Response(DemographicsOutSerializer(data).data)
+
+    @extend_schema(responses=DemographicsOutSerializer)
+    def get(self, request):
+        return self._answer(services.get_profile(request.user))
+
+    def _save(self, request, merge: bool) -> Response:
+        data = DemographicsSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        profile = services.get_profile(request.user)
+        if not services.has_consent(profile):
+            raise ConsentRequired("Agree to the current consent text before answering.")
+        services.save_demographics(profile, data.validated_data["demographics"], merge=merge)
+        return self._answer(profile)
+
+    @extend_schema(request=DemographicsSerializer, responses=DemographicsOutSerializer)
+    def put(self, request):
+        return self._save(request, merge=False)
+
+    @extend_schema(request=DemographicsSerializer, responses=DemographicsOutSerializer)
+    def patch(self, request):
+        return self._save(request, merge=True)
+
+
 class ConsentView(APIView):
     @extend_schema(request=None, responses={201: None})
     def post(self, request):
@@ -145,6 +200,15 @@ class ConsentView(APIView):
     @extend_schema(request=None, responses={204: None})
     def delete(self, request):
         services.withdraw_consent(services.get_profile(request.user))
+        return Response(status=204)
+
+
+class ErasureView(APIView):
+    """Withdraw and erase: demographics, external ids and rankings deleted, account closed."""
+
+    @extend_schema(request=None, responses={204: None})
+    def post(self, request):
+        erase_annotator(services.get_profile(request.user), via=Erasure.Via.PARTICIPANT)
         return Response(status=204)
 
 

@@ -44,6 +44,7 @@ def load_catalogue(placeholders_per_prompt: int = 0, path: Path = CATALOGUE) -> 
             defaults={
                 "label": field["label"],
                 "choices": field["choices"],
+                "allow_other": field.get("allow_other", False),
                 "help_text": field.get("help_text", ""),
                 "order": order,
             },

@@ -10,7 +10,8 @@ from itertools import combinations
 
 from django.conf import settings
 
-from .models import DemographicField, Item
+from .errors import UnknownAnnotator
+from .models import AnnotatorProfile, DemographicField, Item
 from .selectors import counted_rankings
 
 
@@ -18,6 +19,16 @@ def pseudonym(user_id: int) -> str:
     """A stable pseudonym: HMAC of the user id with a secret key."""
     key = settings.STEREORANK["PSEUDONYM_KEY"].encode()
     return "a-" + hmac.new(key, str(user_id).encode(), hashlib.sha256).hexdigest()[:12]
+
+
+def annotator_for_pseudonym(name: str) -> AnnotatorProfile:
+    """The annotator behind an export's pseudonym (an HMAC cannot be inverted, so every
+    profile's pseudonym is computed: fine for the thousands of a study)."""
+    name = name.strip()
+    for profile in AnnotatorProfile.objects.select_related("user").order_by("pk").iterator():
+        if hmac.compare_digest(pseudonym(profile.user_id), name):
+            return profile
+    raise UnknownAnnotator(f"No annotator has the pseudonym '{name}'.")
 
 
 def ranking_rows(include_synthetic: bool = False) -> Iterator[dict]:

@@ -109,14 +109,18 @@ class TaskItem(models.Model):
 class DemographicField(models.Model):
     """One question of the demographics form; admins add fields without code.
 
-    ``choices`` is a list of strings; empty means free text. "Prefer not to say"
-    is always offered and every field is optional.
+    ``choices`` is a list of strings; empty means free text. With ``allow_other``
+    a field with choices also takes an answer in the annotator's own words.
+    "Prefer not to say" is always offered and every field is optional.
     """
 
     key = models.SlugField(max_length=50, unique=True)
     label = models.CharField(max_length=200)
     help_text = models.CharField(max_length=300, blank=True)
     choices = models.JSONField(default=list, blank=True)
+    allow_other = models.BooleanField(
+        default=False, help_text="Besides the choices, offer 'other' in the annotator's own words."
+    )
     order = models.PositiveSmallIntegerField(default=0)
     active = models.BooleanField(default=True)
 
@@ -131,6 +135,12 @@ class DemographicField(models.Model):
     def clean(self) -> None:
         if not isinstance(self.choices, list) or not all(isinstance(c, str) for c in self.choices):
             raise ValidationError({"choices": "Choices must be a list of strings."})
+        if any(c.strip().lower() == self.PREFER_NOT_TO_SAY for c in self.choices):
+            raise ValidationError({"choices": f"'{self.PREFER_NOT_TO_SAY}' is always offered."})
+        if len({c.strip().lower() for c in self.choices}) != len(self.choices):
+            raise ValidationError({"choices": "Each choice may appear only once."})
+        if self.allow_other and not self.choices:
+            raise ValidationError({"allow_other": "A field without choices is free text already."})
 
 
 class ConsentText(models.Model):
@@ -156,6 +166,8 @@ class AnnotatorProfile(models.Model):
     quota = models.PositiveIntegerField(default=20)
     is_synthetic = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set by annotation.erasure: demographics, external ids and rankings are gone.
+    erased_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"annotator {self.user_id}"
@@ -240,3 +252,14 @@ class RankedItem(models.Model):
             models.UniqueConstraint(fields=["ranking", "item"], name="unique_ranked_item"),
             models.UniqueConstraint(fields=["ranking", "position"], name="unique_position"),
         ]
+
+
+# The study's own models (recruitment, quotas, erasure records) live beside these;
+# imported here so that Django registers them with the app.
+from .study_models import (  # noqa: E402, F401
+    Erasure,
+    GroupQuota,
+    Participation,
+    QuotaSeat,
+    Study,
+)

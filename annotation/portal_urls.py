@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from annotation import portal
+from annotation import portal, portal_study
 
 app_name = "portal"
 
@@ -11,6 +11,11 @@ urlpatterns = [
     path("login/", portal.PortalLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("consent/", portal.consent, name="consent"),
+    path("consent/withdraw/", portal_study.withdraw, name="withdraw"),
+    path("erased/", portal_study.erased, name="erased"),
+    path("join/<slug:slug>/", portal_study.join, name="join"),
+    path("complete/", portal_study.complete, name="complete"),
+    path("screened-out/", portal_study.screened_out, name="screened_out"),
     path("demographics/", portal.demographics, name="demographics"),
     path("rank/", portal.rank, name="rank"),
 ]

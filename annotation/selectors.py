@@ -11,6 +11,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
 
 from .labels import LabelRow
 from .models import AnnotatorProfile, Consent, Occupation, RankedItem, Ranking
+from .study_models import Erasure
 
 
 def counted_rankings(include_synthetic: bool = False) -> QuerySet[Ranking]:
@@ -47,6 +48,35 @@ def annotators() -> QuerySet[AnnotatorProfile]:
     return AnnotatorProfile.objects.filter(user__is_staff=False)
 
 
+def active_annotators() -> QuerySet[AnnotatorProfile]:
+    """Annotators whose consent stands (any version): not withdrawn, not erased."""
+    return annotators().filter(Exists(Consent.objects.active().filter(annotator=OuterRef("pk"))))
+
+
+def annotator_status_counts() -> dict[str, int]:
+    """How many human annotators (staff left out) are active, withdrawn or erased (one query).
+
+    Withdrawn: gave consent once, none stands now, data kept. Erased: data gone.
+    """
+    stands = Exists(Consent.objects.active().filter(annotator=OuterRef("pk")))
+    gave = Exists(Consent.objects.filter(annotator=OuterRef("pk")))
+    return (
+        annotators()
+        .filter(is_synthetic=False)
+        .aggregate(
+            active=Count("pk", filter=Q(stands)),
+            withdrawn=Count("pk", filter=Q(gave, ~stands, erased_at__isnull=True)),
+            erased=Count("pk", filter=Q(erased_at__isnull=False)),
+        )
+    )
+
+
+def erasures_after(moment) -> QuerySet[Erasure]:
+    """Erasures since ``moment`` (a snapshot's ``created_at``): their annotators' rankings
+    are in what was frozen then, and in nothing built afterwards."""
+    return Erasure.objects.filter(erased_at__gt=moment)
+
+
 def occupation_progress() -> list[dict]:
     """Per occupation: tasks, rankings, filled overlap slots and complete tasks (one query)."""
     rows = (
@@ -63,10 +93,11 @@ def occupation_progress() -> list[dict]:
 
 
 def annotator_progress(page: int | str | None, per_page: int = 50) -> Page:
-    """One page of annotators (staff left out) with ``done`` rankings, most active first
-    (one query plus a count); rows are dicts of user id, username, quota, done, synthetic."""
+    """One page of active annotators (staff, withdrawn and erased left out) with ``done``
+    rankings, most active first (one query plus a count); rows are dicts of user id,
+    username, quota, done, synthetic."""
     profiles = (
-        annotators()
+        active_annotators()
         .annotate(done=Count("rankings"))
         .order_by("is_synthetic", "-done", "user__username")
         .values("user_id", "user__username", "quota", "done", "is_synthetic")

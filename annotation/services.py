@@ -9,16 +9,18 @@ import random
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Subquery
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from . import quotas
 from .catalogue import ensure_consent_text
 from .errors import AlreadyRanked, ConsentRequired, InvalidAnswer, NotReserved, TaskNotFound
 from .models import (
     AnnotatorProfile,
     Assignment,
     Consent,
+    ConsentText,
     DemographicField,
     Item,
     RankedItem,
@@ -43,8 +45,25 @@ def get_profile(user) -> AnnotatorProfile:
         return profile
 
 
+def current_consent_text() -> Subquery:
+    """The newest consent text's id, as a subquery (a new version needs consent again)."""
+    return Subquery(ConsentText.objects.order_by("-version").values("pk")[:1])
+
+
+def consents_to_current_text(annotator) -> Exists:
+    """Whether ``annotator`` (a profile or an ``OuterRef``) agreed to the newest text and
+    has not withdrawn; an older version's consent still makes its rankings count
+    (``selectors.counted_rankings``) but gives no new task."""
+    return Exists(
+        Consent.objects.active().filter(annotator=annotator, text_id=current_consent_text())
+    )
+
+
 def has_consent(profile: AnnotatorProfile) -> bool:
-    return profile.consents.active().exists()
+    """An active consent to the newest consent text."""
+    return (
+        Consent.objects.active().filter(annotator=profile, text_id=current_consent_text()).exists()
+    )
 
 
 @transaction.atomic
@@ -67,20 +86,39 @@ def withdraw_consent(profile: AnnotatorProfile) -> None:
     profile.assignments.all().delete()
 
 
-def save_demographics(profile: AnnotatorProfile, answers: dict) -> None:
-    """Store self-described answers; every field optional, unknown keys refused."""
+MAX_ANSWER_LENGTH = 200
+
+
+def clean_answer(field: DemographicField, value: object) -> str:
+    """One answer as stored: trimmed; a choice (or "prefer not to say") in its own
+    spelling whatever the case; own words only where the field allows them."""
+    value = str(value).strip()
+    if not value:
+        return ""
+    if len(value) > MAX_ANSWER_LENGTH:
+        raise InvalidAnswer(f"{field.label}: at most {MAX_ANSWER_LENGTH} characters, please.")
+    options = [*field.choices, DemographicField.PREFER_NOT_TO_SAY]
+    same = [option for option in options if option.lower() == value.lower()]
+    if same:
+        return same[0]
+    if field.choices and not field.allow_other:
+        raise InvalidAnswer(f"'{value}' is not one of the options for {field.label}.")
+    return value
+
+
+def save_demographics(profile: AnnotatorProfile, answers: dict, merge: bool = False) -> None:
+    """Store self-described answers, replacing the old ones (or, with ``merge``, only those
+    given; a blank removes one); every field optional, unknown keys refused."""
     fields = {f.key: f for f in DemographicField.objects.filter(active=True)}
+    if merge:
+        kept = {k: v for k, v in profile.demographics.items() if k in fields}
+        answers = {**kept, **answers}
     clean = {}
     for key, value in answers.items():
         if key not in fields:
             raise InvalidAnswer(f"Unknown demographic field '{key}'.")
-        value = str(value).strip()
-        if not value:
-            continue
-        choices = fields[key].choices
-        if choices and value not in choices and value != DemographicField.PREFER_NOT_TO_SAY:
-            raise InvalidAnswer(f"'{value}' is not one of the options for {fields[key].label}.")
-        clean[key] = value
+        if value := clean_answer(fields[key], value):
+            clean[key] = value
     profile.demographics = clean
     profile.save(update_fields=["demographics"])
 
@@ -89,9 +127,15 @@ def progress(profile: AnnotatorProfile) -> dict:
     return {"done": profile.rankings.count(), "quota": profile.quota}
 
 
+def live_reservations(now) -> QuerySet[Assignment]:
+    """Reservations that hold a slot: not expired, and not an erased annotator's (one that
+    a request racing the erasure left behind; see ``annotation.erasure``)."""
+    return Assignment.objects.filter(reserved_until__gt=now, annotator__erased_at__isnull=True)
+
+
 def _live_assignments(now) -> Subquery:
     """Per task (``OuterRef("pk")``): how many reservations are still running."""
-    live = Assignment.objects.filter(task=OuterRef("pk"), reserved_until__gt=now)
+    live = live_reservations(now).filter(task=OuterRef("pk"))
     return Subquery(
         live.order_by().values("task").annotate(n=Count("pk")).values("n"),
         output_field=IntegerField(),
@@ -103,13 +147,14 @@ def next_task(profile: AnnotatorProfile) -> Assignment | None:
 
     A fixed number of queries whatever K and the number of tasks: the annotator's
     state, the best candidate (locked), its live reservations, its items and one
-    upsert of the reservation.
+    upsert of the reservation; for a newcomer, up to four more that seat them in
+    their groups' quotas (``annotation.quotas``; ``GroupFull`` when one is full).
     """
     now = timezone.now()
     state = (
         AnnotatorProfile.objects.filter(pk=profile.pk)
         .annotate(
-            consented=Exists(Consent.objects.active().filter(annotator=OuterRef("pk"))),
+            consented=consents_to_current_text(OuterRef("pk")),
             done=Subquery(
                 Ranking.objects.filter(annotator=OuterRef("pk"))
                 .order_by()
@@ -123,8 +168,10 @@ def next_task(profile: AnnotatorProfile) -> Assignment | None:
                 .order_by("-reserved_until")
                 .values("pk")[:1]
             ),
+            seated=quotas.has_seat(OuterRef("pk")),
+            quotas_set=quotas.any_quota(),
         )
-        .values("consented", "done", "current")
+        .values("consented", "done", "current", "seated", "quotas_set")
         .get()
     )
     if not state["consented"]:
@@ -134,6 +181,8 @@ def next_task(profile: AnnotatorProfile) -> Assignment | None:
     if (state["done"] or 0) >= profile.quota:
         return None
     with transaction.atomic():
+        if state["quotas_set"] and not state["done"] and not state["seated"]:
+            quotas.take_seats(profile, now)  # balanced pools: GroupFull if a group is full
         task = _take_task(profile, now)
         if task is None:
             return None
@@ -178,7 +227,7 @@ def _take_task(profile: AnnotatorProfile, now, tries: int = 20) -> RankingTask |
         task = candidates.exclude(pk__in=tried).first()
         if task is None:
             return None
-        live = Assignment.objects.filter(task=task, reserved_until__gt=now).count()
+        live = live_reservations(now).filter(task=task).count()
         if task.ranking_count + live < task.overlap:
             return task
         tried.append(task.pk)
@@ -211,9 +260,7 @@ def submit_ranking(
             if validate_order(order, set(existing.shown_order)) == existing.order:
                 return existing, False
             raise AlreadyRanked("You already ranked this task differently.")
-        assignment = Assignment.objects.filter(
-            task=task, annotator=profile, reserved_until__gt=timezone.now()
-        ).first()
+        assignment = _locked_reservation(task, profile)
         if assignment is None:
             # Say what is wrong with the order first (400), then that it is not reserved.
             validate_order(order, set(task.task_items.values_list("item_id", flat=True)))
@@ -238,6 +285,21 @@ def submit_ranking(
         RankingTask.objects.filter(pk=task.pk).update(ranking_count=F("ranking_count") + 1)
         assignment.delete()
     return ranking, True
+
+
+def _locked_reservation(task: RankingTask, profile: AnnotatorProfile) -> Assignment | None:
+    """The annotator's live reservation of ``task``, row-locked, none once erased: an erasure
+    then waits for this submit and deletes its ranking, or this submit finds nothing."""
+    return (
+        Assignment.objects.select_for_update(of=("self",))
+        .filter(
+            task=task,
+            annotator=profile,
+            annotator__erased_at__isnull=True,
+            reserved_until__gt=timezone.now(),
+        )
+        .first()
+    )
 
 
 def validate_order(order, item_ids: set[int]) -> list[int]:

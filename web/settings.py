@@ -163,7 +163,13 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "auth": env.str("STEREORANK_THROTTLE_AUTH", default="30/min"),
         "submit": env.str("STEREORANK_THROTTLE_SUBMIT", default="120/min"),
+        # New participants created by a study's entry link, per client IP.
+        "join": env.str("STEREORANK_THROTTLE_JOIN", default="20/hour"),
     },
+    # Proxies in front of the app: the client IP throttles read is the one they add to
+    # X-Forwarded-For. 0 (the default) reads REMOTE_ADDR and ignores the header, which a
+    # client could otherwise forge to escape every throttle.
+    "NUM_PROXIES": env.int("STEREORANK_NUM_PROXIES", default=0),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "stereorank API",
@@ -238,6 +244,8 @@ STEREORANK = {
     "RESERVATION": timedelta(minutes=env.int("STEREORANK_RESERVATION_MINUTES", default=30)),
     # Secret that turns user ids into stable pseudonyms in exports.
     "PSEUDONYM_KEY": env.str("STEREORANK_PSEUDONYM_KEY", default=SECRET_KEY),
+    # Secret of the keyed hash that is all we keep of a crowd platform's participant id.
+    "EXTERNAL_ID_KEY": env.str("STEREORANK_EXTERNAL_ID_KEY", default=SECRET_KEY),
 }
 
 # The reward model side.

@@ -52,7 +52,7 @@ def test_catalogue_file_has_40_occupations_with_three_distinct_prompts():
         "education",
         "first_language",
     } <= keys
-    assert data["consent"]["version"] == 1 and data["consent"]["text"]
+    assert data["consent"]["version"] == 2 and "erase your data" in data["consent"]["text"]
 
 
 def test_load_catalogue_is_idempotent():

@@ -41,7 +41,7 @@ def test_signup_logs_in_and_asks_for_consent(client, db):
 
 def test_withdraw_consent_gates_again(portal_client):
     client = portal_client()
-    client.post(reverse("portal:consent"), {"action": "withdraw"})
+    client.post(reverse("portal:withdraw"), {"choice": "stop"})
     assert not services.has_consent(client.profile)
     assert client.get(reverse("portal:home")).url == reverse("portal:consent")
 
