@@ -8,7 +8,9 @@ deterministic: a few examples per operation, derandomized. Runs on SQLite.
 
 import pytest
 import schemathesis
+from django.core import signals
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from rest_framework.authtoken.models import Token
 from rest_framework.throttling import SimpleRateThrottle
@@ -29,6 +31,8 @@ STATE_DEPENDENT_400 = {
     "POST /api/training/checkpoints/rollback/": "no active version (409)",
     "POST /api/training/runs/": "no such snapshot",
     "POST /api/training/snapshots/": "no rankings to snapshot (409)",
+    "PUT /api/me/demographics/": "keys must be the study's demographic fields",
+    "PATCH /api/me/demographics/": "keys must be the study's demographic fields",
 }
 TOKENS = {"annotator": "a" * 40, "staff": "s" * 40}
 
@@ -56,7 +60,18 @@ staff_schema = _schema_as("staff")
 
 
 @pytest.fixture
-def accounts(annotator, make_tasks, monkeypatch) -> None:
+def keep_the_test_connection():
+    """The app is called as WSGI, not through Django's test client, so do what the client
+    does: a finished request must not close the test's database connection."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def accounts(annotator, make_tasks, monkeypatch, keep_the_test_connection) -> None:
     """A consenting annotator and a staff member with the fixed tokens, and data to find
     (two tasks of three items). Throttling is off here (it has its own tests) so that
     a burst of generated requests is not answered 429."""
