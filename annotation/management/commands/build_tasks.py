@@ -41,4 +41,5 @@ class Command(BaseCommand):
         if gold:
             self.stdout.write(f"{build_gold_tasks(gold, size, seed)} gold tasks built")
         if checks:
-            self.stdout.write(f"{build_check_tasks(checks, size, seed)} attention-check tasks built")
+            made = build_check_tasks(checks, size, seed)
+            self.stdout.write(f"{made} attention-check tasks built")
