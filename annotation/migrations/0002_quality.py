@@ -6,88 +6,161 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0001_initial'),
+        ("annotation", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='StatusChange',
+            name="StatusChange",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('previous', models.CharField(choices=[('ok', 'OK'), ('warned', 'Warned'), ('excluded', 'Excluded')], max_length=20)),
-                ('status', models.CharField(choices=[('ok', 'OK'), ('warned', 'Warned'), ('excluded', 'Excluded')], max_length=20)),
-                ('reason', models.TextField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "previous",
+                    models.CharField(
+                        choices=[("ok", "OK"), ("warned", "Warned"), ("excluded", "Excluded")],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("ok", "OK"), ("warned", "Warned"), ("excluded", "Excluded")],
+                        max_length=20,
+                    ),
+                ),
+                ("reason", models.TextField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['-id'],
+                "ordering": ["-id"],
             },
         ),
         migrations.RemoveConstraint(
-            model_name='rankingtask',
-            name='never_more_rankings_than_overlap',
+            model_name="rankingtask",
+            name="never_more_rankings_than_overlap",
         ),
         migrations.AddField(
-            model_name='annotatorprofile',
-            name='status',
-            field=models.CharField(choices=[('ok', 'OK'), ('warned', 'Warned'), ('excluded', 'Excluded')], default='ok', max_length=20),
+            model_name="annotatorprofile",
+            name="status",
+            field=models.CharField(
+                choices=[("ok", "OK"), ("warned", "Warned"), ("excluded", "Excluded")],
+                default="ok",
+                max_length=20,
+            ),
         ),
         migrations.AddField(
-            model_name='annotatorprofile',
-            name='synthetic_kind',
-            field=models.CharField(blank=True, choices=[('careful', 'Careful'), ('random', 'Random order'), ('shown', 'Keeps the shown order'), ('hurried', 'Hurried')], max_length=20),
+            model_name="annotatorprofile",
+            name="synthetic_kind",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("careful", "Careful"),
+                    ("random", "Random order"),
+                    ("shown", "Keeps the shown order"),
+                    ("hurried", "Hurried"),
+                ],
+                max_length=20,
+            ),
         ),
         migrations.AddField(
-            model_name='rankingtask',
-            name='check_item',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='checks', to='annotation.item'),
+            model_name="rankingtask",
+            name="check_item",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="checks",
+                to="annotation.item",
+            ),
         ),
         migrations.AddField(
-            model_name='rankingtask',
-            name='check_position',
+            model_name="rankingtask",
+            name="check_position",
             field=models.PositiveSmallIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='rankingtask',
-            name='gold_reference',
+            model_name="rankingtask",
+            name="gold_reference",
             field=models.JSONField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='rankingtask',
-            name='is_gold',
+            model_name="rankingtask",
+            name="is_gold",
             field=models.BooleanField(db_index=True, default=False),
         ),
         migrations.AddConstraint(
-            model_name='annotatorprofile',
-            constraint=models.CheckConstraint(condition=models.Q(('synthetic_kind', ''), ('is_synthetic', True), _connector='OR'), name='synthetic_kind_only_for_synthetic'),
+            model_name="annotatorprofile",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("synthetic_kind", ""), ("is_synthetic", True), _connector="OR"),
+                name="synthetic_kind_only_for_synthetic",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rankingtask',
-            constraint=models.CheckConstraint(condition=models.Q(('is_gold', True), ('ranking_count__lte', models.F('overlap')), _connector='OR'), name='never_more_rankings_than_overlap'),
+            model_name="rankingtask",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("is_gold", True), ("ranking_count__lte", models.F("overlap")), _connector="OR"
+                ),
+                name="never_more_rankings_than_overlap",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rankingtask',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('gold_reference__isnull', True), ('is_gold', False)), models.Q(('gold_reference__isnull', False), ('is_gold', True)), _connector='OR'), name='gold_task_has_a_reference'),
+            model_name="rankingtask",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("gold_reference__isnull", True), ("is_gold", False)),
+                    models.Q(("gold_reference__isnull", False), ("is_gold", True)),
+                    _connector="OR",
+                ),
+                name="gold_task_has_a_reference",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rankingtask',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('check_item__isnull', True), ('check_position__isnull', True)), models.Q(('check_item__isnull', False), ('check_position__isnull', False), ('is_gold', False)), _connector='OR'), name='check_has_card_and_position_and_no_gold'),
+            model_name="rankingtask",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("check_item__isnull", True), ("check_position__isnull", True)),
+                    models.Q(
+                        ("check_item__isnull", False),
+                        ("check_position__isnull", False),
+                        ("is_gold", False),
+                    ),
+                    _connector="OR",
+                ),
+                name="check_has_card_and_position_and_no_gold",
+            ),
         ),
         migrations.AddField(
-            model_name='statuschange',
-            name='annotator',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='status_changes', to='annotation.annotatorprofile'),
+            model_name="statuschange",
+            name="annotator",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="status_changes",
+                to="annotation.annotatorprofile",
+            ),
         ),
         migrations.AddField(
-            model_name='statuschange',
-            name='by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="statuschange",
+            name="by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='statuschange',
-            constraint=models.CheckConstraint(condition=models.Q(('reason', ''), _negated=True), name='status_change_has_a_reason'),
+            model_name="statuschange",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("reason", ""), _negated=True), name="status_change_has_a_reason"
+            ),
         ),
     ]
