@@ -12,7 +12,6 @@ from rest_framework.views import APIView
 
 from . import services
 from .exports import csv_lines, jsonl_lines, pair_rows, ranking_rows
-from .models import Item
 
 
 class TokenView(ObtainAuthToken):
@@ -21,12 +20,14 @@ class TokenView(ObtainAuthToken):
 
 
 class ItemSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    prompt = serializers.CharField(source="prompt.text")
+    """One card (``services.Card``): an attention-check card's prompt is its instruction."""
+
+    id = serializers.IntegerField(source="item.id")
+    prompt = serializers.CharField(source="text")
     image_url = serializers.SerializerMethodField()
 
-    def get_image_url(self, item: Item) -> str:
-        return self.context["request"].build_absolute_uri(item.image.url)
+    def get_image_url(self, card: services.Card) -> str:
+        return self.context["request"].build_absolute_uri(card.item.image.url)
 
 
 class TaskSerializer(serializers.Serializer):
@@ -37,7 +38,7 @@ class TaskSerializer(serializers.Serializer):
 
     def get_items(self, assignment) -> list[dict]:
         return ItemSerializer(
-            services.shown_items(assignment), many=True, context=self.context
+            services.shown_cards(assignment), many=True, context=self.context
         ).data
 
 

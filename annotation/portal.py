@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods
 
 from annotation import services
 from annotation.errors import AnnotationError
-from annotation.models import ConsentText, DemographicField
+from annotation.models import AnnotatorStatus, ConsentText, DemographicField
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
 
@@ -144,6 +144,9 @@ def home(request):
             "quota": stats["quota"],
             "percent": min(percent, 100),
             "finished": stats["done"] >= stats["quota"],
+            "excluded": services.excluded_message(request.profile)
+            if request.profile.status == AnnotatorStatus.EXCLUDED
+            else "",
         },
     )
 
@@ -189,8 +192,13 @@ def rank(request):
         messages.info(request, "No more tasks for you right now: thank you!")
         return redirect("portal:home")
     cards = [
-        {"item": item, "label": f"Image {chr(ord('A') + i)}", "position": i + 1}
-        for i, item in enumerate(services.shown_items(assignment))
+        {
+            "item": card.item,
+            "text": card.text,
+            "label": f"Image {chr(ord('A') + i)}",
+            "position": i + 1,
+        }
+        for i, card in enumerate(services.shown_cards(assignment))
     ]
     stats = services.progress(profile)
     return render(
