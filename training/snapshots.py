@@ -77,8 +77,9 @@ def _group_labels_by_key(rows: list[LabelRow]) -> dict:
     }
 
 
-def exclusions(include_synthetic: bool, last_ranking_id: int) -> dict:
-    """What a snapshot up to ``last_ranking_id`` left out, for its lineage.
+def exclusions(include_synthetic: bool, last_ranking_id: int | None = None) -> dict:
+    """What a snapshot left out of the rankings stored up to ``last_ranking_id`` (all, by
+    default: the moment it was taken), for its lineage.
 
     ``{"annotators": {pseudonym: {reason: rankings}}, "rankings": {reason: n},
     "check_cards": n}``: annotators named by pseudonym only, and only for reasons
@@ -120,7 +121,7 @@ def create_snapshot(
     labels = item_labels(rows)
     examples = split_examples(build_examples(labels), eval_fraction, seed)
     ranking_ids = {r.ranking_id for r in rows}
-    left_out = exclusions(include_synthetic, max(ranking_ids))
+    left_out = exclusions(include_synthetic)
     with transaction.atomic():
         return DatasetSnapshot.objects.create(
             created_by=user,
