@@ -68,9 +68,7 @@ def test_concurrent_assignment_with_gold_tasks_and_the_policy(make_tasks, settin
     make_tasks(8, k=4, overlap=2)
     for task in make_tasks(3, k=4, occupation="chef"):
         order = list(task.items.order_by("id").values_list("id", flat=True))
-        RankingTask.objects.filter(pk=task.pk).update(
-            is_gold=True, gold_reference={"order": order}
-        )
+        RankingTask.objects.filter(pk=task.pk).update(is_gold=True, gold_reference={"order": order})
     profiles = []
     for i in range(24):
         profile = services.get_profile(get_user_model().objects.create_user(f"g{i}"))

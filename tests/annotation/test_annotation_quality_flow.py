@@ -11,7 +11,7 @@ from django.urls import reverse
 from annotation import services, standing
 from annotation.errors import AnnotatorExcluded, InvalidAnswer, StatusConflict
 from annotation.labels import item_labels
-from annotation.models import Assignment, AnnotatorStatus, RankingTask, StatusChange
+from annotation.models import AnnotatorStatus, Assignment, RankingTask, StatusChange
 from annotation.selectors import (
     CONSENT_WITHDRAWN,
     EXCLUDED,

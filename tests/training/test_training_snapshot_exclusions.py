@@ -11,9 +11,7 @@ from training.snapshots import create_snapshot
 pytestmark = pytest.mark.django_db
 
 
-def test_snapshot_lineage_names_the_excluded_by_pseudonym_and_counts_the_rest(
-    study, store_ranking
-):
+def test_snapshot_lineage_names_the_excluded_by_pseudonym_and_counts_the_rest(study, store_ranking):
     profiles = list(AnnotatorProfile.objects.filter(rankings__isnull=False).distinct())
     bad, other = profiles[0], profiles[1]
     standing._move(bad, AnnotatorStatus.EXCLUDED, "test")
