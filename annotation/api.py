@@ -1,5 +1,7 @@
 """DRF views: thin, they call annotation.services and annotation.exports."""
 
+from collections.abc import Iterator
+
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -12,6 +14,7 @@ from rest_framework.views import APIView
 
 from . import services
 from .exports import csv_lines, jsonl_lines, pair_rows, ranking_rows
+from .models import Item
 
 
 class TokenView(ObtainAuthToken):
@@ -136,16 +139,29 @@ class ConsentView(APIView):
 
 FORMAT = OpenApiParameter("format", str, enum=["jsonl", "csv"])
 SYNTHETIC = OpenApiParameter("include_synthetic", bool)
+LEFT_OUT = OpenApiParameter(
+    "include_left_out",
+    bool,
+    description="Also gold tasks' and excluded annotators' rankings (flagged), for audits.",
+)
+KEEP_IDENTICAL = OpenApiParameter(
+    "keep_identical_texts",
+    bool,
+    description="Keep pairs whose chosen and rejected prompt texts are the same (left out "
+    "by default: two images of one prompt teach a text reward model nothing).",
+)
 
 
 class ExportView(APIView):
     """Staff only: pseudonymous rows with demographics, streamed."""
 
     permission_classes = [IsAdminUser]
-    rows = staticmethod(ranking_rows)
     formats = {"jsonl": (jsonl_lines, "application/jsonl"), "csv": (csv_lines, "text/csv")}
 
-    @extend_schema(parameters=[FORMAT, SYNTHETIC], responses={200: bytes})
+    def rows(self, request, synthetic: bool) -> Iterator[dict]:
+        return ranking_rows(synthetic, bool(query_flag(request, "include_left_out")))
+
+    @extend_schema(parameters=[FORMAT, SYNTHETIC, LEFT_OUT], responses={200: bytes})
     def get(self, request):
         fmt = request.query_params.get("format", "jsonl")
         if fmt not in self.formats:
@@ -155,9 +171,23 @@ class ExportView(APIView):
             )
         synthetic = bool(query_flag(request, "include_synthetic"))
         render, content_type = self.formats[fmt]
-        return StreamingHttpResponse(render(self.rows(synthetic)), content_type=content_type)
+        rows = self.rows(request, synthetic)
+        return StreamingHttpResponse(render(rows), content_type=content_type)
 
 
 class PairsExportView(ExportView):
-    rows = staticmethod(pair_rows)
+    """Staff only: chosen/rejected pairs with ``margin``, ready for TRL's RewardTrainer."""
+
     formats = {"jsonl": ExportView.formats["jsonl"]}
+
+    def rows(self, request, synthetic: bool) -> Iterator[dict]:
+        storage = Item._meta.get_field("image").storage
+        return pair_rows(
+            synthetic,
+            keep_identical_texts=bool(query_flag(request, "keep_identical_texts")),
+            image_url=lambda name: request.build_absolute_uri(storage.url(name)),
+        )
+
+    @extend_schema(parameters=[FORMAT, SYNTHETIC, KEEP_IDENTICAL], responses={200: bytes})
+    def get(self, request):
+        return super().get(request)

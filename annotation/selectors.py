@@ -207,6 +207,17 @@ def quality_inputs(rankings: QuerySet[Ranking]) -> QualityInputs:
     return out
 
 
+def annotator_statuses(user_ids: set[int]) -> list[dict]:
+    """Those users' profiles: pk, user id, status with its last recorded reason, synthetic
+    flag and kind (one query)."""
+    last = StatusChange.objects.filter(annotator=OuterRef("pk")).order_by("-id")
+    return list(
+        AnnotatorProfile.objects.filter(user_id__in=user_ids)
+        .annotate(reason=Subquery(last.values("reason")[:1]))
+        .values("pk", "user_id", "status", "is_synthetic", "synthetic_kind", "reason")
+    )
+
+
 def annotators() -> QuerySet[AnnotatorProfile]:
     """Annotator profiles: staff accounts rank only to try the portal and are left out."""
     return AnnotatorProfile.objects.filter(user__is_staff=False)

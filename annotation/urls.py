@@ -17,5 +17,6 @@ urlpatterns = [
     path("me/consent/", api.ConsentView.as_view(), name="api-consent"),
     path("export/rankings/", api.ExportView.as_view(), name="api-export-rankings"),
     path("export/pairs/", api.PairsExportView.as_view(), name="api-export-pairs"),
+    path("staff/quality/", staff_api.QualityView.as_view(), name="api-staff-quality"),
     path("staff/", include(staff.urls)),
 ]
