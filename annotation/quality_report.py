@@ -9,8 +9,8 @@ It reads the database through the selectors and computes with the Django-free
 * ``position_bias``: per task size K, over the same rankings.
 * ``annotators``: one row per annotator with consenting rankings: the figures
   the policy reads (since their last reinstatement, gold tasks included), their
-  leave-one-out consensus rho (on shared ordinary tasks, check cards dropped), and
-  their status with its last recorded reason.
+  leave-one-out consensus rho against the annotators who count (on shared
+  ordinary tasks, check cards dropped), and their status with its last reason.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from training.ml.data import json_safe
 
 from . import selectors, standing
 from .exports import pseudonym
-from .models import DemographicField
-from .quality.agreement import annotator_reliability
+from .models import AnnotatorStatus, DemographicField
+from .quality.agreement import Reliability, annotator_reliability
 from .quality.breakdown import breakdown
 from .quality.gold import AttentionCheck, annotator_quality
 from .quality.position_bias import position_bias
@@ -63,14 +63,31 @@ def without_check_cards(
     return out
 
 
+def consensus_reliability(
+    records: list[RankingRecord], excluded: set
+) -> dict[object, Reliability]:
+    """Each annotator's leave-one-out rho against the consensus of the annotators who
+    count: an excluded annotator is scored against them, never part of their consensus."""
+    counted = [r for r in records if r.annotator not in excluded]
+    out = annotator_reliability(counted)
+    for user in excluded:
+        own = [r for r in records if r.annotator == user]
+        if own:
+            out[user] = annotator_reliability(counted + own)[user]
+    return out
+
+
 def annotator_rows(include_synthetic: bool = False) -> list[dict]:
     """The annotator table (``ANNOTATOR_COLUMNS`` and more), ordered by pseudonym."""
     consented = selectors.consented_rankings(include_synthetic)
     policy_view = selectors.quality_inputs(selectors.since_reinstatement(consented))
     quality = annotator_quality(policy_view.records, policy_view.gold, policy_view.checks)
     shared = selectors.quality_inputs(consented.filter(task__is_gold=False))
-    reliability = annotator_reliability(without_check_cards(shared.records, shared.checks))
-    profiles = selectors.annotator_statuses({r.annotator for r in shared.records} | set(quality))
+    records = without_check_cards(shared.records, shared.checks)
+    profiles = selectors.annotator_statuses({r.annotator for r in records} | set(quality))
+    reliability = consensus_reliability(
+        records, {p["user_id"] for p in profiles if p["status"] == AnnotatorStatus.EXCLUDED}
+    )
     rows = []
     for p in profiles:
         user = p["user_id"]
