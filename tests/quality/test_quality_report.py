@@ -95,7 +95,7 @@ def test_position_bias_counts_shown_against_final_positions(study):
     bias = report["position_bias"]
     assert set(bias) == {str(K)}  # the check task is K=4 once its card is dropped
     table = np.zeros((K, K), dtype=int)
-    for name, orders in ORDERS.items():
+    for orders in ORDERS.values():
         for order, shown in zip(orders, SHOWN, strict=True):
             for s, item in enumerate(shown):
                 table[s, order.index(item)] += 1
