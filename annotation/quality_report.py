@@ -63,9 +63,7 @@ def without_check_cards(
     return out
 
 
-def consensus_reliability(
-    records: list[RankingRecord], excluded: set
-) -> dict[object, Reliability]:
+def consensus_reliability(records: list[RankingRecord], excluded: set) -> dict[object, Reliability]:
     """Each annotator's leave-one-out rho against the consensus of the annotators who
     count: an excluded annotator is scored against them, never part of their consensus."""
     counted = [r for r in records if r.annotator not in excluded]

@@ -17,6 +17,7 @@ from django.db.models import (
     Count,
     Exists,
     F,
+    Max,
     OuterRef,
     Q,
     QuerySet,
@@ -216,6 +217,24 @@ def annotator_statuses(user_ids: set[int]) -> list[dict]:
         .annotate(reason=Subquery(last.values("reason")[:1]))
         .values("pk", "user_id", "status", "is_synthetic", "synthetic_kind", "reason")
     )
+
+
+def recent_status_changes(limit: int = 20) -> QuerySet[StatusChange]:
+    """The latest status changes, with their annotator and the staff member who made them."""
+    return StatusChange.objects.select_related("annotator", "by").order_by("-id")[:limit]
+
+
+def quality_data_version() -> str:
+    """A token that changes when what the quality report reads changes: rankings,
+    statuses, consents, gold and check tasks (edits of a reference in place aside)."""
+    rankings = Ranking.objects.aggregate(n=Count("pk"), last=Max("pk"))
+    changes = StatusChange.objects.aggregate(last=Max("pk"))
+    consents = Consent.objects.aggregate(n=Count("pk"), withdrawn=Count("withdrawn_at"))
+    tasks = RankingTask.objects.aggregate(
+        gold=Count("pk", filter=Q(is_gold=True)), checks=Count("check_item"), last=Max("pk")
+    )
+    parts = (rankings, changes, consents, tasks)
+    return "-".join(str(v) for part in parts for v in part.values())
 
 
 def annotators() -> QuerySet[AnnotatorProfile]:
