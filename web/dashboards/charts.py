@@ -140,7 +140,8 @@ def estimates_with_intervals(points: Sequence[IntervalPoint], xlabel: str) -> Fi
 
 def position_heatmap(table: Sequence[Sequence[int]], title: str = "") -> Figure:
     """A K x K count table as a heat map: rows shown position, columns submitted position;
-    with no position bias every cell is near n / K (the colour scale is centred there)."""
+    with no position bias every cell is near n / K (white: the colour scale is centred
+    there, blue below, red above)."""
     fig = _figure(figsize=(4.6, 4.0))
     ax = fig.subplots()
     k = len(table)
@@ -148,15 +149,17 @@ def position_heatmap(table: Sequence[Sequence[int]], title: str = "") -> Figure:
         ax.text(0.5, 0.5, "No rankings", ha="center", va="center", color=MUTED)
         ax.set_axis_off()
         return fig
-    expected = sum(table[0]) / k
+    from matplotlib.colors import TwoSlopeNorm
+
+    expected = max(sum(table[0]) / k, 0.5)
     top = max(max(row) for row in table)
-    spread = max(top - expected, expected, 1.0)
-    image = ax.imshow(
-        table, cmap="RdBu_r", vmin=expected - spread, vmax=expected + spread, aspect="equal"
-    )
+    norm = TwoSlopeNorm(vmin=0, vcenter=expected, vmax=max(top, 2 * expected))
+    image = ax.imshow(table, cmap="RdBu_r", norm=norm, aspect="equal")
     for s in range(k):
         for f in range(k):
-            ax.text(f, s, str(table[s][f]), ha="center", va="center", fontsize=8)
+            far = abs(norm(table[s][f]) - 0.5) > 0.35
+            colour = "white" if far else "black"
+            ax.text(f, s, str(table[s][f]), ha="center", va="center", fontsize=8, color=colour)
     labels = [str(i + 1) for i in range(k)]
     ax.set_xticks(range(k), labels)
     ax.set_yticks(range(k), labels)

@@ -23,11 +23,7 @@ urlpatterns = [
     path("compare/occupations.png", compare.compare_chart, name="compare-chart"),
     path("schedules/", schedules.schedules, name="schedules"),
     path("quality/", quality.quality, name="quality"),
-    path("quality/agreement.png", quality.quality_agreement_chart, name="quality-agreement-chart"),
-    path(
-        "quality/positions-<int:k>.png",
-        quality.quality_position_chart,
-        name="quality-position-chart",
-    ),
+    path("quality/agreement.png", quality.quality_agreement_chart, name="quality-chart"),
+    path("quality/positions-<int:k>.png", quality.quality_position_chart, name="position-chart"),
     path("quality/<int:profile_id>/reinstate", quality.quality_reinstate, name="reinstate"),
 ]
