@@ -170,3 +170,19 @@ def test_the_database_refuses_half_made_gold_tasks_and_checks(make_tasks):
         is_gold=True, gold_reference={"order": [item.pk]}, ranking_count=5
     )
     assert TaskItem.objects.filter(task=task).count() == 3
+
+
+def test_system_check_reports_bad_quality_settings(settings):
+    from annotation.checks import quality_settings
+
+    assert quality_settings(None) == []
+    settings.STEREORANK = {
+        **settings.STEREORANK,
+        "GOLD_RATE": 1.0,
+        "GROUP_K": 0,
+        "QUALITY_POLICY": {"untouched_max_rate": 2},
+    }
+    messages = [e.msg for e in quality_settings(None)]
+    assert len(messages) == 3
+    assert any("GOLD_RATE" in m for m in messages) and any("GROUP_K" in m for m in messages)
+    assert any("untouched_max_rate must be in [0, 1]" in m for m in messages)
