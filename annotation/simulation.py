@@ -38,7 +38,7 @@ from django.contrib.auth import get_user_model
 
 from . import services
 from .errors import AnnotatorExcluded
-from .models import DemographicField, Item, RankingTask, SyntheticKind
+from .models import AnnotatorStatus, DemographicField, Item, RankingTask, SyntheticKind
 
 BASE = {"stereotypical": 0.2, "neutral": 0.5, "diverse": 0.8}
 ITEM_SD = 0.08
@@ -166,6 +166,7 @@ def careless_order(kind: str, shown: list[int], rng: random.Random) -> tuple[lis
     """A careless annotator's order of the shown cards and the seconds it took."""
     order = list(shown)
     if kind == SyntheticKind.RANDOM:
+        order = sorted(order)  # a seeded order whatever the (random) shown order
         rng.shuffle(order)
         return order, round(rng.uniform(2.0, 4.0) * len(order), 1)
     if kind == SyntheticKind.HURRIED:
@@ -179,7 +180,7 @@ def careless_order(kind: str, shown: list[int], rng: random.Random) -> tuple[lis
 def simulate(count: int, tasks_per_annotator: int, seed: int = 0, careless: float = 0.0) -> dict:
     """Create (or reuse) ``count`` synthetic annotators, each ranking up to M tasks.
 
-    An annotator the quality policy excludes stops there.
+    An annotator the quality policy excludes stops there; ``excluded`` counts them.
     """
     User = get_user_model()
     fields = list(DemographicField.objects.filter(active=True))
@@ -210,7 +211,6 @@ def simulate(count: int, tasks_per_annotator: int, seed: int = 0, careless: floa
             try:
                 assignment = services.next_task(profile)
             except AnnotatorExcluded:
-                excluded += 1
                 break
             if assignment is None:
                 break
@@ -225,6 +225,7 @@ def simulate(count: int, tasks_per_annotator: int, seed: int = 0, careless: floa
             _, created = services.submit_ranking(profile, task.pk, order, seconds_spent=seconds)
             rankings += created
             done += 1
+        excluded += profile.status == AnnotatorStatus.EXCLUDED
     return {
         "annotators": made_users,
         "rankings": rankings,

@@ -1,12 +1,14 @@
 """Synthetic careless annotators: drawn as stated, flagged, and found by the policy."""
 
 import io
+import random
 from collections import Counter
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.models import AnnotatorProfile, AnnotatorStatus, Ranking, SyntheticKind
+from annotation.models import AnnotatorProfile, AnnotatorStatus, SyntheticKind
+from annotation.selectors import counted_rankings
 from annotation.simulation import CARELESS_KINDS, careless_kinds, careless_order
 
 pytestmark = pytest.mark.django_db
@@ -31,8 +33,6 @@ def test_careless_kinds_are_drawn_in_the_stated_share_and_seeded():
 
 
 def test_careless_orders_do_what_their_kind_says():
-    import random
-
     shown = list(range(10))
     order, seconds = careless_order(SyntheticKind.SHOWN, shown, random.Random(0))
     assert order == shown and 1 <= seconds <= 3
@@ -50,17 +50,29 @@ def test_command_refuses_a_careless_fraction_out_of_range():
         run("simulate_annotators", "--count", "2", "--careless", "2")
 
 
-def test_with_gold_tasks_on_the_policy_finds_the_careless(media_root, settings):
+@pytest.fixture
+def seeded_shuffles():
+    """Shown orders come from ``random.shuffle``: seed it for the test, then restore it."""
+    state = random.getstate()
+    random.seed(0)
+    yield
+    random.setstate(state)
+
+
+def test_with_gold_tasks_on_the_policy_finds_the_careless(media_root, settings, seeded_shuffles):
     """Precision and recall of the exclusions, scored against the synthetic_kind flags.
 
-    24 annotators, a quarter careless (two of each kind), 15 tasks each with one in
-    five gold; the rule must exclude at least 5 of the 6 and no careful annotator
-    (this seed gives 6 of 6, as seed 4 does).
+    24 annotators, a quarter careless (two of each kind), 15 tasks of 6 each, one in
+    five gold. The rule must exclude no careful annotator and at least 5 of the 6
+    careless ones (shown-order seeds 0-5 all gave precision 1 and recall 5/6 or 1).
+    With tasks of 3 the untouched criterion (more than half of 5 rankings) also
+    excluded a careful annotator now and then: 1/3! = 1/6 of honest rankings keep
+    the shown order by chance.
     """
     settings.STEREORANK = {**settings.STEREORANK, "GOLD_RATE": 0.2}
-    run("load_catalogue", "--placeholder-images", "3")  # 40 occupations x 9 items
+    run("load_catalogue", "--placeholder-images", "4")  # 40 occupations x 12 items
     run(
-        *("build_tasks", "--size", "6", "--overlap", "4", "--agreement-fraction", "0"),
+        *("build_tasks", "--size", "6", "--overlap", "3", "--agreement-fraction", "0"),
         *("--gold-per-occupation", "1", "--checks-per-occupation", "1"),
     )
     out = run(
@@ -80,20 +92,10 @@ def test_with_gold_tasks_on_the_policy_finds_the_careless(media_root, settings):
     precision, recall = found / len(excluded), found / len(careless)
     assert precision == 1.0, "no careful annotator is excluded"
     assert recall >= 5 / 6
-    assert f"{len(excluded)} stopped by the quality policy" in out
-    # Every careful annotator ranked their 15 tasks; gold tasks met at the rate.
+    assert f"{len(excluded)} excluded by the quality policy" in out
+    # Every careful annotator ranked their 15 tasks, gold tasks at the rate.
     for p in profiles:
         if p.pk not in careless:
             assert p.rankings.count() == 15
             assert p.rankings.filter(task__is_gold=True).count() == 3  # floor(0.2 * 15 + u)
-    assert (
-        not Ranking.objects.filter(annotator_id__in=excluded, task__is_gold=False)
-        .filter(pk__in=_counted())
-        .exists()
-    )
-
-
-def _counted():
-    from annotation.selectors import counted_rankings
-
-    return counted_rankings(include_synthetic=True).values("pk")
+    assert not counted_rankings(include_synthetic=True).filter(annotator_id__in=excluded)

@@ -32,5 +32,5 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{result['annotators']} synthetic annotators created ({result['careless']} "
             f"careless), {result['rankings']} rankings stored; "
-            f"{result['excluded']} stopped by the quality policy"
+            f"{result['excluded']} excluded by the quality policy"
         )
