@@ -90,6 +90,21 @@ def _is_id(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def parse_gold_reference(ref) -> GoldReference:
+    """``{"order": [ids]}`` or ``{"pairs": [[a, b], ...]}`` as a ``GoldReference``;
+    ``ValueError`` saying what is wrong otherwise."""
+    if isinstance(ref, dict) and set(ref) == {"order"} and isinstance(ref["order"], list):
+        if not all(map(_is_id, ref["order"])):
+            raise ValueError("a reference order lists whole-number item ids")
+        return GoldReference.from_order(ref["order"])
+    if isinstance(ref, dict) and set(ref) == {"pairs"} and isinstance(ref["pairs"], list):
+        pairs = ref["pairs"]
+        if not all(isinstance(p, list) and len(p) == 2 and all(map(_is_id, p)) for p in pairs):
+            raise ValueError("keyed pairs are [a, b] lists of two whole-number item ids")
+        return GoldReference.from_pairs(tuple(p) for p in pairs)
+    raise ValueError('a gold reference is {"order": [ids]} or {"pairs": [[a, b], ...]}')
+
+
 class RankingTask(models.Model):
     """One occupation, K items, ranked by ``overlap`` annotators.
 
@@ -140,20 +155,7 @@ class RankingTask(models.Model):
 
     def reference(self) -> GoldReference:
         """The gold reference as the quality library reads it; ``ValueError`` if malformed."""
-        ref = self.gold_reference
-        shape = 'a gold reference is {"order": [ids]} or {"pairs": [[a, b], ...]}'
-        if not isinstance(ref, dict) or len(ref) != 1 or not isinstance(ref.get("order"), list):
-            if not isinstance(ref, dict) or set(ref) != {"pairs"}:
-                raise ValueError(shape)
-            pairs = ref["pairs"]
-            if not isinstance(pairs, list) or not all(
-                isinstance(p, list) and len(p) == 2 and all(map(_is_id, p)) for p in pairs
-            ):
-                raise ValueError("keyed pairs are [a, b] lists of two whole-number item ids")
-            return GoldReference.from_pairs(tuple(p) for p in pairs)
-        if not all(map(_is_id, ref["order"])):
-            raise ValueError("a reference order lists whole-number item ids")
-        return GoldReference.from_order(ref["order"])
+        return parse_gold_reference(self.gold_reference)
 
     def clean(self) -> None:
         """A gold reference names this task's items; a check card is one of its cards."""

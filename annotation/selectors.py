@@ -37,6 +37,7 @@ from .models import (
     Ranking,
     RankingTask,
     StatusChange,
+    parse_gold_reference,
 )
 from .quality.gold import AttentionCheck, GoldReference
 from .quality.records import RankingRecord
@@ -192,16 +193,17 @@ def quality_inputs(rankings: QuerySet[Ranking]) -> QualityInputs:
         "task__check_item_id",
         "task__check_position",
     )
-    out = QualityInputs()
+    out, malformed = QualityInputs(), set()
     for rid, task, user, occupation, order, shown, seconds, demo, gold, ref, card, at in rows:
         out.ranking_ids.append(rid)
         out.records.append(
             RankingRecord(task, user, occupation, order, shown or (), seconds, demo or {})
         )
-        if gold and task not in out.gold:
+        if gold and task not in out.gold and task not in malformed:
             try:
-                out.gold[task] = RankingTask(pk=task, is_gold=True, gold_reference=ref).reference()
+                out.gold[task] = parse_gold_reference(ref)
             except ValueError as error:
+                malformed.add(task)
                 log.warning("gold task %s is not scored: %s", task, error)
         if card is not None:
             out.checks[task] = AttentionCheck(card, at)

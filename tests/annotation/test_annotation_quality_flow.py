@@ -301,3 +301,15 @@ def test_policy_overrides_come_from_settings(make_tasks, annotator, store_rankin
     settings.STEREORANK = {**settings.STEREORANK, "QUALITY_POLICY": {"gold_minimum": 1}}
     with pytest.raises(ImproperlyConfigured, match="gold_minimum"):
         standing.policy()
+
+
+def test_a_malformed_gold_reference_is_logged_and_not_scored(
+    make_tasks, annotator, store_ranking, no_gold, caplog
+):
+    (task,) = make_tasks(1, k=3)
+    RankingTask.objects.filter(pk=task.pk).update(is_gold=True, gold_reference={"order": "abc"})
+    profile = annotator("ann").profile
+    with caplog.at_level("WARNING", logger="annotation.selectors"):
+        store_ranking(profile, task, ids(task)[::-1], shown=ids(task))
+    assert f"gold task {task.pk} is not scored" in caplog.text
+    assert standing.decide(profile).status == AnnotatorStatus.OK
