@@ -3,7 +3,14 @@
 from collections.abc import Iterator
 
 from django.http import StreamingHttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+    inline_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ParseError
@@ -45,8 +52,16 @@ class TaskSerializer(serializers.Serializer):
         ).data
 
 
+@extend_schema_field(
+    {"type": "array", "items": {"type": "integer"}, "minItems": 1, "uniqueItems": True}
+)
+class OrderField(serializers.JSONField):
+    """Any JSON, checked by services.validate_order (a permutation of the task's items,
+    with its own message); documented as what it must be: a list of item ids."""
+
+
 class RankingInSerializer(serializers.Serializer):
-    order = serializers.JSONField(help_text="Item ids, most to least stereotypical.")
+    order = OrderField(help_text="Item ids, most to least stereotypical.")
     seconds_spent = serializers.FloatField(required=False, allow_null=True, min_value=0)
 
 
@@ -59,9 +74,9 @@ class RankingOutSerializer(serializers.Serializer):
 
 
 def query_flag(request, name: str) -> bool | None:
-    """A true/false query parameter; None when absent, a 400 when it is neither."""
+    """A true/false query parameter; None when absent, a 400 when it is neither (or empty)."""
     raw = request.query_params.get(name)
-    if raw in (None, ""):
+    if raw is None:
         return None
     if raw.lower() in {"1", "true", "yes"}:
         return True
@@ -150,8 +165,15 @@ KEEP_IDENTICAL = OpenApiParameter(
     description="Keep pairs whose chosen and rejected prompt texts are the same (left out "
     "by default: two images of one prompt teach a text reward model nothing).",
 )
+LINES = {(200, "application/jsonl"): OpenApiTypes.STR}
 
 
+@extend_schema_view(
+    get=extend_schema(
+        parameters=[FORMAT, SYNTHETIC, LEFT_OUT],
+        responses={**LINES, (200, "text/csv"): OpenApiTypes.STR},
+    )
+)
 class ExportView(APIView):
     """Staff only: pseudonymous rows with demographics, streamed."""
 
@@ -161,7 +183,6 @@ class ExportView(APIView):
     def rows(self, request, synthetic: bool) -> Iterator[dict]:
         return ranking_rows(synthetic, bool(query_flag(request, "include_left_out")))
 
-    @extend_schema(parameters=[FORMAT, SYNTHETIC, LEFT_OUT], responses={200: bytes})
     def get(self, request):
         fmt = request.query_params.get("format", "jsonl")
         if fmt not in self.formats:
@@ -175,6 +196,12 @@ class ExportView(APIView):
         return StreamingHttpResponse(render(rows), content_type=content_type)
 
 
+@extend_schema_view(
+    get=extend_schema(
+        parameters=[OpenApiParameter("format", str, enum=["jsonl"]), SYNTHETIC, KEEP_IDENTICAL],
+        responses=LINES,
+    )
+)
 class PairsExportView(ExportView):
     """Staff only: chosen/rejected pairs with ``margin``, ready for TRL's RewardTrainer."""
 
@@ -187,7 +214,3 @@ class PairsExportView(ExportView):
             keep_identical_texts=bool(query_flag(request, "keep_identical_texts")),
             image_url=lambda name: request.build_absolute_uri(storage.url(name)),
         )
-
-    @extend_schema(parameters=[FORMAT, SYNTHETIC, KEEP_IDENTICAL], responses={200: bytes})
-    def get(self, request):
-        return super().get(request)

@@ -48,11 +48,21 @@ def load_catalogue(placeholders_per_prompt: int = 0, path: Path = CATALOGUE) -> 
                 "order": order,
             },
         )
-    consent = data["consent"]
-    ConsentText.objects.get_or_create(
+    ensure_consent_text(data)
+    return created
+
+
+def ensure_consent_text(data: dict | None = None) -> ConsentText:
+    """The newest consent text; the catalogue's (the one source of the default wording)
+    is stored first when none exists."""
+    newest = ConsentText.objects.first()
+    if newest is not None and data is None:
+        return newest
+    consent = (data or read_catalogue())["consent"]
+    text, _ = ConsentText.objects.get_or_create(
         version=consent["version"], defaults={"text": consent["text"]}
     )
-    return created
+    return ConsentText.objects.first() or text
 
 
 def _ensure_placeholders(prompt: Prompt, count: int) -> int:

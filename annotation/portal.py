@@ -11,12 +11,15 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.views import LoginView
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from annotation import services
+from annotation.catalogue import ensure_consent_text
 from annotation.errors import AnnotationError
-from annotation.models import AnnotatorStatus, ConsentText, DemographicField
+from annotation.models import AnnotatorStatus, DemographicField
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
 
@@ -34,6 +37,18 @@ def consent_required(view):
         return view(request, *args, **kwargs)
 
     return wrapped
+
+
+class PortalLoginView(LoginView):
+    """Log-in; without a ``next``, staff go to the dashboards, annotators to their home."""
+
+    template_name = "portal/login.html"
+    redirect_authenticated_user = True
+
+    def get_default_redirect_url(self) -> str:
+        if self.request.user.is_staff:
+            return reverse("dashboards:progress")
+        return super().get_default_redirect_url()
 
 
 @require_http_methods(["GET", "POST"])
@@ -63,13 +78,13 @@ def consent(request):
             services.withdraw_consent(profile)
             messages.info(request, "Your consent is withdrawn. You can agree again at any time.")
             return redirect("portal:consent")
-    text = ConsentText.objects.first()
+    text = ensure_consent_text()
     return render(
         request,
         "portal/consent.html",
         {
-            "consent_text": text.text if text else services.DEFAULT_CONSENT,
-            "version": text.version if text else 1,
+            "consent_text": text.text,
+            "version": text.version,
             "has_consent": services.has_consent(profile),
         },
     )

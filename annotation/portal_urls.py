@@ -8,13 +8,7 @@ app_name = "portal"
 urlpatterns = [
     path("", portal.home, name="home"),
     path("signup/", portal.signup, name="signup"),
-    path(
-        "login/",
-        auth_views.LoginView.as_view(
-            template_name="portal/login.html", redirect_authenticated_user=True
-        ),
-        name="login",
-    ),
+    path("login/", portal.PortalLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("consent/", portal.consent, name="consent"),
     path("demographics/", portal.demographics, name="demographics"),

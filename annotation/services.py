@@ -20,6 +20,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from . import standing
+from .catalogue import ensure_consent_text
 from .errors import (
     AlreadyRanked,
     AnnotatorExcluded,
@@ -33,19 +34,12 @@ from .models import (
     AnnotatorStatus,
     Assignment,
     Consent,
-    ConsentText,
     DemographicField,
     Item,
     RankedItem,
     Ranking,
     RankingTask,
     check_instruction,
-)
-
-DEFAULT_CONSENT = (
-    "I agree to rank images of occupations by how stereotypical they are. My rankings and "
-    "the demographics I choose to share are used, pseudonymously, to train and evaluate a "
-    "reward model. I can withdraw at any time."
 )
 
 
@@ -71,10 +65,8 @@ def has_consent(profile: AnnotatorProfile) -> bool:
 
 @transaction.atomic
 def give_consent(profile: AnnotatorProfile) -> Consent:
-    """Agree to the newest consent text (creating version 1 if none exists)."""
-    text = ConsentText.objects.first() or ConsentText.objects.create(
-        version=1, text=DEFAULT_CONSENT
-    )
+    """Agree to the newest consent text (the catalogue's when none exists yet)."""
+    text = ensure_consent_text()
     current = profile.consents.active().first()
     if current and current.text_id == text.pk:
         return current

@@ -12,7 +12,10 @@ Latent model (what a ranking is drawn from). Each item has a latent *diversity*
   annotators agree on which images are more or less stereotypical within a type.
 * ``group_bias``: how strongly a group separates the types; younger bands see
   the contrast more sharply (>0), older bands less (<0), "prefer not to say" 0.
-* noise: per annotator and task, seeded by (seed, annotator number, task id).
+* noise: per annotator and task, seeded by (seed, annotator number, the task's
+  image hashes): by content, not by the ids a database hands out (PostgreSQL
+  sequences are not rolled back, SQLite's are), so the same data gives the same
+  noise on either.
 
 The ranking orders items by ``z`` ascending: most stereotypical first, as the
 portal asks; an attention-check card is put where its instruction says.
@@ -216,7 +219,8 @@ def simulate(count: int, tasks_per_annotator: int, seed: int = 0, careless: floa
                 break
             task = RankingTask.objects.get(pk=assignment.task_id)
             items = list(task.items.select_related("prompt"))
-            rng = random.Random(f"{seed}:{n}:{task.pk}")
+            hashes = ",".join(sorted(item.image_sha256 for item in items))
+            rng = random.Random(f"{seed}:{n}:{hashes}")
             if kinds[n] == SyntheticKind.CAREFUL:
                 order = careful_order(task, items, profile.demographics, rng)
                 seconds = round(max(5.0, rng.gauss(8.0 * len(items), 10.0)), 1)

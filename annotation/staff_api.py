@@ -89,9 +89,9 @@ class StaffRankingSerializer(serializers.ModelSerializer):
 
 
 def _int_param(request, name: str) -> int | None:
-    """A whole-number query parameter, or None; anything else is a 400."""
+    """A whole-number query parameter, or None when absent; anything else (empty too) is a 400."""
     raw = request.query_params.get(name)
-    if raw in (None, ""):
+    if raw is None:
         return None
     try:
         return int(raw)
@@ -249,7 +249,11 @@ class QualityView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("include_synthetic", bool),
-            OpenApiParameter("n_boot", int, description=f"Bootstrap draws, 0-{MAX_N_BOOT}."),
+            OpenApiParameter(
+                "n_boot",
+                {"type": "integer", "minimum": 0, "maximum": MAX_N_BOOT},
+                description="Bootstrap draws of the intervals (default: the setting).",
+            ),
         ],
         responses=QualityReportSerializer,
     )

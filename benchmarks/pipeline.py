@@ -89,13 +89,10 @@ def main() -> None:
         _setup(args.database_url, folder)
         import json
 
-        from django.conf import settings
-
         from annotation.catalogue import load_catalogue, read_catalogue
         from annotation.simulation import simulate
         from annotation.tasks_builder import build_tasks
-        from training import services
-        from training.ml.encoders import EmbeddingCache, load_encoder
+        from training import encoding, services
         from training.runs import execute_run, training_examples
 
         catalogue = read_catalogue()
@@ -120,7 +117,7 @@ def main() -> None:
             lambda: services.create_snapshot(include_synthetic=True),
             lambda x: f"{x.example_count} examples ({x.train_count} train / {x.eval_count} eval)",
         )
-        s.run("load encoder", lambda: load_encoder(args.encoder, device="cpu"), lambda e: "")
+        s.run("load encoder", lambda: encoding.encoder(args.encoder, device="cpu"), lambda e: "")
         aug, _ = services.request_augmentation(snap, "offline", args.paraphrases)
         aug = s.run(
             f"augment offline n={args.paraphrases}",
@@ -141,8 +138,8 @@ def main() -> None:
         )
         train_set, eval_rows = training_examples(run)
         texts = list(dict.fromkeys([e.text for e in train_set] + [r["text"] for r in eval_rows]))
-        encoder = load_encoder(args.encoder, device="cpu")
-        cache = EmbeddingCache(settings.TRAINING["EMBEDDING_CACHE"])
+        encoder = encoding.encoder(args.encoder, device="cpu")
+        cache = encoding.embedding_cache()
         before = encoder.texts_encoded
         s.run(
             "embed",

@@ -27,10 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
+from training.ml.cache import EmbeddingCache  # noqa: E402
 from training.ml.data import group_split, synthetic_examples  # noqa: E402
-from training.ml.encoders import EmbeddingCache, EncoderError, load_encoder  # noqa: E402
+from training.ml.encoders import EncoderError, load_encoder  # noqa: E402
 from training.ml.train import TrainConfig, train  # noqa: E402
 
+# Where the seed encoder is assembled from its part packages (as bin/run does).
+MODEL_DIR = Path(__file__).resolve().parents[1] / "var" / "models"
 SETTINGS = {
     # name: (encoder, prompts per (occupation, type), texts to score);
     # 40 occupations x 3 types x 9 variants
@@ -155,7 +158,7 @@ def main() -> int:
     for name in names:
         encoder_name, per_type, n_score = SETTINGS[name]
         try:
-            encoder = load_encoder(encoder_name, device="cpu")
+            encoder = load_encoder(encoder_name, model_dir=MODEL_DIR, device="cpu")
         except EncoderError as exc:
             print(f"{name}: skipped: {exc}")
             continue

@@ -59,6 +59,19 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(reason)
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
+    """On SQLite, the test database is a file, as in the embedded mode, not shared memory.
+
+    Threads then wait for the writer (timeout, IMMEDIATE transactions) as they do in
+    production instead of failing at once with "database table is locked".
+    """
+    database = settings.DATABASES["default"]
+    if database["ENGINE"].endswith("sqlite3"):
+        folder = tmp_path_factory.mktemp("sqlite")
+        database.setdefault("TEST", {})["NAME"] = str(folder / "test.sqlite3")
+
+
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     """Accounts are made in many tests; a slow hasher buys nothing there."""

@@ -16,12 +16,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from training import encoding
 from training.errors import AugmentationError
 from training.models import Augmentation, DatasetSnapshot, Paraphrase, TrainingRun
 from training.registry import json_safe
 from training.snapshots import rows_of
-
-BACKENDS = ("offline", "openai")
 
 
 def backend_model(backend: str) -> str:
@@ -34,9 +33,19 @@ def backend_model(backend: str) -> str:
 
 
 def request_augmentation(
-    snapshot: DatasetSnapshot, backend: str = "offline", n: int = 8, min_cosine: float = 0.75
+    snapshot: DatasetSnapshot,
+    backend: str = "offline",
+    n: int = 8,
+    min_cosine: float | None = None,
 ) -> tuple[Augmentation, bool]:
-    """The augmentation for these settings, and whether it still has to run."""
+    """The augmentation for these settings, and whether it still has to run.
+
+    Backends and the cosine floor default come from the paraphrase library (their one home).
+    """
+    from training.ml.paraphrase import BACKENDS, DEFAULT_MIN_COSINE
+
+    if min_cosine is None:
+        min_cosine = DEFAULT_MIN_COSINE
     if backend not in BACKENDS:
         raise AugmentationError(f"unknown backend {backend!r}: use {' or '.join(BACKENDS)}")
     if not 1 <= n <= 50:
@@ -90,7 +99,6 @@ def _make_backend(augmentation: Augmentation):
 
 def run_augmentation(augmentation_id: int, encoder_name: str | None = None) -> Augmentation:
     """Paraphrase every example of the snapshot N times and store the kept ones."""
-    from training.ml.encoders import EmbeddingCache, load_encoder
     from training.ml.paraphrase import Original, augment
 
     augmentation = Augmentation.objects.select_related("snapshot").get(pk=augmentation_id)
@@ -99,8 +107,8 @@ def run_augmentation(augmentation_id: int, encoder_name: str | None = None) -> A
     Augmentation.objects.filter(pk=augmentation.pk).update(status=Augmentation.Status.RUNNING)
     try:
         name = encoder_name or settings.TRAINING["DEFAULT_ENCODER"]
-        encoder = load_encoder(name, device=settings.TRAINING["DEVICE"])
-        cache = EmbeddingCache(settings.TRAINING["EMBEDDING_CACHE"])
+        encoder = encoding.encoder(name)
+        cache = encoding.embedding_cache()
         rows = rows_of(augmentation.snapshot)
         originals = [
             Original(key=r["key"], text=r["text"], occupation=r["occupation"], seed=seed)

@@ -63,7 +63,9 @@ class Augmentation(models.Model):
     backend = models.CharField(max_length=30)
     model = models.CharField(max_length=200, blank=True)
     n = models.PositiveSmallIntegerField(default=8)
-    min_cosine = models.FloatField(default=0.75)
+    min_cosine = models.FloatField(
+        help_text="training.ml.paraphrase.DEFAULT_MIN_COSINE unless set."
+    )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     # Kept / rejected counts, rejection reasons, cosine summary (from the paraphrase library).
     stats = models.JSONField(default=dict, blank=True)

@@ -30,6 +30,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from training import encoding
 from training.errors import EvaluationPending, RegistryConflict, RegistryError, VersionNotFound
 from training.ml import __version__ as library_version
 from training.ml.data import json_safe
@@ -282,18 +283,17 @@ def evaluate(checkpoint: Checkpoint, snapshot: DatasetSnapshot, n_boot: int = 10
 
     from training.ml.checkpoints import CheckpointError
     from training.ml.checkpoints import load as load_files
-    from training.ml.encoders import EmbeddingCache, load_encoder
     from training.ml.metrics import evaluate as compute_metrics
 
     keys, rows = eval_arrays(snapshot)
     if not rows:
         raise RegistryError(f"snapshot {snapshot.pk} has no eval examples")
-    encoder = load_encoder(checkpoint.encoder_name, device=settings.TRAINING["DEVICE"])
+    encoder = encoding.encoder(checkpoint.encoder_name)
     try:
         model = load_files(Path(checkpoint.path), encoder).to_model(encoder)
     except CheckpointError as exc:
         raise RegistryError(f"v{checkpoint.version}: {exc}") from exc
-    cache = EmbeddingCache(settings.TRAINING["EMBEDDING_CACHE"])
+    cache = encoding.embedding_cache()
     scores = model.score([r["text"] for r in rows], cache=cache)
     metrics = compute_metrics(
         scores,
@@ -377,9 +377,7 @@ def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path) -> Path:
 
     out = Path(out)
     if fmt == "seed":
-        from training.ml.encoders import load_encoder
-
-        encoder = load_encoder(checkpoint.encoder_name, device="cpu")
+        encoder = encoding.encoder(checkpoint.encoder_name, device="cpu")
         files = load_files(Path(checkpoint.path), encoder)
         return export_seed_pth(files, out, encoder)
     if fmt == "native":
@@ -403,14 +401,14 @@ def import_checkpoint(
     """Register a seed ``.pth`` (checked against the encoder) or a native folder as a version."""
     from training.ml.checkpoints import CheckpointError, import_seed_pth
     from training.ml.checkpoints import load as load_files
-    from training.ml.encoders import EncoderError, load_encoder
+    from training.ml.encoders import EncoderError
 
     path = Path(path)
     actor = actor_name(user, actor)
     try:
         if fmt == "seed":
             name = encoder or settings.TRAINING["DEFAULT_ENCODER"]
-            files = import_seed_pth(path, load_encoder(name, device="cpu"))
+            files = import_seed_pth(path, encoding.encoder(name, device="cpu"))
         elif fmt == "native":
             files = load_files(path)
         else:

@@ -35,6 +35,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from training import encoding
 from training.errors import AugmentationError, RunConflict, RunError
 from training.ml.data import Example, data_hash
 from training.models import Augmentation, DatasetSnapshot, TrainingRun
@@ -88,12 +89,12 @@ def start_run(
     if it has not run yet, the augmentation task runs first and then the run.
     """
     from training.augmentation import request_augmentation
-    from training.ml.encoders import EncoderError, resolve_encoder
+    from training.ml.encoders import EncoderError
     from training.ml.train import TrainConfig
 
     name = encoder or settings.TRAINING["DEFAULT_ENCODER"]
     try:
-        resolve_encoder(name)
+        encoding.resolve(name)
     except EncoderError as exc:
         raise RunError(f"unknown encoder: {exc}") from exc
     overrides = {"device": settings.TRAINING["DEVICE"], **(hyperparameters or {})}
@@ -363,12 +364,11 @@ def _finish(attempt: _Attempt, status: str, error: str) -> None:
 def _train(run: TrainingRun, attempt: _Attempt) -> int:
     from training.ml.calibration import calibrate
     from training.ml.checkpoints import Checkpoint as MLCheckpoint
-    from training.ml.encoders import EmbeddingCache, load_encoder
     from training.ml.train import TrainConfig, TrainingCancelled, train
 
     config = TrainConfig(**run.hyperparameters)
-    encoder = load_encoder(run.encoder, device=config.device)
-    cache = EmbeddingCache(settings.TRAINING["EMBEDDING_CACHE"])
+    encoder = encoding.encoder(run.encoder, device=config.device)
+    cache = encoding.embedding_cache()
     train_set, eval_rows = training_examples(run)
     eval_set = [to_example(r) for r in eval_rows]
 

@@ -21,7 +21,7 @@ from annotation.selectors import (
     label_rows,
     left_out_rankings,
 )
-from training.errors import SnapshotError
+from training.errors import NothingToSnapshot, SnapshotError
 from training.ml.data import Example, data_hash, group_split
 from training.models import DatasetSnapshot
 
@@ -117,7 +117,7 @@ def create_snapshot(
             if include_synthetic
             else " (synthetic annotators' rankings need --include-synthetic)"
         )
-        raise SnapshotError(f"no rankings to snapshot{hint}")
+        raise NothingToSnapshot(f"no rankings to snapshot{hint}")
     labels = item_labels(rows)
     examples = split_examples(build_examples(labels), eval_fraction, seed)
     ranking_ids = {r.ranking_id for r in rows}

@@ -2,8 +2,10 @@
 
 Two modes:
 - embedded (the default when DATABASE_URL is unset): SQLite under ``var/``, a
-  filesystem Celery broker that needs no server, DEBUG on. This is what the
-  README's run command uses.
+  filesystem Celery broker that needs no server, static files served from the
+  apps' folders (no collectstatic). This is what the README's run command uses.
+  DEBUG is off here too (annotators use this mode: Django's debug pages list
+  every route); DJANGO_DEBUG=true turns it on.
 - production: DATABASE_URL (PostgreSQL), REDIS_URL or CELERY_BROKER_URL,
   DJANGO_SECRET_KEY and DJANGO_ALLOWED_HOSTS from the environment, DEBUG off.
 """
@@ -21,7 +23,7 @@ DATABASE_URL = env.str("DATABASE_URL", default="")
 EMBEDDED = env.bool("STEREORANK_EMBEDDED", default=not DATABASE_URL)
 VAR_DIR = Path(env.str("STEREORANK_VAR_DIR", default=str(BASE_DIR / "var")))
 
-DEBUG = env.bool("DJANGO_DEBUG", default=EMBEDDED)
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
 if EMBEDDED:
     SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="embedded-insecure-key-for-local-use-only")
 else:
@@ -42,6 +44,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_celery_beat",
     "annotation",
     "training",
@@ -116,10 +119,12 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        if DEBUG
+        if DEBUG or EMBEDDED
         else "whitenoise.storage.CompressedManifestStaticFilesStorage"
     },
 }
+# Embedded: WhiteNoise serves the apps' static folders as they are, DEBUG or not.
+WHITENOISE_USE_FINDERS = DEBUG or EMBEDDED
 # Item images are served by Django itself (no separate server), see web/urls.py.
 SERVE_MEDIA = env.bool("STEREORANK_SERVE_MEDIA", default=True)
 
@@ -127,8 +132,9 @@ LOGIN_URL = "portal:login"
 LOGIN_REDIRECT_URL = "portal:home"
 LOGOUT_REDIRECT_URL = "portal:login"
 
-# Security: on by default outside the embedded mode (`manage.py check --deploy`).
-if not DEBUG:
+# Security: on by default outside the embedded mode (`manage.py check --deploy`);
+# the embedded mode serves plain http on 127.0.0.1.
+if not DEBUG and not EMBEDDED:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
     SESSION_COOKIE_SECURE = True
@@ -147,7 +153,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "web.errors.api_exception_handler",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # The API speaks JSON (form encodings cannot send null or lists); the log-in view
+    # (DRF's ObtainAuthToken) keeps its own parsers, forms included.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "web.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 100,
     # `?format=` selects an export's format, not a DRF renderer.
     "URL_FORMAT_OVERRIDE": None,
@@ -161,6 +170,17 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Ranking tasks, rankings, exports and the reward-model registry.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Request bodies get their own components: read-only fields out, non-blank strings
+    # with minLength 1.
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI and Redoc from the drf-spectacular-sidecar package: /api/docs/ works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "web.openapi.document_error_responses",
+    ],
 }
 
 # Throttle counters: Redis when there is one, else local memory.
@@ -246,6 +266,8 @@ TRAINING = {
         "STEREORANK_ENCODER", default="sentence-transformers/all-mpnet-base-v2"
     ),
     "DEVICE": env.str("STEREORANK_DEVICE", default="auto"),
+    # Fetch an encoder from the Hugging Face hub when it is nowhere on disk (off: offline).
+    "ALLOW_HUB": env.bool("STEREORANK_ALLOW_HUB", default=False),
     "PARAPHRASE_BACKEND": env.str("STEREORANK_PARAPHRASE_BACKEND", default="offline"),
     "OPENAI_BASE_URL": env.str("OPENAI_BASE_URL", default="https://api.openai.com/v1"),
     "OPENAI_API_KEY": env.str("OPENAI_API_KEY", default=""),

@@ -1,4 +1,5 @@
-"""32 annotators asking for and submitting tasks at once, on PostgreSQL."""
+"""32 annotators asking for and submitting tasks at once: SKIP LOCKED rows on PostgreSQL,
+one writer at a time (IMMEDIATE transactions) on SQLite; never overfilled, nothing lost."""
 
 import random
 import threading
@@ -12,7 +13,6 @@ from annotation import services
 from annotation.models import Ranking, RankingTask
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_assignment_never_overfills_and_loses_nothing(make_tasks):
     make_tasks(10, k=4, overlap=2)

@@ -14,9 +14,6 @@ from training.ml.encoders import MPNET_PARTS, load_encoder
 def offline(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("HF_HUB_OFFLINE", "1")
-    mp.delenv("STEREORANK_ALLOW_HUB", raising=False)
-    mp.delenv("STEREORANK_DEVICE", raising=False)
-    mp.setenv("STEREORANK_EMBEDDING_CACHE", str(tmp_path_factory.mktemp("embeddings")))
     yield
     mp.undo()
 
@@ -34,10 +31,10 @@ def small_examples():
 
 @pytest.fixture(scope="session")
 def seed_model_dir(tmp_path_factory):
-    """An empty model directory for the seed encoder's parts; skip without ``[seed]``."""
+    """An empty model directory for the seed encoder's parts; skip without its part packages."""
     try:
         for name in MPNET_PARTS:
             importlib.metadata.distribution(name)
     except importlib.metadata.PackageNotFoundError:
-        pytest.skip("stereorank[seed] is not installed")
+        pytest.skip("the seed encoder's parts are not installed (requirements/seed-encoder.txt)")
     return tmp_path_factory.mktemp("models")

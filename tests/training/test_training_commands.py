@@ -10,7 +10,7 @@ from training_study import FAST
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, TrainingRun
 from training.runs import execute_run, start_run
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 
 def run(*args) -> str:
@@ -36,6 +36,10 @@ def test_registry_commands(versions, tmp_path):
     assert run("promote", "2", "--reason", "better on eval") == "v2 is active\n"
     assert RegistryEvent.objects.order_by("-id").first().reason == "better on eval"
     assert run("rollback") == "v1 is active\n"
+    # The history names the command and who ran it, never "the schedule".
+    actors = list(RegistryEvent.objects.order_by("id").values_list("actor", flat=True))
+    assert [a.split(" (")[0] for a in actors] == ["manage.py promote"] * 2 + ["manage.py rollback"]
+    assert all(a.endswith(")") and "(" in a for a in actors)
     compared = run("compare", "1", "2")
     assert f"snapshot {versions.pk}, {versions.eval_count} eval items" in compared
     assert "diff (v1 - v2)" in compared and "95% CI [" in compared

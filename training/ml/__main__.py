@@ -13,17 +13,30 @@ import sys
 from pathlib import Path
 
 from training.ml import checkpoints
+from training.ml.cache import EmbeddingCache
 from training.ml.calibration import SEED_THRESHOLD, Calibration, calibrate
 from training.ml.checkpoints import Checkpoint, CheckpointError
 from training.ml.data import data_hash, group_split, read_jsonl
-from training.ml.encoders import EmbeddingCache, EncoderError, load_encoder
+from training.ml.encoders import EncoderError, load_encoder
 from training.ml.train import TrainConfig, train
+
+VAR = Path(__file__).resolve().parents[2] / "var"
 
 
 def _shared_options(parser: argparse.ArgumentParser, default) -> None:
     """Options every command takes; ``default`` is ``argparse.SUPPRESS`` after the command."""
-    parser.add_argument("--model-dir", type=Path, default=default, help="where encoders live")
-    parser.add_argument("--cache-dir", type=Path, default=default, help="embedding cache")
+    parser.add_argument(
+        "--model-dir",
+        type=Path,
+        default=VAR / "models" if default is None else default,
+        help="where encoders live (default: var/models)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=VAR / "embeddings" if default is None else default,
+        help="embedding cache (default: var/embeddings)",
+    )
     parser.add_argument(
         "--device", default="auto" if default is None else default, help="auto, cpu, cuda or mps"
     )

@@ -46,7 +46,6 @@ from training.ml.encoders import (
     Encoder,
     EncoderIdentity,
     EncoderMismatch,
-    load_encoder,
     sha256_file,
 )
 from training.ml.model import RewardModel
@@ -203,9 +202,9 @@ def load(directory: Path, encoder: Encoder | None = None) -> Checkpoint:
     return checkpoint
 
 
-def export_seed_pth(checkpoint: Checkpoint, path: Path, encoder: Encoder | None = None) -> Path:
-    """Write the seed's state dict (``embedding_model.*`` + head) to ``path``, atomically."""
-    encoder = encoder or load_encoder(checkpoint.encoder.name)
+def export_seed_pth(checkpoint: Checkpoint, path: Path, encoder: Encoder) -> Path:
+    """Write the seed's state dict (``embedding_model.*`` + head) to ``path``, atomically;
+    ``encoder`` is the checkpoint's own (checked), whose weights the seed file carries."""
     checkpoint.encoder.check_matches(encoder.identity)
     state = {SEED_PREFIX + k: v.detach().cpu() for k, v in encoder.model.state_dict().items()}
     state.update({k: checkpoint.head[k].detach().cpu() for k in HEAD_KEYS})

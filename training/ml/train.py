@@ -31,7 +31,8 @@ from typing import Literal
 import numpy as np
 import torch
 
-from training.ml.encoders import EmbeddingCache, Encoder, pick_device
+from training.ml.cache import EmbeddingCache
+from training.ml.encoders import Encoder, pick_device
 from training.ml.losses import djpo_loss
 from training.ml.metrics import evaluate
 from training.ml.model import RewardModel
