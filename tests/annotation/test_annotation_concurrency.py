@@ -57,7 +57,6 @@ def test_concurrent_assignment_never_overfills_and_loses_nothing(make_tasks):
         assert task.rankings.count() == task.ranking_count == 2
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_assignment_with_gold_tasks_and_the_policy(make_tasks, settings):
     """Gold tasks (ignoring overlap) mixed in at a high rate, the policy applied after
