@@ -36,9 +36,12 @@ class TaskItemInline(admin.TabularInline):
 
 @admin.register(models.RankingTask)
 class RankingTaskAdmin(admin.ModelAdmin):
-    list_display = ["id", "occupation", "overlap", "ranking_count", "created_at"]
-    list_filter = ["occupation"]
+    """Staff make a task gold (with its reference) or give it an attention check here."""
+
+    list_display = ["id", "occupation", "overlap", "ranking_count", "is_gold", "check_item"]
+    list_filter = ["is_gold", "occupation"]
     readonly_fields = ["ranking_count"]
+    raw_id_fields = ["check_item"]
     inlines = [TaskItemInline]
 
 
@@ -89,12 +92,35 @@ class ConsentTextAdmin(admin.ModelAdmin):
     list_display = ["version", "published_at"]
 
 
+class StatusChangeInline(admin.TabularInline):
+    model = models.StatusChange
+    fk_name = "annotator"
+    extra = 0
+    can_delete = False
+    readonly_fields = ["previous", "status", "reason", "by", "created_at"]
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(models.AnnotatorProfile)
 class AnnotatorProfileAdmin(admin.ModelAdmin):
-    list_display = ["user", "quota", "is_synthetic", "created_at", "erased_at"]
-    list_filter = ["is_synthetic"]
-    readonly_fields = ["erased_at"]
+    """Status is read-only here: it changes through the policy or the Quality dashboard's
+    reinstate form, which record why; ``erased_at`` through erasure."""
+
+    list_display = [
+        "user",
+        "quota",
+        "status",
+        "is_synthetic",
+        "synthetic_kind",
+        "created_at",
+        "erased_at",
+    ]
+    list_filter = ["status", "is_synthetic", "synthetic_kind"]
     search_fields = ["user__username"]
+    readonly_fields = ["status", "erased_at"]
+    inlines = [StatusChangeInline]
 
 
 @admin.register(models.Consent)

@@ -1,5 +1,7 @@
 """DRF views: thin, they call annotation.services and annotation.exports."""
 
+from collections.abc import Iterator
+
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -31,12 +33,14 @@ class TokenView(ObtainAuthToken):
 
 
 class ItemSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    prompt = serializers.CharField(source="prompt.text")
+    """One card (``services.Card``): an attention-check card's prompt is its instruction."""
+
+    id = serializers.IntegerField(source="item.id")
+    prompt = serializers.CharField(source="text")
     image_url = serializers.SerializerMethodField()
 
-    def get_image_url(self, item: Item) -> str:
-        return self.context["request"].build_absolute_uri(item.image.url)
+    def get_image_url(self, card: services.Card) -> str:
+        return self.context["request"].build_absolute_uri(card.item.image.url)
 
 
 class TaskSerializer(serializers.Serializer):
@@ -47,7 +51,7 @@ class TaskSerializer(serializers.Serializer):
 
     def get_items(self, assignment) -> list[dict]:
         return ItemSerializer(
-            services.shown_items(assignment), many=True, context=self.context
+            services.shown_cards(assignment), many=True, context=self.context
         ).data
 
 
@@ -214,20 +218,34 @@ class ErasureView(APIView):
 
 FORMAT = OpenApiParameter("format", str, enum=["jsonl", "csv"])
 SYNTHETIC = OpenApiParameter("include_synthetic", bool)
+LEFT_OUT = OpenApiParameter(
+    "include_left_out",
+    bool,
+    description="Also gold tasks' and excluded annotators' rankings (flagged), for audits.",
+)
+KEEP_IDENTICAL = OpenApiParameter(
+    "keep_identical_texts",
+    bool,
+    description="Keep pairs whose chosen and rejected prompt texts are the same (left out "
+    "by default: two images of one prompt teach a text reward model nothing).",
+)
 LINES = {(200, "application/jsonl"): OpenApiTypes.STR}
 
 
 @extend_schema_view(
     get=extend_schema(
-        parameters=[FORMAT, SYNTHETIC], responses={**LINES, (200, "text/csv"): OpenApiTypes.STR}
+        parameters=[FORMAT, SYNTHETIC, LEFT_OUT],
+        responses={**LINES, (200, "text/csv"): OpenApiTypes.STR},
     )
 )
 class ExportView(APIView):
     """Staff only: pseudonymous rows with demographics, streamed."""
 
     permission_classes = [IsAdminUser]
-    rows = staticmethod(ranking_rows)
     formats = {"jsonl": (jsonl_lines, "application/jsonl"), "csv": (csv_lines, "text/csv")}
+
+    def rows(self, request, synthetic: bool) -> Iterator[dict]:
+        return ranking_rows(synthetic, bool(query_flag(request, "include_left_out")))
 
     def get(self, request):
         fmt = request.query_params.get("format", "jsonl")
@@ -238,14 +256,25 @@ class ExportView(APIView):
             )
         synthetic = bool(query_flag(request, "include_synthetic"))
         render, content_type = self.formats[fmt]
-        return StreamingHttpResponse(render(self.rows(synthetic)), content_type=content_type)
+        rows = self.rows(request, synthetic)
+        return StreamingHttpResponse(render(rows), content_type=content_type)
 
 
 @extend_schema_view(
     get=extend_schema(
-        parameters=[OpenApiParameter("format", str, enum=["jsonl"]), SYNTHETIC], responses=LINES
+        parameters=[OpenApiParameter("format", str, enum=["jsonl"]), SYNTHETIC, KEEP_IDENTICAL],
+        responses=LINES,
     )
 )
 class PairsExportView(ExportView):
-    rows = staticmethod(pair_rows)
+    """Staff only: chosen/rejected pairs with ``margin``, ready for TRL's RewardTrainer."""
+
     formats = {"jsonl": ExportView.formats["jsonl"]}
+
+    def rows(self, request, synthetic: bool) -> Iterator[dict]:
+        storage = Item._meta.get_field("image").storage
+        return pair_rows(
+            synthetic,
+            keep_identical_texts=bool(query_flag(request, "keep_identical_texts")),
+            image_url=lambda name: request.build_absolute_uri(storage.url(name)),
+        )

@@ -15,6 +15,14 @@ class TaskNotFound(AnnotationError, NotFound):
     """No such task."""
 
 
+class AnnotatorExcluded(AnnotationError, Forbidden):
+    """The quality policy (or staff) excluded this annotator: no more tasks."""
+
+
+class StatusConflict(AnnotationError, Conflict):
+    """A status change that does not apply to the annotator's current status."""
+
+
 class NotReserved(AnnotationError, Forbidden):
     """The task is not reserved for this annotator."""
 

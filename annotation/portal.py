@@ -19,7 +19,7 @@ from annotation import demographics_forms, recruitment, services
 from annotation.catalogue import ensure_consent_text
 from annotation.errors import AnnotationError, GroupFull
 from annotation.exports import pseudonym
-from annotation.models import DemographicField
+from annotation.models import AnnotatorStatus, DemographicField
 from annotation.portal_study import turned_away
 
 
@@ -132,6 +132,9 @@ def home(request):
             "percent": min(percent, 100),
             "finished": stats["done"] >= stats["quota"],
             "participant": recruitment.participation_of(request.profile) is not None,
+            "excluded": services.excluded_message(request.profile)
+            if request.profile.status == AnnotatorStatus.EXCLUDED
+            else "",
         },
     )
 
@@ -181,8 +184,13 @@ def rank(request):
         messages.info(request, "No more tasks for you right now: thank you!")
         return redirect("portal:home")
     cards = [
-        {"item": item, "label": f"Image {chr(ord('A') + i)}", "position": i + 1}
-        for i, item in enumerate(services.shown_items(assignment))
+        {
+            "item": card.item,
+            "text": card.text,
+            "label": f"Image {chr(ord('A') + i)}",
+            "position": i + 1,
+        }
+        for i, card in enumerate(services.shown_cards(assignment))
     ]
     stats = services.progress(profile)
     return render(

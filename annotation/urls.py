@@ -19,5 +19,6 @@ urlpatterns = [
     path("me/demographics/", api.MyDemographicsView.as_view(), name="api-demographics"),
     path("export/rankings/", api.ExportView.as_view(), name="api-export-rankings"),
     path("export/pairs/", api.PairsExportView.as_view(), name="api-export-pairs"),
+    path("staff/quality/", staff_api.QualityView.as_view(), name="api-staff-quality"),
     path("staff/", include(staff.urls)),
 ]

@@ -246,6 +246,19 @@ STEREORANK = {
     "PSEUDONYM_KEY": env.str("STEREORANK_PSEUDONYM_KEY", default=SECRET_KEY),
     # Secret of the keyed hash that is all we keep of a crowd platform's participant id.
     "EXTERNAL_ID_KEY": env.str("STEREORANK_EXTERNAL_ID_KEY", default=SECRET_KEY),
+    # Quality (annotation/quality/). The agreement subset: this fraction of the tasks
+    # build_tasks makes is ranked by AGREEMENT_OVERLAP annotators, the rest by TASK_OVERLAP.
+    "AGREEMENT_FRACTION": env.float("STEREORANK_AGREEMENT_FRACTION", default=0.2),
+    "AGREEMENT_OVERLAP": env.int("STEREORANK_AGREEMENT_OVERLAP", default=3),
+    # Share of each annotator's tasks that are gold tasks (when there are gold tasks).
+    "GOLD_RATE": env.float("STEREORANK_GOLD_RATE", default=0.15),
+    # Demographic groups with fewer annotators are not reported.
+    "GROUP_K": env.int("STEREORANK_GROUP_K", default=5),
+    # Overrides of annotation.quality.policy.Policy, whose defaults are documented there,
+    # e.g. STEREORANK_QUALITY_POLICY='{"gold_min_score": 0.2}'.
+    "QUALITY_POLICY": env.json("STEREORANK_QUALITY_POLICY", default={}),
+    # Bootstrap draws of the quality report's intervals.
+    "QUALITY_N_BOOT": env.int("STEREORANK_QUALITY_N_BOOT", default=1000),
 }
 
 # The reward model side.

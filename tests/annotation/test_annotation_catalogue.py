@@ -191,7 +191,7 @@ def test_import_items_reports_each_bad_row_and_imports_nothing(tmp_path, media_r
 
 def test_build_tasks_covers_every_item_mixes_types_and_is_idempotent(media_root):
     run("load_catalogue", "--placeholder-images", "2")  # 6 items per occupation
-    run("build_tasks", "--size", "4", "--overlap", "2", "--seed", "3")
+    run("build_tasks", "--size", "4", "--overlap", "2", "--seed", "3", "--agreement-fraction", "0")
     assert TaskItem.objects.count() == Item.objects.count() == 240
     assert not Item.objects.filter(task_items__isnull=True).exists()
     for task in RankingTask.objects.prefetch_related("items__prompt"):

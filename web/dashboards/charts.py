@@ -120,6 +120,72 @@ def occupations_side_by_side(
     return fig
 
 
+@dataclass(frozen=True)
+class IntervalPoint:
+    """One labelled estimate with its 95% interval (either end may be None)."""
+
+    label: str
+    value: float
+    low: float | None = None
+    high: float | None = None
+
+
+def estimates_with_intervals(points: Sequence[IntervalPoint], xlabel: str) -> Figure:
+    """Horizontal points with 95% intervals, one row per label (e.g. W per occupation)."""
+    height = max(2.5, 0.28 * len(points) + 1.2)
+    fig = _figure(figsize=(7, height))
+    ax = fig.subplots()
+    if not points:
+        ax.text(0.5, 0.5, "Nothing measured yet", ha="center", va="center", color=MUTED)
+        ax.set_axis_off()
+        return fig
+    for y, p in enumerate(points):
+        if p.low is not None and p.high is not None:
+            xerr = [[max(p.value - p.low, 0.0)], [max(p.high - p.value, 0.0)]]
+            ax.errorbar([p.value], [y], xerr=xerr, fmt="o", color=PRIMARY, capsize=3)
+        else:
+            ax.plot([p.value], [y], "o", color=PRIMARY)
+    ax.set_yticks(list(range(len(points))), [p.label for p in points])
+    ax.invert_yaxis()
+    ax.axvline(0.0, color=MUTED, linewidth=0.8)
+    ax.set_xlabel(xlabel)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def position_heatmap(table: Sequence[Sequence[int]], title: str = "") -> Figure:
+    """A K x K count table as a heat map: rows shown position, columns submitted position;
+    with no position bias every cell is near n / K (white: the colour scale is centred
+    there, blue below, red above)."""
+    fig = _figure(figsize=(4.6, 4.0))
+    ax = fig.subplots()
+    k = len(table)
+    if not k:
+        ax.text(0.5, 0.5, "No rankings", ha="center", va="center", color=MUTED)
+        ax.set_axis_off()
+        return fig
+    from matplotlib.colors import TwoSlopeNorm
+
+    expected = max(sum(table[0]) / k, 0.5)
+    top = max(max(row) for row in table)
+    norm = TwoSlopeNorm(vmin=0, vcenter=expected, vmax=max(top, 2 * expected))
+    image = ax.imshow(table, cmap="RdBu_r", norm=norm, aspect="equal")
+    for s in range(k):
+        for f in range(k):
+            far = abs(norm(table[s][f]) - 0.5) > 0.35
+            colour = "white" if far else "black"
+            ax.text(f, s, str(table[s][f]), ha="center", va="center", fontsize=8, color=colour)
+    labels = [str(i + 1) for i in range(k)]
+    ax.set_xticks(range(k), labels)
+    ax.set_yticks(range(k), labels)
+    ax.set_xlabel("submitted position")
+    ax.set_ylabel("shown position")
+    fig.colorbar(image, ax=ax, shrink=0.8, label=f"rankings (expected {expected:.1f})")
+    if title:
+        ax.set_title(title, fontsize=10)
+    return fig
+
+
 def render(fig: Figure, fmt: str) -> bytes:
     """The figure as PNG or SVG bytes; deterministic (no dates, fixed SVG ids)."""
     if fmt not in FORMATS:
