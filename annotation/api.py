@@ -262,7 +262,13 @@ class ExportView(APIView):
 
 @extend_schema_view(
     get=extend_schema(
-        parameters=[OpenApiParameter("format", str, enum=["jsonl"]), SYNTHETIC, KEEP_IDENTICAL],
+        parameters=[
+            OpenApiParameter("format", str, enum=["jsonl"]),
+            SYNTHETIC,
+            KEEP_IDENTICAL,
+            # Pairs never include gold tasks or excluded annotators: not inherited.
+            OpenApiParameter("include_left_out", exclude=True),
+        ],
         responses=LINES,
     )
 )
