@@ -3,6 +3,7 @@ sizes (the phone with touch emulation), sign-in by session cookie, touch gesture
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -15,6 +16,10 @@ NEEDS_CHROMIUM = pytest.mark.skipif(
     not HAVE_CHROMIUM,
     reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)",
 )
+
+# axe-core 4 from npm (bin/test: npm ci --prefix tests/browser), run through
+# axe-selenium-python, whose own bundled axe-core (3.1) predates ARIA 1.1 attributes.
+AXE_CORE = Path(__file__).with_name("node_modules") / "axe-core" / "axe.min.js"
 
 LAPTOP = (1280, 800)
 PHONE = (390, 844)
@@ -106,3 +111,18 @@ def rect(driver, element) -> dict:
         " width: r.width, height: r.height};",
         element,
     )
+
+
+def axe_violations(driver, impacts=("critical", "serious")) -> list[dict]:
+    """axe-core's violations of the given impacts on the current page."""
+    if not AXE_CORE.exists():
+        message = f"needs axe-core at {AXE_CORE}: npm ci --prefix tests/browser"
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    from axe_selenium_python import Axe
+
+    axe = Axe(driver, script_url=str(AXE_CORE))
+    axe.inject()
+    results = axe.run(options='{"resultTypes": ["violations"]}')
+    return [v for v in results["violations"] if v["impact"] in impacts]
