@@ -1,4 +1,5 @@
-"""Admin: staff manage the catalogue, tasks, demographic fields, consent texts."""
+"""Admin: staff manage the catalogue, tasks, demographic fields, consent texts,
+instructions."""
 
 from django.contrib import admin
 
@@ -49,6 +50,13 @@ class DemographicFieldAdmin(admin.ModelAdmin):
 
 @admin.register(models.ConsentText)
 class ConsentTextAdmin(admin.ModelAdmin):
+    list_display = ["version", "published_at"]
+
+
+@admin.register(models.Instructions)
+class InstructionsAdmin(admin.ModelAdmin):
+    """Publish a new version to change the instructions; the newest is shown."""
+
     list_display = ["version", "published_at"]
 
 

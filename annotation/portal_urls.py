@@ -13,4 +13,6 @@ urlpatterns = [
     path("consent/", portal.consent, name="consent"),
     path("demographics/", portal.demographics, name="demographics"),
     path("rank/", portal.rank, name="rank"),
+    path("instructions/", portal.instructions, name="instructions"),
+    path("practice/", portal.practice_task, name="practice"),
 ]

@@ -2,6 +2,8 @@
 (390x844, touch) size: no critical or serious violation. Pages are reached the way
 people reach them, so that messages, the review dialog and filled tables are audited."""
 
+import json
+
 import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
@@ -9,7 +11,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotation import services
-from annotation.models import ConsentText, DemographicField
+from annotation.catalogue import load_catalogue, read_catalogue
 from tests.browser.support import (
     NEEDS_CHROMIUM,
     axe_violations,
@@ -49,15 +51,13 @@ def click_and_wait(driver, selector: str) -> None:
 
 
 @pytest.fixture
-def portal_site(transactional_db, media_root, make_tasks):
-    ConsentText.objects.create(version=1, text="Consent for the accessibility audit.")
-    DemographicField.objects.create(
-        key="gender", label="Gender", choices=["woman", "man"], help_text="As you describe it."
-    )
-    DemographicField.objects.create(
-        key="country", label="Country", order=1, help_text="Where you live now."
-    )
-    DemographicField.objects.create(key="language", label="First language", order=2)
+def portal_site(transactional_db, media_root, make_tasks, tmp_path):
+    # The catalogue's consent and demographic fields, and one occupation with its three
+    # prompts for the practice task.
+    catalogue = read_catalogue()
+    catalogue["occupations"] = catalogue["occupations"][:1]
+    (tmp_path / "catalogue.json").write_text(json.dumps(catalogue))
+    load_catalogue(placeholders_per_prompt=1, path=tmp_path / "catalogue.json")
     make_tasks(2, k=4, images=media_root)
     return get_user_model().objects.create_user("reader", password="pw-123456")
 
@@ -79,7 +79,7 @@ def test_portal_pages_have_no_serious_violations(driver, live_server, portal_sit
     click_and_wait(driver, "#agree")
     assert driver.find_elements("css selector", ".messages .message")
     found += audit(driver, "demographics, with a message")
-    driver.find_element("name", "country").send_keys("Portugal")
+    driver.find_element("name", "nationality").send_keys("Portuguese")
     click_and_wait(driver, "#demographics-form button[type=submit]")
     found += audit(driver, "home, with a message")
     go(driver, url + reverse("portal:rank"))
@@ -91,6 +91,14 @@ def test_portal_pages_have_no_serious_violations(driver, live_server, portal_sit
     found += audit(driver, "rank, with a message")
     go(driver, url + reverse("portal:consent"))
     found += audit(driver, "consent, agreed")
+    go(driver, url + reverse("portal:instructions"))
+    found += audit(driver, "instructions")
+    go(driver, url + reverse("portal:practice"))
+    found += audit(driver, "practice")
+    driver.find_element("id", "review-order").click()
+    click_and_wait(driver, "#confirm-submit")
+    assert driver.find_elements("id", "feedback")
+    found += audit(driver, "practice, with feedback")
     assert not found, "\n".join(found)
 
 
