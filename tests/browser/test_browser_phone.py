@@ -132,3 +132,25 @@ def test_the_review_dialog_fits_and_submits(on_phone, height):
         assert box["top"] <= button["top"] and button["bottom"] <= box["bottom"], (name, button)
     on_phone.find_element("id", "confirm-submit").click()
     wait_until(on_phone, lambda d: Ranking.objects.count() == 1)
+
+
+def test_holding_a_dragged_card_at_the_bottom_edge_scrolls_on(on_phone):
+    """Six tall cards do not fit one screen: near an edge the page follows the finger."""
+    import time
+
+    before = shown(on_phone)
+    handle = on_phone.find_elements("css selector", ".rank-card .handle")[0]
+    on_phone.execute_script("arguments[0].scrollIntoView(); scrollBy(0, -120);", handle)
+    x, y = _point_in(on_phone, handle)
+    send = on_phone.execute_cdp_cmd
+    send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
+    for step in range(1, 11):
+        point = {"x": x, "y": y + (830 - y) * step / 10}
+        send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [point]})
+    scrolled = on_phone.execute_script("return scrollY")
+    time.sleep(1.0)  # the finger rests at the bottom edge
+    assert on_phone.execute_script("return scrollY") > scrolled + 200
+    send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    after = shown(on_phone)
+    assert after.index(before[0]) >= 2, "the card travelled past the next one"
+    assert [i for i in after if i != before[0]] == before[1:]
