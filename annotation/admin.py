@@ -1,4 +1,5 @@
-"""Admin: staff manage the catalogue, tasks, demographic fields, consent texts."""
+"""Admin: staff manage the catalogue, tasks, demographic fields, consent texts,
+instructions."""
 
 from django import forms
 from django.contrib import admin
@@ -101,6 +102,13 @@ class StatusChangeInline(admin.TabularInline):
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(models.Instructions)
+class InstructionsAdmin(admin.ModelAdmin):
+    """Publish a new version to change the instructions; the newest is shown."""
+
+    list_display = ["version", "published_at"]
 
 
 @admin.register(models.AnnotatorProfile)

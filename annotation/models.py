@@ -263,6 +263,22 @@ class SyntheticKind(models.TextChoices):
     HURRIED = "hurried", "Hurried"
 
 
+class Instructions(models.Model):
+    """A version of the instructions with worked examples, shown before the first task;
+    staff publish a new version in the admin, the newest is the one shown."""
+
+    version = models.PositiveIntegerField(unique=True)
+    text = models.TextField(help_text="Plain text; a blank line starts a new paragraph.")
+    published_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-version"]
+        verbose_name_plural = "instructions"
+
+    def __str__(self) -> str:
+        return f"instructions v{self.version}"
+
+
 class AnnotatorProfile(models.Model):
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotator"

@@ -15,8 +15,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from annotation import demographics_forms, recruitment, services
-from annotation.catalogue import ensure_consent_text
+from annotation import demographics_forms, practice, recruitment, services
+from annotation.catalogue import ensure_consent_text, ensure_instructions
 from annotation.errors import AnnotationError, GroupFull
 from annotation.exports import pseudonym
 from annotation.models import AnnotatorStatus, DemographicField
@@ -135,8 +135,61 @@ def home(request):
             "excluded": services.excluded_message(request.profile)
             if request.profile.status == AnnotatorStatus.EXCLUDED
             else "",
+            "first_time": stats["done"] == 0 and not request.session.get("instructions_read"),
         },
     )
+
+
+@login_required
+def instructions(request):
+    """The newest instructions with worked examples; offered before the first task."""
+    text = ensure_instructions()
+    request.session["instructions_read"] = text.version
+    return render(
+        request,
+        "portal/instructions.html",
+        {"text": text.text, "version": text.version, "k": 6},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def practice_task(request):
+    """A practice ranking checked against the reference order; never stored."""
+    task = practice.practice_task()
+    context = {"practice": task, "action": reverse("portal:practice")}
+    if task is None:
+        return render(request, "portal/practice.html", context)
+    labels = {item.pk: f"Image {chr(ord('A') + i)}" for i, item in enumerate(task.shown)}
+    shown = task.shown
+    if request.method == "POST":
+        order = _parse_order(request.POST.get("order", ""))
+        try:
+            feedback = practice.check(task, order)
+        except AnnotationError as error:
+            messages.error(request, error.message)
+        else:
+            if feedback.matches:
+                messages.success(request, "Your order matches the reference.")
+            else:
+                messages.info(
+                    request,
+                    f"{feedback.in_place} of {len(feedback.rows)} images are where the "
+                    "reference puts them.",
+                )
+            by_id = {item.pk: item for item in task.reference}
+            shown = [by_id[i] for i in order]
+            context["feedback"] = feedback
+            context["rows"] = [dict(row, label=labels[row["item"].pk]) for row in feedback.rows]
+    context.update(
+        cards=[
+            {"item": item, "label": labels[item.pk], "position": i + 1}
+            for i, item in enumerate(shown)
+        ],
+        k=len(shown),
+        order=",".join(str(item.pk) for item in shown),
+    )
+    return render(request, "portal/practice.html", context)
 
 
 def _parse_order(raw: str):

@@ -18,4 +18,6 @@ urlpatterns = [
     path("screened-out/", portal_study.screened_out, name="screened_out"),
     path("demographics/", portal.demographics, name="demographics"),
     path("rank/", portal.rank, name="rank"),
+    path("instructions/", portal.instructions, name="instructions"),
+    path("practice/", portal.practice_task, name="practice"),
 ]
