@@ -94,6 +94,7 @@ class CheckpointSerializer(serializers.ModelSerializer):
             "data_hash",
             "code_version",
             "threshold",
+            "threshold_basis",
             "metrics",
             "source",
             "created_at",

@@ -5,14 +5,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
+from django.utils.html import escape
 from scipy import optimize, stats
 from training_study import FAST
 
 from training import encoding
 from training.ml.calibration import SEED_THRESHOLD
 from training.ml.checkpoints import load
+from training.registry import export_checkpoint, import_checkpoint
 from training.runs import execute_run, start_run
-from training.snapshots import create_snapshot
+from training.snapshots import create_snapshot, prompt_types
 
 pytestmark = pytest.mark.slow
 
@@ -49,3 +54,40 @@ def test_a_trained_runs_threshold_comes_from_calibration(study, training_storage
         checkpoint.threshold_basis
     )
     assert f"snapshot {snapshot.pk}" in checkpoint.threshold_basis
+
+    # the registry page shows the threshold with its basis
+    staff = get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    html = client.get(reverse("dashboards:registry")).content.decode()
+    assert f"{checkpoint.threshold:.3f}" in html
+    assert escape(checkpoint.threshold_basis) in html
+
+    # a seed .pth carries no threshold: its import says so instead of passing 0.12 off
+    out = Path(training_storage["CHECKPOINT_DIR"]).parent / "v1.pth"
+    exported = export_checkpoint(checkpoint, "seed", out)
+    imported = import_checkpoint(exported, actor="test")
+    assert imported.threshold == SEED_THRESHOLD
+    assert imported.threshold_basis == (
+        f"seed default {SEED_THRESHOLD}: imported from v1.pth, which carries no threshold"
+    )
+
+
+def test_a_run_that_cannot_be_calibrated_records_why(study, training_storage, monkeypatch):
+    """Every prompt scored alike: no KDE can be fitted, and the checkpoint says so."""
+    from training.ml.model import RewardModel
+
+    monkeypatch.setattr(
+        RewardModel, "score", lambda self, texts, cache=None, **kw: np.zeros(len(texts))
+    )
+    snapshot = create_snapshot(include_synthetic=True)
+    run = start_run(snapshot, hyperparameters={**FAST, "epochs": 1}, enqueue=False)
+    assert execute_run(run.pk, "node-a") == "done: v1"
+    checkpoint = run.__class__.objects.get(pk=run.pk).checkpoint
+    n_stereo = sum(t == "stereotypical" for t in prompt_types(snapshot).values())
+    assert checkpoint.threshold == SEED_THRESHOLD
+    assert checkpoint.threshold_basis == (
+        f"seed default {SEED_THRESHOLD}: each class needs at least two distinct scores for a "
+        f"KDE ({n_stereo} stereotypical vs {len(prompt_types(snapshot)) - n_stereo} other "
+        f"prompts) (snapshot {snapshot.pk}, train and eval splits)"
+    )
