@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "annotation",
     "training",
+    "scoring",
 ]
 
 MIDDLEWARE = [
@@ -154,6 +155,8 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "auth": env.str("STEREORANK_THROTTLE_AUTH", default="30/min"),
         "submit": env.str("STEREORANK_THROTTLE_SUBMIT", default="120/min"),
+        # /api/score/ and /api/optimise/, per user (scoring role)
+        "scoring": env.str("STEREORANK_THROTTLE_SCORING", default="300/min"),
     },
 }
 SPECTACULAR_SETTINGS = {
@@ -218,6 +221,20 @@ STEREORANK = {
     "RESERVATION": timedelta(minutes=env.int("STEREORANK_RESERVATION_MINUTES", default=30)),
     # Secret that turns user ids into stable pseudonyms in exports.
     "PSEUDONYM_KEY": env.str("STEREORANK_PSEUDONYM_KEY", default=SECRET_KEY),
+    # The scoring API, the optimiser and the prompt checker (scoring/).
+    "SCORING": {
+        "MAX_PROMPTS": env.int("STEREORANK_SCORING_MAX_PROMPTS", default=256),
+        "MAX_CHARS": env.int("STEREORANK_SCORING_MAX_CHARS", default=1000),
+        # Versions a process keeps loaded (the active one and recently asked-for others).
+        "VERSIONS_LOADED": env.int("STEREORANK_SCORING_VERSIONS_LOADED", default=2),
+        # Web processes score on the CPU unless told otherwise (the GPU is the trainer's).
+        "DEVICE": env.str("STEREORANK_SCORING_DEVICE", default="cpu"),
+        # The optimiser: "offline" (rules) or "openai" (TRAINING["OPENAI_*"] settings).
+        "REWRITER": env.str("STEREORANK_REWRITER", default="offline"),
+        "OPTIMISE_MAX_N": env.int("STEREORANK_OPTIMISE_MAX_N", default=10),
+        "OPTIMISE_ROUNDS": env.int("STEREORANK_OPTIMISE_ROUNDS", default=3),
+        "OPTIMISE_PER_ROUND": env.int("STEREORANK_OPTIMISE_PER_ROUND", default=8),
+    },
 }
 
 # The reward model side.
