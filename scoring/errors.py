@@ -1,6 +1,6 @@
 """The scoring side's refusals (kinds and translation: ``web.errors``)."""
 
-from web.errors import Conflict, Forbidden, StereorankError
+from web.errors import Conflict, NotFound, StereorankError
 
 
 class ScoringError(StereorankError):
@@ -11,9 +11,9 @@ class NoActiveVersion(ScoringError, Conflict):
     """Nothing to score with: no version is active (promote one) and none was named."""
 
 
-class NotAScorer(ScoringError, Forbidden):
-    """The user is not in the scoring role."""
-
-
 class RewriterFailed(ScoringError, Conflict):
     """The rewriter (the LLM behind it) gave no usable answer; try again later."""
+
+
+class UnknownUser(ScoringError, NotFound):
+    """No account has that user name."""

@@ -1,0 +1,43 @@
+"""manage.py score "prompt" ... [--version V] [--json]: score prompts with a version."""
+
+import json
+
+from scoring import services
+from web.errors import ServiceCommand
+
+
+class Command(ServiceCommand):
+    help = "Score prompts with the active version (or --version); flag those below its threshold."
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        """``--version`` names a registry version here, not Django's own version."""
+        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
+
+    def add_arguments(self, parser):
+        parser.add_argument("prompts", nargs="+", help="Prompts to score.")
+        parser.add_argument("--version", type=int, help="A registry version (default: active).")
+        parser.add_argument("--json", action="store_true", help="Print the API's JSON.")
+
+    def handle(self, *args, **options):
+        report = services.score_prompts(options["prompts"], options["version"])
+        if options["json"]:
+            results = [
+                {"prompt": r.prompt, "score": r.score, "flagged": r.flagged} for r in report.results
+            ]
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "version": report.version,
+                        "threshold": report.threshold,
+                        "threshold_basis": report.threshold_basis,
+                        "results": results,
+                    }
+                )
+            )
+            return
+        self.stdout.write(
+            f"v{report.version}, threshold {report.threshold:.4f} ({report.threshold_basis})"
+        )
+        for r in report.results:
+            flag = "stereotypical" if r.flagged else "ok"
+            self.stdout.write(f"{r.score:8.4f}  {flag:13}  {r.prompt}")
