@@ -90,18 +90,21 @@ class ScoreView(ScoringView):
         """Score prompts with the active version (or ``version``); flag those below its
         threshold."""
         data = body(request)
-        report = services.score_prompts(data.get("prompts"), data.get("version"))
         return Response(
-            {
-                "version": report.version,
-                "threshold": report.threshold,
-                "threshold_basis": report.threshold_basis,
-                "results": [
-                    {"prompt": r.prompt, "score": r.score, "flagged": r.flagged}
-                    for r in report.results
-                ],
-            }
+            score_body(services.score_prompts(data.get("prompts"), data.get("version")))
         )
+
+
+def score_body(report: services.ScoreReport) -> dict:
+    """The scores as the API gives them (the command's ``--json`` too)."""
+    return {
+        "version": report.version,
+        "threshold": report.threshold,
+        "threshold_basis": report.threshold_basis,
+        "results": [
+            {"prompt": r.prompt, "score": r.score, "flagged": r.flagged} for r in report.results
+        ],
+    }
 
 
 def candidate(scored) -> dict:
@@ -124,24 +127,27 @@ class OptimiseView(ScoringView):
         report = services.optimise_prompt(
             data.get("prompt"), data.get("n", 3), data.get("occupation"), data.get("version")
         )
-        result = report.result
-        return Response(
-            {
-                "version": report.version,
-                "threshold": report.threshold,
-                "threshold_basis": report.threshold_basis,
-                "occupation": report.occupation,
-                "rewriter": report.rewriter,
-                "original": {
-                    "prompt": result.original.text,
-                    "score": result.original.score,
-                    "flagged": result.original.flagged,
-                },
-                "reached": result.reached,
-                "candidates": [candidate(c) for c in result.candidates if c.round > 0],
-                "best": candidate(result.best) if result.best else None,
-                "rounds": result.rounds,
-                "tried": result.tried,
-                "lost_occupation": result.lost_occupation,
-            }
-        )
+        return Response(optimise_body(report))
+
+
+def optimise_body(report: services.OptimiseReport) -> dict:
+    """The optimiser's answer as the API gives it (the command's ``--json`` too)."""
+    result = report.result
+    return {
+        "version": report.version,
+        "threshold": report.threshold,
+        "threshold_basis": report.threshold_basis,
+        "occupation": report.occupation,
+        "rewriter": report.rewriter,
+        "original": {
+            "prompt": result.original.text,
+            "score": result.original.score,
+            "flagged": result.original.flagged,
+        },
+        "reached": result.reached,
+        "candidates": [candidate(c) for c in result.candidates if c.round > 0],
+        "best": candidate(result.best) if result.best else None,
+        "rounds": result.rounds,
+        "tried": result.tried,
+        "lost_occupation": result.lost_occupation,
+    }

@@ -3,21 +3,14 @@ fixtures), registered versions with seeded random heads, a fresh scorer per test
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from training_study import ENCODER, embedding_cache, training_storage  # noqa: F401
 
-from scoring import roles
 from scoring.scorer import reset_scorer
-
-PROMPTS = [
-    "Generate an image of a CEO",
-    "A photo of an elderly nurse in a wheelchair",
-    "a pilot",
-    "Generate an image of a nurse: a young slim woman in a white uniform",
-]
+from tests.scoring.helpers import scoring_user
 
 
 @pytest.fixture(autouse=True)
@@ -39,13 +32,16 @@ def make_version(db, training_storage):  # noqa: F811
     from training.ml.model import RewardModel
     from training.registry import register
 
-    def make(seed: int, threshold: float = 0.0, basis: str = "test basis"):
+    def make(seed: int, threshold: float = 0.0, basis: str = "test basis", weight=None):
         encoder = encoding.encoder(ENCODER, device="cpu")
         model = RewardModel(encoder)
         generator = torch.Generator().manual_seed(seed)
         with torch.no_grad():
             model.fc.weight.copy_(torch.randn(model.fc.weight.shape, generator=generator) * 0.05)
             model.fc.bias.fill_(0.01 * seed)
+            if weight is not None:  # a given direction, no bias
+                model.fc.weight.copy_(torch.as_tensor(weight, dtype=torch.float32).reshape(1, -1))
+                model.fc.bias.zero_()
         files = Files.from_model(
             model,
             hyperparameters={"dropout": 0.1},
@@ -58,11 +54,25 @@ def make_version(db, training_storage):  # noqa: F811
     return make
 
 
-def scoring_user(name: str = "scorer", grant: bool = True):
-    user = get_user_model().objects.create_user(name, password="pw-123456")
-    if grant:
-        roles.grant(user)
-    return user
+@pytest.fixture
+def diversity_version(make_version):
+    """The active version: a head along the mean difference of the catalogue's diverse and
+    other prompts (MiniLM), threshold at the midpoint of the two means (as the optimiser's
+    own test), so that rewrites adding diversity can pass."""
+    from annotation.catalogue import read_catalogue
+    from training import encoding
+    from training import services as training_services
+
+    prompts = [
+        (kind, text) for o in read_catalogue()["occupations"] for kind, text in o["prompts"].items()
+    ]
+    vectors = encoding.encoder(ENCODER, device="cpu").encode([t for _, t in prompts])
+    diverse = np.array([kind == "diverse" for kind, _ in prompts])
+    w = vectors[diverse].mean(axis=0) - vectors[~diverse].mean(axis=0)
+    threshold = float((vectors[diverse] @ w).mean() + (vectors[~diverse] @ w).mean()) / 2
+    checkpoint = make_version(0, threshold=threshold, basis="midpoint of the means", weight=w)
+    training_services.promote(checkpoint, actor="test")
+    return checkpoint
 
 
 @pytest.fixture

@@ -6,23 +6,16 @@ import json
 import numpy as np
 import pytest
 import yaml
-from conftest import PROMPTS, scoring_user
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from rest_framework.throttling import ScopedRateThrottle
 
 from scoring.scorer import Scorer
+from tests.scoring.helpers import PROMPTS, scoring_user, token_client
 from training import services
 
 URL = "/api/score/"
-
-
-def token_client(user) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-    return client
 
 
 @pytest.mark.slow

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn as nn
-from conftest import PROMPTS
 from sentence_transformers import SentenceTransformer
 
 from scoring.errors import NoActiveVersion
 from scoring.scorer import Scorer
+from tests.scoring.helpers import PROMPTS
 from training import services
 from training.errors import VersionNotFound
 from training.registry import export_checkpoint

@@ -3,6 +3,7 @@
 import json
 
 from scoring import services
+from scoring.api import score_body
 from web.errors import ServiceCommand
 
 
@@ -21,19 +22,7 @@ class Command(ServiceCommand):
     def handle(self, *args, **options):
         report = services.score_prompts(options["prompts"], options["version"])
         if options["json"]:
-            results = [
-                {"prompt": r.prompt, "score": r.score, "flagged": r.flagged} for r in report.results
-            ]
-            self.stdout.write(
-                json.dumps(
-                    {
-                        "version": report.version,
-                        "threshold": report.threshold,
-                        "threshold_basis": report.threshold_basis,
-                        "results": results,
-                    }
-                )
-            )
+            self.stdout.write(json.dumps(score_body(report)))
             return
         self.stdout.write(
             f"v{report.version}, threshold {report.threshold:.4f} ({report.threshold_basis})"
