@@ -102,6 +102,7 @@ class CheckpointSerializer(serializers.ModelSerializer):
             "data_hash",
             "code_version",
             "threshold",
+            "threshold_basis",
             "metrics",
             "source",
             "created_at",

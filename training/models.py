@@ -223,6 +223,9 @@ class Checkpoint(models.Model):
     data_hash = models.CharField(max_length=64, blank=True)
     code_version = models.CharField(max_length=100, blank=True)
     threshold = models.FloatField()
+    threshold_basis = models.TextField(
+        blank=True, help_text="How the threshold was set: calibrated on what, or why not."
+    )
     metrics = models.JSONField(default=dict, blank=True)
     source = models.CharField(max_length=200, blank=True, help_text="Imported file, if any.")
     created_at = models.DateTimeField(auto_now_add=True)

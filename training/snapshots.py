@@ -145,6 +145,12 @@ def rows_of(snapshot: DatasetSnapshot, split: str | None = None) -> list[dict]:
     return [r for r in snapshot.examples if split is None or r["split"] == split]
 
 
+def prompt_types(snapshot: DatasetSnapshot) -> dict[str, str]:
+    """Each distinct prompt text of the snapshot (both splits, originals only) with its
+    prompt type: what a checkpoint's threshold is calibrated on, one score per prompt."""
+    return {r["text"]: r["prompt_type"] for r in snapshot.examples}
+
+
 def new_rankings_since(snapshot: DatasetSnapshot | None, include_synthetic: bool = False) -> int:
     """Rankings that count stored after ``snapshot`` (all of them when there is none)."""
     last = snapshot.last_ranking_id if snapshot is not None else None

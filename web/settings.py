@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "annotation",
     "training",
+    "scoring",
 ]
 
 MIDDLEWARE = [
@@ -165,6 +166,8 @@ REST_FRAMEWORK = {
         "submit": env.str("STEREORANK_THROTTLE_SUBMIT", default="120/min"),
         # New participants created by a study's entry link, per client IP.
         "join": env.str("STEREORANK_THROTTLE_JOIN", default="20/hour"),
+        # /api/score/ and /api/optimise/, per user (scoring role)
+        "scoring": env.str("STEREORANK_THROTTLE_SCORING", default="300/min"),
     },
     # Proxies in front of the app: the client IP throttles read is the one they add to
     # X-Forwarded-For. 0 (the default) reads REMOTE_ADDR and ignores the header, which a
@@ -259,6 +262,20 @@ STEREORANK = {
     "QUALITY_POLICY": env.json("STEREORANK_QUALITY_POLICY", default={}),
     # Bootstrap draws of the quality report's intervals.
     "QUALITY_N_BOOT": env.int("STEREORANK_QUALITY_N_BOOT", default=1000),
+    # The scoring API, the optimiser and the prompt checker (scoring/).
+    "SCORING": {
+        "MAX_PROMPTS": env.int("STEREORANK_SCORING_MAX_PROMPTS", default=256),
+        "MAX_CHARS": env.int("STEREORANK_SCORING_MAX_CHARS", default=1000),
+        # Versions a process keeps loaded (the active one and recently asked-for others).
+        "VERSIONS_LOADED": env.int("STEREORANK_SCORING_VERSIONS_LOADED", default=2),
+        # Web processes score on the CPU unless told otherwise (the GPU is the trainer's).
+        "DEVICE": env.str("STEREORANK_SCORING_DEVICE", default="cpu"),
+        # The optimiser: "offline" (rules) or "openai" (TRAINING["OPENAI_*"] settings).
+        "REWRITER": env.str("STEREORANK_REWRITER", default="offline"),
+        "OPTIMISE_MAX_N": env.int("STEREORANK_OPTIMISE_MAX_N", default=10),
+        "OPTIMISE_ROUNDS": env.int("STEREORANK_OPTIMISE_ROUNDS", default=3),
+        "OPTIMISE_PER_ROUND": env.int("STEREORANK_OPTIMISE_PER_ROUND", default=8),
+    },
 }
 
 # The reward model side.

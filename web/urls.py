@@ -11,6 +11,7 @@ urlpatterns = [
     path("dashboards/", include("web.dashboards.urls")),
     path("api/training/", include("training.urls")),
     path("api/", ApiRootView.as_view(), name="api-root"),
+    path("", include("scoring.urls")),
     path("api/", include("annotation.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
