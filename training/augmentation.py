@@ -22,8 +22,6 @@ from training.models import Augmentation, DatasetSnapshot, Paraphrase, TrainingR
 from training.registry import json_safe
 from training.snapshots import rows_of
 
-BACKENDS = ("offline", "openai")
-
 
 def backend_model(backend: str) -> str:
     """The model name recorded for ``backend``: the LLM, or the rule set's version."""
@@ -35,9 +33,19 @@ def backend_model(backend: str) -> str:
 
 
 def request_augmentation(
-    snapshot: DatasetSnapshot, backend: str = "offline", n: int = 8, min_cosine: float = 0.75
+    snapshot: DatasetSnapshot,
+    backend: str = "offline",
+    n: int = 8,
+    min_cosine: float | None = None,
 ) -> tuple[Augmentation, bool]:
-    """The augmentation for these settings, and whether it still has to run."""
+    """The augmentation for these settings, and whether it still has to run.
+
+    Backends and the cosine floor default come from the paraphrase library (their one home).
+    """
+    from training.ml.paraphrase import BACKENDS, DEFAULT_MIN_COSINE
+
+    if min_cosine is None:
+        min_cosine = DEFAULT_MIN_COSINE
     if backend not in BACKENDS:
         raise AugmentationError(f"unknown backend {backend!r}: use {' or '.join(BACKENDS)}")
     if not 1 <= n <= 50:

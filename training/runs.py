@@ -42,7 +42,7 @@ from training.models import Augmentation, DatasetSnapshot, TrainingRun
 from training.perspectives import request_reports
 from training.registry import json_safe, register, store_evaluation
 from training.selectors import active_checkpoint
-from training.snapshots import EVAL, rows_of, to_example
+from training.snapshots import EVAL, prompt_types, rows_of, to_example
 from training.steering import KEY as STEERING
 from training.steering import check as steering_check
 from training.steering import split_hyperparameters
@@ -402,7 +402,14 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
         raise _Cancel() from exc
     attempt.update(status=Status.EVALUATING)
     scores = result.model.score([e.text for e in eval_set], cache=cache)
-    calibration = calibrate(scores, [e.prompt_type == "stereotypical" for e in eval_set])
+    # The card calibrates on the training distribution: every prompt of the snapshot, once
+    # (the eval split alone is too small for two KDEs; it left every checkpoint at 0.12).
+    prompts = prompt_types(run.snapshot)
+    calibration = calibrate(
+        result.model.score(list(prompts), cache=cache),
+        [t == "stereotypical" for t in prompts.values()],
+    )
+    basis = f"{calibration.basis} (snapshot {run.snapshot_id}, train and eval splits)"
     metrics = json_safe(result.metrics or {})
     parent = run.parent
     files = MLCheckpoint.from_model(
@@ -418,7 +425,11 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
             "augmentation": run.augmentation_id,
             "parent_version": parent.version if parent else None,
             "steering": steering,
-            "calibration": {"method": calibration.method, "reason": calibration.reason},
+            "calibration": {
+                "method": calibration.method,
+                "reason": calibration.reason,
+                "basis": basis,
+            },
             "train_examples": len(train_set),
         },
     )

@@ -11,7 +11,7 @@ from django.db import connection
 from django_celery_beat.models import PeriodicTask
 from training_study import ENCODER
 
-from training.errors import ScheduleError
+from training.errors import RunError, ScheduleError
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, RetrainDecision, TrainingRun
 from training.schedules import (
     DEFAULT_SCHEDULE,
@@ -20,8 +20,6 @@ from training.schedules import (
 )
 from training.snapshots import create_snapshot
 from training.tasks import scheduled_retrain
-
-pytestmark = pytest.mark.postgres
 
 # Small thresholds and no paraphrases so the steps stay quick; the study has 12 rankings.
 FAST = ScheduleSettings(
@@ -83,7 +81,7 @@ def test_synthetic_rankings_do_not_count_unless_asked(study):
 
 def test_a_run_that_cannot_start_is_recorded_and_leaves_no_snapshot(study):
     bad = ScheduleSettings(**{**FAST.__dict__, "encoder": "no-such-encoder-anywhere"})
-    with pytest.raises(ValueError, match="unknown encoder"):
+    with pytest.raises(RunError, match="unknown encoder"):
         scheduled_step("s", bad)
     [(decision, reason)] = decisions()
     assert decision == "skip" and "could not start: unknown encoder" in reason
@@ -183,7 +181,7 @@ def purge_queues():
     app.control.purge()
 
 
-@pytest.mark.redis
+@pytest.mark.redis  # the run it starts is queued on the real broker, then purged
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_steps_start_one_retraining(tmp_path, purge_queues):
     from training_study import make_study
@@ -241,8 +239,11 @@ def test_on_sqlite_the_lock_is_a_file_lock_one_holder_at_a_time(monkeypatch, set
 
 
 @pytest.mark.django_db(transaction=True)
-def test_on_postgresql_a_second_connection_cannot_take_the_lock_while_it_is_held():
+def test_a_second_connection_cannot_take_the_lock_while_it_is_held(settings, tmp_path):
+    """The advisory lock on PostgreSQL, the file lock (in a tmp VAR_DIR) on SQLite."""
     from training.schedules import retrain_lock
+
+    settings.VAR_DIR = tmp_path
 
     seen: list[bool] = []
 

@@ -12,7 +12,6 @@ from training_study import ENCODER
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, RetrainDecision, TrainingRun
 from training.snapshots import create_snapshot
 
-pytestmark = pytest.mark.postgres
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 PAGES = [
@@ -252,9 +251,9 @@ def test_compare_on_a_snapshot_not_yet_scored_queues_the_evaluations(
         )
     assert f"Evaluating v1 and v2 on snapshot {newer.pk}" in response.content.decode()
     assert "result" not in response.context
-    queued = sorted(c.args for c in callbacks)
-    assert queued == [(a.pk, newer.pk), (b.pk, newer.pk)]
-    assert {c.func.__self__.name for c in callbacks} == {"training.tasks.evaluate_checkpoint"}
+    signatures = [c.__self__ for c in callbacks]  # each callback is Signature.apply_async
+    assert sorted(tuple(s.args) for s in signatures) == [(a.pk, newer.pk), (b.pk, newer.pk)]
+    assert {s.task for s in signatures} == {"training.tasks.evaluate_checkpoint"}
 
 
 def test_schedules_page_queries_do_not_grow_with_decisions(registry_rows, staff_client):

@@ -4,9 +4,11 @@ It stands in for a paid API (OpenAI, or a vLLM / Ollama / llama.cpp server
 that cannot run here): the paraphrase client talks real HTTP to it on
 127.0.0.1. It is not a language model: its "paraphrases" are fixed rewrites of
 each prompt (a new lead-in before the prompt's body), enough to exercise the
-client and the quality filter. A test scripts failures (``Reply``: a status
-with headers, a delay, a raw body, a given message content) that are used up
-one per request, then it answers normally; every request is recorded.
+client and the quality filter. Other clients (the prompt optimiser) pass a
+``responder`` that turns a request body into the message content. A test
+scripts failures (``Reply``: a status with headers, a delay, a raw body, a
+given message content) that are used up one per request, then it answers
+normally; every request is recorded.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -61,12 +64,28 @@ def paraphrases(text: str, k: int) -> list[str]:
     return out
 
 
+def paraphrase_content(body: dict) -> str:
+    """The paraphrase client's answer: ``k`` rewrites of every prompt in the request."""
+    messages = body.get("messages") or []
+    system = next((m["content"] for m in messages if m.get("role") == "system"), "")
+    user = next((m["content"] for m in messages if m.get("role") == "user"), "{}")
+    k = int(m[1]) if (m := re.search(r"write (\d+)", system)) else 3
+    prompts = json.loads(user)["prompts"]
+    return json.dumps({"paraphrases": {p["id"]: paraphrases(p["text"], k) for p in prompts}})
+
+
 class ChatServer:
     """The server, run in a thread on ``127.0.0.1`` with a free port; use it as a context."""
 
-    def __init__(self, api_key: str | None = "sk-test", model: str = "test-model") -> None:
+    def __init__(
+        self,
+        api_key: str | None = "sk-test",
+        model: str = "test-model",
+        responder: Callable[[dict], str] | None = None,
+    ) -> None:
         self.api_key = api_key
         self.model = model
+        self.responder = responder or paraphrase_content
         self.script: deque[Reply] = deque()
         self.seen: list[Seen] = []
         self.usage_sent: list[dict] = []
@@ -90,14 +109,11 @@ class ChatServer:
         self._httpd.server_close()
         self._thread.join(timeout=5)
 
-    def answer(self, body: dict) -> tuple[str, dict]:
-        """The message content and usage a normal answer to ``body`` carries."""
+    def answer(self, body: dict, content: str | None = None) -> tuple[str, dict]:
+        """The message content (``content`` or the responder's) and the usage it carries."""
         messages = body.get("messages") or []
-        system = next((m["content"] for m in messages if m.get("role") == "system"), "")
-        user = next((m["content"] for m in messages if m.get("role") == "user"), "{}")
-        k = int(m[1]) if (m := re.search(r"write (\d+)", system)) else 3
-        prompts = json.loads(user)["prompts"]
-        content = json.dumps({"paraphrases": {p["id"]: paraphrases(p["text"], k) for p in prompts}})
+        if content is None:
+            content = self.responder(body)
         usage = {
             "prompt_tokens": len(json.dumps(messages)) // 4,
             "completion_tokens": len(content) // 4,
@@ -151,9 +167,7 @@ class ChatServer:
                     return self._send(reply.status, json.dumps(error), reply.headers)
                 if reply.raw is not None:
                     return self._send(200, reply.raw, reply.headers)
-                content, usage = server.answer(body or {})
-                if reply.content is not None:
-                    content = reply.content
+                content, usage = server.answer(body or {}, reply.content)
                 with server._lock:
                     server.usage_sent.append(usage)
                 completion = {

@@ -20,6 +20,13 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AlterField(
+            model_name="augmentation",
+            name="min_cosine",
+            field=models.FloatField(
+                help_text="training.ml.paraphrase.DEFAULT_MIN_COSINE unless set."
+            ),
+        ),
         migrations.AddField(
             model_name="registryevent",
             name="actor",

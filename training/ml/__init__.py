@@ -2,7 +2,9 @@
 
 Modules: ``encoders`` (resolve and load an encoder offline, the embedding
 cache), ``data``, ``losses``, ``model``, ``metrics``, ``calibration``,
-``train`` and ``checkpoints``. ``python -m training.ml`` is its command line.
+``train`` and ``checkpoints``; ``chat`` (the OpenAI-compatible client) with
+the packages that use it, ``paraphrase`` and ``optimise`` (the DJ-PO prompt
+optimiser). ``python -m training.ml`` is its command line.
 """
 
 __version__ = "0.1.0"

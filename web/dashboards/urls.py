@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import compare, perspectives, progress, registry, runs, schedules
+from . import compare, perspectives, progress, quality, registry, runs, schedules
 
 app_name = "dashboards"
 
@@ -25,4 +25,8 @@ urlpatterns = [
     path("perspectives/groups.png", perspectives.groups_chart, name="perspectives-groups"),
     path("perspectives/versions.png", perspectives.versions_chart, name="perspectives-versions"),
     path("schedules/", schedules.schedules, name="schedules"),
+    path("quality/", quality.quality, name="quality"),
+    path("quality/agreement.png", quality.quality_agreement_chart, name="quality-chart"),
+    path("quality/positions-<int:k>.png", quality.quality_position_chart, name="position-chart"),
+    path("quality/<int:profile_id>/reinstate", quality.quality_reinstate, name="reinstate"),
 ]

@@ -2,6 +2,7 @@ import time
 
 from django.core.management.base import CommandError
 
+from training.ml.paraphrase import BACKENDS
 from training.models import Augmentation
 from training.services import request_augmentation
 from web.errors import ServiceCommand
@@ -17,7 +18,7 @@ class Command(ServiceCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--snapshot", type=int, required=True)
-        parser.add_argument("--backend", choices=["offline", "openai"], default="offline")
+        parser.add_argument("--backend", choices=list(BACKENDS), default="offline")
         parser.add_argument("--n", type=int, default=8, help="Paraphrases per prompt.")
         parser.add_argument("--encoder", help="Encoder of the cosine filter (default: settings).")
         parser.add_argument("--wait", action="store_true", help="Wait until it has run.")
