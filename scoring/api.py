@@ -21,7 +21,9 @@ from scoring.errors import ScoringError
 from scoring.roles import HasScoringRole
 
 
-class ScoreRequest(serializers.Serializer):
+class Score(serializers.Serializer):
+    """The request body of /api/score/ (component ScoreRequest)."""
+
     prompts = serializers.ListField(
         child=serializers.CharField(), help_text="1 to MAX_PROMPTS (256) prompts, 1,000 chars each."
     )
@@ -43,7 +45,9 @@ class ScoreResponse(serializers.Serializer):
     results = ScoredPrompt(many=True)
 
 
-class OptimiseRequest(serializers.Serializer):
+class Optimise(serializers.Serializer):
+    """The request body of /api/optimise/ (component OptimiseRequest)."""
+
     prompt = serializers.CharField()
     n = serializers.IntegerField(required=False, default=3, help_text="Rewrites wanted (1-10).")
     occupation = serializers.CharField(
@@ -85,7 +89,7 @@ class ScoringView(APIView):
 
 
 class ScoreView(ScoringView):
-    @extend_schema(request=ScoreRequest, responses=ScoreResponse, operation_id="score_prompts")
+    @extend_schema(request=Score, responses=ScoreResponse, operation_id="score_prompts")
     def post(self, request: Request) -> Response:
         """Score prompts with the active version (or ``version``); flag those below its
         threshold."""
@@ -118,9 +122,7 @@ def candidate(scored) -> dict:
 
 
 class OptimiseView(ScoringView):
-    @extend_schema(
-        request=OptimiseRequest, responses=OptimiseResponse, operation_id="optimise_prompt"
-    )
+    @extend_schema(request=Optimise, responses=OptimiseResponse, operation_id="optimise_prompt")
     def post(self, request: Request) -> Response:
         """Rewrites of a prompt that keep its occupation and pass the threshold (DJ-PO)."""
         data = body(request)

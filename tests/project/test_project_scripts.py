@@ -45,7 +45,7 @@ def _run_script(tmp_path: Path, script: str) -> list[str]:
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     log = tmp_path / "commands.log"
     fakes = [tmp_path / ".venv" / "bin" / n for n in ("python", "celery")]
-    fakes += [tmp_path / "path" / n for n in ("chromium", "chromedriver")]
+    fakes += [tmp_path / "path" / n for n in ("chromium", "chromedriver", "npm")]
     for fake in fakes:
         fake.parent.mkdir(parents=True, exist_ok=True)
         fake.write_text(FAKE.format(log=log))

@@ -4,7 +4,6 @@ from django.conf import settings
 from django.core.management.base import CommandError
 
 from annotation import standing
-from annotation.quality_report import quality_report
 from web.errors import ServiceCommand
 
 
@@ -43,6 +42,8 @@ class Command(ServiceCommand):
         )
 
     def handle(self, *args, include_synthetic, n_boot, seed, **options):
+        from annotation.quality_report import quality_report  # scipy: only when run
+
         if n_boot < 0:
             raise CommandError("--n-boot must be 0 or more")
         if options["apply_policy"]:
