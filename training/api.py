@@ -5,7 +5,7 @@ error is an HTTP 400 with its message."""
 from __future__ import annotations
 
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiTypes, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
@@ -242,7 +242,9 @@ class PerspectivesQuerySerializer(serializers.Serializer):
     snapshot = serializers.PrimaryKeyRelatedField(
         queryset=DatasetSnapshot.objects.all(), required=False
     )
-    field = serializers.ListField(child=serializers.CharField(), required=False)
+    field = serializers.ListField(
+        child=serializers.CharField(min_length=1), required=False, help_text="Demographic field(s)."
+    )
     format = serializers.ChoiceField(["json", "csv"], default="json")
 
 
@@ -294,10 +296,7 @@ class PerspectivesSerializer(serializers.Serializer):
 
 class PerspectivesView(StaffView):
     @extend_schema(
-        parameters=[
-            PerspectivesQuerySerializer,
-            OpenApiParameter("field", str, many=True, description="Demographic field(s)."),
-        ],
+        parameters=[PerspectivesQuerySerializer],
         responses={
             200: PerspectivesSerializer,
             202: inline_serializer(
