@@ -28,6 +28,7 @@ STATE_DEPENDENT_400 = {
     "POST /api/auth/token/": "wrong credentials",
     "POST /api/tasks/{task_id}/ranking/": "not a permutation of this task's items",
     "GET /api/training/checkpoints/compare/": "no such snapshot",
+    "GET /api/training/checkpoints/{version}/perspectives/": "no such snapshot",
     "POST /api/training/checkpoints/rollback/": "no active version (409)",
     "POST /api/training/runs/": "no such snapshot",
     "POST /api/training/snapshots/": "no rankings to snapshot (409)",
