@@ -30,11 +30,12 @@ with g the annotator's group (its ``age_band``) and its ``View`` of the prompts:
 groups disagree by design, so that a perspective report can be checked: four
 ``age_band`` groups (quotas by ``shares``), no contrast, each flipping
 (``FLIP``) more aspects than the last: a majority (50%) that reads every aspect
-as diverse; 20% that read religious dress as stereotypical; 20% religious dress
-and body type; a minority (10%) religious dress, body type, disability and
-nationality. Their planted distance from the majority is the L1 norm of their
-weights (0, 0.7, 1.4, 2.8). These are invented views of invented people, not
-claims about any real age group.
+as diverse; 20% that read a larger or smaller body as stereotypical; 20%
+religious dress and disability; a minority (10%) all of these and nationality.
+No aspect is flipped by more than 30% of the people, so the pooled labels lean
+to the majority on each. The planted distance from the majority is the L1 norm
+of the weights (0, 0.7, 1.4, 2.8). These are invented views of invented people,
+not claims about any real age group.
 
 The ranking orders items by ``z`` ascending: most stereotypical first, as the
 portal asks; an attention-check card is put where its instruction says.
@@ -111,8 +112,8 @@ FLIP = -0.7  # a diverse prompt (0.8) read at 0.1: among the stereotypical ones 
 PLANTED = Planted(
     views={
         "25-34": View(),
-        "35-44": View(aspects={"religion_belief": FLIP}),
-        "45-54": View(aspects={"religion_belief": FLIP, "body_type": FLIP}),
+        "35-44": View(aspects={"body_type": FLIP}),
+        "45-54": View(aspects={"religion_belief": FLIP, "ability_disability": FLIP}),
         "65-74": View(
             aspects={
                 "religion_belief": FLIP,

@@ -32,7 +32,7 @@ from pipeline import _setup  # noqa: E402
 HEADS = ("pooled", "steered", "balanced")
 
 
-def study(seed: int) -> dict:
+def study(seed: int, epochs: int = 12) -> dict:
     """One seed's planted study, through the services; figures and timings."""
     from scipy import stats
 
@@ -73,7 +73,7 @@ def study(seed: int) -> dict:
         run = start_run(
             snapshot,
             encoder="all-MiniLM-L6-v2",
-            hyperparameters={"epochs": 12, "lr": 1e-2, "n_boot": 100},
+            hyperparameters={"epochs": epochs, "lr": 1e-2, "n_boot": 100},
             steering=steer,
             enqueue=False,
         )
