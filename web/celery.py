@@ -27,3 +27,6 @@ app.conf.update(
     worker_hijack_root_logger=False,
 )
 app.autodiscover_tasks()
+
+# Workers and beat write heartbeats for /healthz (signal receivers in web/health.py).
+from web import health  # noqa: E402,F401
