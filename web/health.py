@@ -8,7 +8,7 @@ exception class names) covers:
 - ``broker``: a Redis ``PING`` with a 2 s timeout, or in the embedded mode the
   filesystem broker's folders being writable (other transports: one kombu connect);
 - ``worker:<queue>`` and ``beat``: the age of the newest heartbeat. Every worker,
-  once ready, and beat, once started, write ``time.time()`` under
+  once ready, and beat, once started (signals in ``web/celery.py``), write ``time.time()`` under
   ``heartbeat:<component>`` in the ``health`` cache (Redis; files under VAR_DIR in
   the embedded mode) every ``HEARTBEAT_SECONDS`` from a daemon thread, so a solo
   worker busy with a five-hour training run still answers. A heartbeat older than
@@ -32,7 +32,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from celery.signals import beat_init, worker_ready, worker_shutdown
 from django.urls import path
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
@@ -204,20 +203,8 @@ def start_heartbeat(components: list[str]) -> Heartbeat:
     return _heartbeat
 
 
-@worker_ready.connect
-def _worker_heartbeat(sender, **kwargs) -> None:
-    """A ready worker beats for each queue it consumes."""
-    queues = sorted(q.name for q in sender.task_consumer.queues) if sender.task_consumer else []
-    start_heartbeat([f"worker:{q}" for q in queues])
-
-
-@beat_init.connect
-def _beat_heartbeat(sender, **kwargs) -> None:
-    start_heartbeat(["beat"])
-
-
-@worker_shutdown.connect
-def _stop_heartbeat(sender, **kwargs) -> None:
+def stop_heartbeat() -> None:
+    """Stop this process's heartbeat, if any (a worker shutting down)."""
     if _heartbeat is not None:
         _heartbeat.stop()
 
