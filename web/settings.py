@@ -189,6 +189,8 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "stereorank-health",
+        # /healthz answers within seconds even when Redis does not.
+        "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
     }
     if REDIS_URL
     else {
