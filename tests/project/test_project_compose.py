@@ -1,7 +1,8 @@
 """docker-compose.yml's services, run as compose would run them, on this machine.
 
-No container engine can pull images here (no registry but PyPI, Debian and npm), so
-this test reads docker-compose.yml, .env.example (as the .env) and the Dockerfile,
+The container path (an image built, the stack brought up) is
+tests/project/test_project_podman.py; it needs images that no registry here provides.
+This test reads docker-compose.yml, .env.example (as the .env) and the Dockerfile,
 and starts each app service's command with its compose environment, mapped to this
 machine: postgres -> this PostgreSQL (a database the test creates and drops),
 redis -> this Redis (an empty database number, flushed after), /data, /app/static
@@ -20,10 +21,8 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -35,76 +34,24 @@ import redis
 import yaml
 from django.conf import settings
 
-ROOT = Path(__file__).resolve().parents[2]
-APP_SERVICES = ("web", "worker", "worker-gpu", "beat")
-SCHEDULE = "compose-test schedule"
+from tests.project.compose_stack import (
+    APP_SERVICES,
+    ROOT,
+    answers,
+    check_beat,
+    check_health,
+    check_page_and_static,
+    check_worker_round_trip,
+    dockerfile_instructions,
+    free_port,
+    image_env,
+    interpolate,
+    read_env_file,
+    wait_for,
+)
+
 # The environment of the test process that must not leak into the services.
 OWN_PREFIXES = ("DJANGO_", "STEREORANK_", "CELERY_", "GUNICORN_", "DATABASE_", "REDIS_")
-
-_VARIABLE = re.compile(r"\$\{(\w+)(?:(:?[-?])([^}]*))?\}")
-
-
-def interpolate(text: str, variables: dict[str, str]) -> str:
-    """Compose's ``${VAR}``, ``${VAR:-default}``, ``${VAR-default}``, ``${VAR:?error}``."""
-
-    def replace(match: re.Match) -> str:
-        name, operator, argument = match.groups()
-        value = variables.get(name)
-        unset = value is None or (operator and operator.startswith(":") and value == "")
-        if operator and operator.endswith("?") and unset:
-            raise KeyError(f"{name}: {argument}")
-        if operator and operator.endswith("-") and unset:
-            return argument
-        return value or ""
-
-    return _VARIABLE.sub(replace, text.replace("$$", "\0")).replace("\0", "$")
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """A compose env file: KEY=VALUE lines; blank lines and ``#`` comments skipped."""
-    pairs = {}
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            key, _, value = line.partition("=")
-            pairs[key.strip()] = value.strip()
-    return pairs
-
-
-def dockerfile_instructions(path: Path) -> list[tuple[str, str]]:
-    """(instruction, arguments) pairs, continuation lines joined, comments dropped."""
-    lines, joined = [], ""
-    for raw in path.read_text().splitlines():
-        if raw.lstrip().startswith("#"):
-            continue
-        joined += raw.rstrip()
-        if joined.endswith("\\"):
-            joined = joined[:-1] + " "
-            continue
-        if joined.strip():
-            instruction, _, arguments = joined.strip().partition(" ")
-            lines.append((instruction.upper(), arguments.strip()))
-        joined = ""
-    return lines
-
-
-def image_env(instructions: list[tuple[str, str]]) -> dict[str, str]:
-    """The image's ENV (the virtual environment's PATH aside: this machine has its own)."""
-    env = {}
-    for instruction, arguments in instructions:
-        if instruction == "ENV":
-            for word in shlex.split(arguments):
-                key, _, value = word.partition("=")
-                env[key] = value
-    for key in ("PATH", "VIRTUAL_ENV"):
-        env.pop(key, None)
-    return env
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Stack:
@@ -117,7 +64,7 @@ class Stack:
         self.compose = yaml.safe_load(compose_text)
         self.dockerfile = dockerfile_instructions(ROOT / "Dockerfile")
         self.database_url, self.redis_url = database_url, redis_url
-        self.port = _free_port()
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
 
     def paths(self, service: str) -> dict[str, str]:
@@ -187,10 +134,16 @@ class Stack:
             argv, cwd=ROOT, env=self.env(service), capture_output=True, text=True, timeout=300
         )
 
+    def manage(self, *argv: str) -> subprocess.CompletedProcess:
+        return self.exec("web", "python", "manage.py", *argv)
+
     def healthcheck(self, service: str) -> subprocess.CompletedProcess:
         test = self.compose["services"][service]["healthcheck"]["test"]
         assert test[0] == "CMD"
         return self.exec(service, *test[1:])
+
+    def log(self, service: str) -> str:
+        return self.logs[service].read_text(errors="replace")
 
     def tail(self) -> str:
         parts = []
@@ -216,17 +169,6 @@ class Stack:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=30)
-
-
-def wait_for(predicate, timeout: float, what: str, stack: Stack):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        stack.alive()
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}\n{stack.tail()}")
 
 
 @pytest.fixture
@@ -265,109 +207,21 @@ def test_the_compose_services_serve_pages_and_run_tasks(tmp_path, services_here)
         stack.build_static()
         assert (tmp_path / "static" / "staticfiles.json").exists()  # the manifest
         stack.start("web")  # migrates, then gunicorn
-        wait_for(lambda: _answers(http), 300, "web to answer /healthz", stack)
+        wait_for(lambda: answers(http), 300, "web to answer /healthz", stack)
         for service in ("worker", "worker-gpu", "beat"):
             stack.start(service)
-        health = wait_for(lambda: _healthy(http), 180, "/healthz to say 200", stack)
-        assert health["down"] == [] and health["checks"]["broker"]["kind"] == "redis"
-        wait_for(lambda: _healthy(http, "beat"), 60, "beat's heartbeat", stack)
-        for service in APP_SERVICES:
-            check = stack.healthcheck(service)
-            assert check.returncode == 0, f"{service}: {check.stdout}{check.stderr}"
-
-        # a page, and its stylesheet under the manifest's hashed name, compressed
-        page = http.get("/login/")
-        assert page.status_code == 200, page.text[:2000]
-        (css,) = re.findall(r'href="(/static/portal/portal\.[0-9a-f]{12}\.css)"', page.text)
-        style = http.get(css, headers={"Accept-Encoding": "gzip"})
-        assert style.status_code == 200 and style.headers["content-type"].startswith("text/css")
-        assert style.headers.get("content-encoding") == "gzip"
-        assert style.text == (ROOT / "annotation/static/portal/portal.css").read_text()
-        assert "immutable" in style.headers["cache-control"]
-
-        token = _staff_with_a_study(stack, http)
-        api = {"Authorization": f"Token {token}"}
-        snapshot = http.post(
-            "/api/training/snapshots/", json={"include_synthetic": True}, headers=api
-        )
-        assert snapshot.status_code == 201, snapshot.text
-        # one paraphrase each: augmentation on the default queue, then training on gpu
-        body = {"snapshot": snapshot.json()["id"], "epochs": 1, "paraphrases": 1}
-        queued = http.post("/api/training/runs/", json=body, headers=api)
-        assert queued.status_code == 201, queued.text
-        run_url = f"/api/training/runs/{queued.json()['id']}/"
-
-        def finished():
-            run = http.get(run_url, headers=api).json()
-            return run if run["status"] in {"done", "failed", "cancelled"} else None
-
-        run = wait_for(finished, 600, "the training run", stack)
-        assert run["status"] == "done", run
-        assert run["augmentation"] is not None and run["checkpoint"] == 1
-        worker_log = stack.logs["worker"].read_text()
-        gpu_log = stack.logs["worker-gpu"].read_text()
-        assert "training.tasks.augment_snapshot" in worker_log
-        assert "training.tasks.train_run" in gpu_log
-
-        _schedule_every_two_seconds(stack)
-        decisions = wait_for(lambda: _decisions(database_url), 90, "beat's schedule", stack)
-        assert decisions[0][0] == "skip", decisions
+        check_health(stack, http)
+        check_page_and_static(http)
+        check_worker_round_trip(stack, http)
+        check_beat(stack)
+        assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [
+            "checkpoints",
+            "embeddings",
+            "media",
+        ]
     finally:
         http.close()
         stack.stop()
-
-
-def _answers(http: httpx.Client) -> dict | None:
-    try:
-        response = http.get("/healthz")
-    except httpx.TransportError:
-        return None
-    return response.json() if response.status_code in {200, 503} else None
-
-
-def _healthy(http: httpx.Client, extra: str = "") -> dict | None:
-    body = _answers(http)
-    if body is None or body["status"] != "ok":
-        return None
-    return body if not extra or body["checks"][extra]["ok"] else None
-
-
-def _staff_with_a_study(stack: Stack, http: httpx.Client) -> str:
-    """``docker compose exec web ...``: a catalogue, tasks, synthetic rankings, a staff
-    account; its API token."""
-    for argv in (
-        ["load_catalogue", "--placeholder-images", "2"],
-        ["build_tasks"],
-        ["simulate_annotators", "--count", "6", "--tasks-per-annotator", "7"],
-        ["create_annotator", "staff", "--password", "compose-Test-pw-1", "--consent", "--staff"],
-    ):
-        done = stack.exec("web", "python", "manage.py", *argv)
-        assert done.returncode == 0, done.stdout + done.stderr
-    response = http.post(
-        "/api/auth/token/", data={"username": "staff", "password": "compose-Test-pw-1"}
-    )
-    assert response.status_code == 200, response.text
-    return response.json()["token"]
-
-
-def _schedule_every_two_seconds(stack: Stack) -> None:
-    """A periodic task beat must pick up: a retraining schedule that always skips."""
-    code = (
-        "import json; from django_celery_beat.models import IntervalSchedule, PeriodicTask; "
-        "every, _ = IntervalSchedule.objects.get_or_create(every=2, period='seconds'); "
-        f"PeriodicTask.objects.create(name={SCHEDULE!r}, task='training.scheduled_retrain', "
-        "interval=every, kwargs=json.dumps({'min_new_rankings': 10**6}))"
-    )
-    done = stack.exec("web", "python", "manage.py", "shell", "-c", code)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-def _decisions(database_url: str) -> list[tuple[str, str]]:
-    with psycopg.connect(database_url) as conn:
-        return conn.execute(
-            "SELECT decision, reason FROM training_retraindecision WHERE schedule = %s",
-            [SCHEDULE],
-        ).fetchall()
 
 
 def test_interpolation_follows_compose():
