@@ -138,9 +138,9 @@ class Stack:
         return self.exec("web", "python", "manage.py", *argv)
 
     def healthcheck(self, service: str) -> subprocess.CompletedProcess:
-        test = self.compose["services"][service]["healthcheck"]["test"]
-        assert test[0] == "CMD"
-        return self.exec(service, *test[1:])
+        kind, command = self.compose["services"][service]["healthcheck"]["test"]
+        assert kind == "CMD-SHELL"
+        return self.exec(service, "sh", "-c", command)
 
     def log(self, service: str) -> str:
         return self.logs[service].read_text(errors="replace")
