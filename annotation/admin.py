@@ -1,5 +1,7 @@
-"""Admin: staff manage the catalogue, tasks, demographic fields, consent texts."""
+"""Admin: staff manage the catalogue, tasks, demographic fields, consent texts,
+instructions."""
 
+from django import forms
 from django.contrib import admin
 
 from . import models
@@ -35,16 +37,55 @@ class TaskItemInline(admin.TabularInline):
 
 @admin.register(models.RankingTask)
 class RankingTaskAdmin(admin.ModelAdmin):
-    list_display = ["id", "occupation", "overlap", "ranking_count", "created_at"]
-    list_filter = ["occupation"]
+    """Staff make a task gold (with its reference) or give it an attention check here."""
+
+    list_display = ["id", "occupation", "overlap", "ranking_count", "is_gold", "check_item"]
+    list_filter = ["is_gold", "occupation"]
     readonly_fields = ["ranking_count"]
+    raw_id_fields = ["check_item"]
     inlines = [TaskItemInline]
+
+
+class GroupQuotaInline(admin.TabularInline):
+    """Target annotators per answer; "prefer not to say" and "other" have their own."""
+
+    model = models.GroupQuota
+    extra = 0
+
+
+class LinesField(forms.CharField):
+    """A list of strings edited as text, one a line (blank lines dropped)."""
+
+    widget = forms.Textarea(attrs={"rows": 8})
+
+    def prepare_value(self, value):
+        if isinstance(value, list):
+            return "\n".join(value)
+        return value
+
+    def to_python(self, value) -> list[str]:
+        text = super().to_python(value) or ""
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+class DemographicFieldForm(forms.ModelForm):
+    choices = LinesField(
+        required=False,
+        help_text="One choice a line; none for a free-text question. "
+        "'prefer not to say' is always offered: leave it out.",
+    )
+
+    class Meta:
+        model = models.DemographicField
+        fields = ["key", "label", "help_text", "choices", "allow_other", "order", "active"]
 
 
 @admin.register(models.DemographicField)
 class DemographicFieldAdmin(admin.ModelAdmin):
-    list_display = ["key", "label", "order", "active"]
+    form = DemographicFieldForm
+    list_display = ["key", "label", "allow_other", "order", "active"]
     list_editable = ["order", "active"]
+    inlines = [GroupQuotaInline]
 
 
 @admin.register(models.ConsentText)
@@ -52,11 +93,42 @@ class ConsentTextAdmin(admin.ModelAdmin):
     list_display = ["version", "published_at"]
 
 
+class StatusChangeInline(admin.TabularInline):
+    model = models.StatusChange
+    fk_name = "annotator"
+    extra = 0
+    can_delete = False
+    readonly_fields = ["previous", "status", "reason", "by", "created_at"]
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(models.Instructions)
+class InstructionsAdmin(admin.ModelAdmin):
+    """Publish a new version to change the instructions; the newest is shown."""
+
+    list_display = ["version", "published_at"]
+
+
 @admin.register(models.AnnotatorProfile)
 class AnnotatorProfileAdmin(admin.ModelAdmin):
-    list_display = ["user", "quota", "is_synthetic", "created_at"]
-    list_filter = ["is_synthetic"]
+    """Status is read-only here: it changes through the policy or the Quality dashboard's
+    reinstate form, which record why; ``erased_at`` through erasure."""
+
+    list_display = [
+        "user",
+        "quota",
+        "status",
+        "is_synthetic",
+        "synthetic_kind",
+        "created_at",
+        "erased_at",
+    ]
+    list_filter = ["status", "is_synthetic", "synthetic_kind"]
     search_fields = ["user__username"]
+    readonly_fields = ["status", "erased_at"]
+    inlines = [StatusChangeInline]
 
 
 @admin.register(models.Consent)
@@ -81,3 +153,58 @@ class RankingAdmin(admin.ModelAdmin):
     list_display = ["id", "task", "annotator", "seconds_spent", "created_at"]
     list_filter = ["annotator__is_synthetic"]
     inlines = [RankedItemInline]
+
+
+@admin.register(models.Erasure)
+class ErasureAdmin(admin.ModelAdmin):
+    """Read-only: when data were erased and how many rankings went, never whose."""
+
+    list_display = ["erased_at", "rankings_removed", "via"]
+    list_filter = ["via"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(models.Study)
+class StudyAdmin(admin.ModelAdmin):
+    """Recruitment: the entry link to paste into the platform, and the exit codes."""
+
+    list_display = ["name", "platform", "active", "entry_link", "created_at"]
+    list_filter = ["platform", "active"]
+    prepopulated_fields = {"slug": ["name"]}
+    readonly_fields = ["entry_link"]
+
+    @admin.display(description="entry link (paste into the platform)")
+    def entry_link(self, study: models.Study) -> str:
+        """The path with the platform's placeholders (prefix it with the site's address)."""
+        if not study.slug:
+            return "-"
+        placeholders = {
+            "prolific": "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
+            "&SESSION_ID={{%SESSION_ID%}}",
+            "mturk": "  (MTurk adds workerId, assignmentId, hitId)",
+            "generic": "?pid=PARTICIPANT_ID",
+        }
+        return f"/join/{study.slug}/{placeholders.get(study.platform, '')}"
+
+
+@admin.register(models.Participation)
+class ParticipationAdmin(admin.ModelAdmin):
+    """Read-only: who came by which study's link and how it ended (ids as stored: hashed)."""
+
+    list_display = ["annotator", "study", "started_at", "outcome", "screen_out_reason"]
+    list_filter = ["study", "outcome", "screen_out_reason"]
+    exclude = ["external_id_hash"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -1,7 +1,16 @@
 """DRF views: thin, they call annotation.services and annotation.exports."""
 
+from collections.abc import Iterator
+
 from django.http import StreamingHttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+    inline_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ParseError
@@ -11,8 +20,11 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from . import services
+from .erasure import erase_annotator
+from .errors import ConsentRequired
 from .exports import csv_lines, jsonl_lines, pair_rows, ranking_rows
-from .models import Item
+from .models import DemographicField, Item
+from .study_models import Erasure
 
 
 class TokenView(ObtainAuthToken):
@@ -21,12 +33,14 @@ class TokenView(ObtainAuthToken):
 
 
 class ItemSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    prompt = serializers.CharField(source="prompt.text")
+    """One card (``services.Card``): an attention-check card's prompt is its instruction."""
+
+    id = serializers.IntegerField(source="item.id")
+    prompt = serializers.CharField(source="text")
     image_url = serializers.SerializerMethodField()
 
-    def get_image_url(self, item: Item) -> str:
-        return self.context["request"].build_absolute_uri(item.image.url)
+    def get_image_url(self, card: services.Card) -> str:
+        return self.context["request"].build_absolute_uri(card.item.image.url)
 
 
 class TaskSerializer(serializers.Serializer):
@@ -37,12 +51,20 @@ class TaskSerializer(serializers.Serializer):
 
     def get_items(self, assignment) -> list[dict]:
         return ItemSerializer(
-            services.shown_items(assignment), many=True, context=self.context
+            services.shown_cards(assignment), many=True, context=self.context
         ).data
 
 
+@extend_schema_field(
+    {"type": "array", "items": {"type": "integer"}, "minItems": 1, "uniqueItems": True}
+)
+class OrderField(serializers.JSONField):
+    """Any JSON, checked by services.validate_order (a permutation of the task's items,
+    with its own message); documented as what it must be: a list of item ids."""
+
+
 class RankingInSerializer(serializers.Serializer):
-    order = serializers.JSONField(help_text="Item ids, most to least stereotypical.")
+    order = OrderField(help_text="Item ids, most to least stereotypical.")
     seconds_spent = serializers.FloatField(required=False, allow_null=True, min_value=0)
 
 
@@ -55,9 +77,9 @@ class RankingOutSerializer(serializers.Serializer):
 
 
 def query_flag(request, name: str) -> bool | None:
-    """A true/false query parameter; None when absent, a 400 when it is neither."""
+    """A true/false query parameter; None when absent, a 400 when it is neither (or empty)."""
     raw = request.query_params.get(name)
-    if raw in (None, ""):
+    if raw is None:
         return None
     if raw.lower() in {"1", "true", "yes"}:
         return True
@@ -121,6 +143,58 @@ class MeView(APIView):
         )
 
 
+class DemographicQuestionSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    label = serializers.CharField()
+    help_text = serializers.CharField()
+    choices = serializers.ListField(child=serializers.CharField())
+    allow_other = serializers.BooleanField(
+        help_text="An answer in the annotator's own words is accepted besides the choices."
+    )
+
+
+class DemographicsSerializer(serializers.Serializer):
+    demographics = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, max_length=services.MAX_ANSWER_LENGTH),
+        help_text="Answers by question key; every one optional, "
+        f"'{DemographicField.PREFER_NOT_TO_SAY}' always accepted, blank removes an answer.",
+    )
+
+
+class DemographicsOutSerializer(DemographicsSerializer):
+    questions = DemographicQuestionSerializer(many=True, read_only=True)
+
+
+class MyDemographicsView(APIView):
+    """The annotator's own demographics: read, replace (PUT) or change some (PATCH)."""
+
+    def _answer(self, profile) -> Response:
+        questions = DemographicField.objects.filter(active=True)
+        data = {"demographics": profile.demographics, "questions": questions}
+        return Response(DemographicsOutSerializer(data).data)
+
+    @extend_schema(responses=DemographicsOutSerializer)
+    def get(self, request):
+        return self._answer(services.get_profile(request.user))
+
+    def _save(self, request, merge: bool) -> Response:
+        data = DemographicsSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        profile = services.get_profile(request.user)
+        if not services.has_consent(profile):
+            raise ConsentRequired("Agree to the current consent text before answering.")
+        services.save_demographics(profile, data.validated_data["demographics"], merge=merge)
+        return self._answer(profile)
+
+    @extend_schema(request=DemographicsSerializer, responses=DemographicsOutSerializer)
+    def put(self, request):
+        return self._save(request, merge=False)
+
+    @extend_schema(request=DemographicsSerializer, responses=DemographicsOutSerializer)
+    def patch(self, request):
+        return self._save(request, merge=True)
+
+
 class ConsentView(APIView):
     @extend_schema(request=None, responses={201: None})
     def post(self, request):
@@ -133,18 +207,46 @@ class ConsentView(APIView):
         return Response(status=204)
 
 
+class ErasureView(APIView):
+    """Withdraw and erase: demographics, external ids and rankings deleted, account closed."""
+
+    @extend_schema(request=None, responses={204: None})
+    def post(self, request):
+        erase_annotator(services.get_profile(request.user), via=Erasure.Via.PARTICIPANT)
+        return Response(status=204)
+
+
 FORMAT = OpenApiParameter("format", str, enum=["jsonl", "csv"])
 SYNTHETIC = OpenApiParameter("include_synthetic", bool)
+LEFT_OUT = OpenApiParameter(
+    "include_left_out",
+    bool,
+    description="Also gold tasks' and excluded annotators' rankings (flagged), for audits.",
+)
+KEEP_IDENTICAL = OpenApiParameter(
+    "keep_identical_texts",
+    bool,
+    description="Keep pairs whose chosen and rejected prompt texts are the same (left out "
+    "by default: two images of one prompt teach a text reward model nothing).",
+)
+LINES = {(200, "application/jsonl"): OpenApiTypes.STR}
 
 
+@extend_schema_view(
+    get=extend_schema(
+        parameters=[FORMAT, SYNTHETIC, LEFT_OUT],
+        responses={**LINES, (200, "text/csv"): OpenApiTypes.STR},
+    )
+)
 class ExportView(APIView):
     """Staff only: pseudonymous rows with demographics, streamed."""
 
     permission_classes = [IsAdminUser]
-    rows = staticmethod(ranking_rows)
     formats = {"jsonl": (jsonl_lines, "application/jsonl"), "csv": (csv_lines, "text/csv")}
 
-    @extend_schema(parameters=[FORMAT, SYNTHETIC], responses={200: bytes})
+    def rows(self, request, synthetic: bool) -> Iterator[dict]:
+        return ranking_rows(synthetic, bool(query_flag(request, "include_left_out")))
+
     def get(self, request):
         fmt = request.query_params.get("format", "jsonl")
         if fmt not in self.formats:
@@ -154,9 +256,31 @@ class ExportView(APIView):
             )
         synthetic = bool(query_flag(request, "include_synthetic"))
         render, content_type = self.formats[fmt]
-        return StreamingHttpResponse(render(self.rows(synthetic)), content_type=content_type)
+        rows = self.rows(request, synthetic)
+        return StreamingHttpResponse(render(rows), content_type=content_type)
 
 
+@extend_schema_view(
+    get=extend_schema(
+        parameters=[
+            OpenApiParameter("format", str, enum=["jsonl"]),
+            SYNTHETIC,
+            KEEP_IDENTICAL,
+            # Pairs never include gold tasks or excluded annotators: not inherited.
+            OpenApiParameter("include_left_out", exclude=True),
+        ],
+        responses=LINES,
+    )
+)
 class PairsExportView(ExportView):
-    rows = staticmethod(pair_rows)
+    """Staff only: chosen/rejected pairs with ``margin``, ready for TRL's RewardTrainer."""
+
     formats = {"jsonl": ExportView.formats["jsonl"]}
+
+    def rows(self, request, synthetic: bool) -> Iterator[dict]:
+        storage = Item._meta.get_field("image").storage
+        return pair_rows(
+            synthetic,
+            keep_identical_texts=bool(query_flag(request, "keep_identical_texts")),
+            image_url=lambda name: request.build_absolute_uri(storage.url(name)),
+        )

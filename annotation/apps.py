@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class AnnotationConfig(AppConfig):
     name = "annotation"
     verbose_name = "Annotation"
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the system checks)

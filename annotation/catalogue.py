@@ -1,5 +1,5 @@
-"""The catalogue: occupations, their three original prompts, demographic fields
-and the consent text, loaded idempotently from ``catalogue.json``."""
+"""The catalogue: occupations, their three original prompts, demographic fields,
+the consent text and the instructions, loaded idempotently from ``catalogue.json``."""
 
 import hashlib
 import json
@@ -9,7 +9,7 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils.text import slugify
 
-from .models import ConsentText, DemographicField, Item, Occupation, Prompt
+from .models import ConsentText, DemographicField, Instructions, Item, Occupation, Prompt
 from .placeholders import placeholder_png
 
 CATALOGUE = Path(__file__).with_name("catalogue.json")
@@ -44,11 +44,13 @@ def load_catalogue(placeholders_per_prompt: int = 0, path: Path = CATALOGUE) -> 
             defaults={
                 "label": field["label"],
                 "choices": field["choices"],
+                "allow_other": field.get("allow_other", False),
                 "help_text": field.get("help_text", ""),
                 "order": order,
             },
         )
     ensure_consent_text(data)
+    ensure_instructions(data)
     return created
 
 
@@ -63,6 +65,17 @@ def ensure_consent_text(data: dict | None = None) -> ConsentText:
         version=consent["version"], defaults={"text": consent["text"]}
     )
     return ConsentText.objects.first() or text
+
+
+def ensure_instructions(data: dict | None = None) -> Instructions:
+    """The newest instructions; the catalogue's version is stored first when none exists
+    (or, when loading the catalogue, when that version is missing)."""
+    newest = Instructions.objects.first()
+    if newest is not None and data is None:
+        return newest
+    entry = (data or read_catalogue())["instructions"]
+    Instructions.objects.get_or_create(version=entry["version"], defaults={"text": entry["text"]})
+    return Instructions.objects.first()
 
 
 def _ensure_placeholders(prompt: Prompt, count: int) -> int:

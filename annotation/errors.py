@@ -15,6 +15,14 @@ class TaskNotFound(AnnotationError, NotFound):
     """No such task."""
 
 
+class AnnotatorExcluded(AnnotationError, Forbidden):
+    """The quality policy (or staff) excluded this annotator: no more tasks."""
+
+
+class StatusConflict(AnnotationError, Conflict):
+    """A status change that does not apply to the annotator's current status."""
+
+
 class NotReserved(AnnotationError, Forbidden):
     """The task is not reserved for this annotator."""
 
@@ -33,3 +41,27 @@ class ManifestError(AnnotationError):
     def __init__(self, errors: list[str]):
         super().__init__("\n".join(errors))
         self.errors = errors
+
+
+class AlreadyErased(AnnotationError, Conflict):
+    """The annotator's data is already erased."""
+
+
+class UnknownAnnotator(AnnotationError, NotFound):
+    """No annotator has this pseudonym."""
+
+
+class InvalidLink(AnnotationError):
+    """An entry link without the ids its platform adds."""
+
+
+class StudyClosed(AnnotationError, Forbidden):
+    """The study admits nobody new."""
+
+
+class AlreadyTookPart(AnnotationError, Conflict):
+    """The participant took part in this study already (another session)."""
+
+
+class GroupFull(AnnotationError, Conflict):
+    """The quota of the annotator's group is full: no first task for them."""

@@ -1,17 +1,20 @@
-"""Pseudonymous exports of rankings, joined with the annotators' demographics."""
+"""Pseudonymous exports of rankings (with their quality flags) and of preference pairs,
+joined with the annotators' demographics."""
 
 import csv
 import hashlib
 import hmac
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import combinations
 
 from django.conf import settings
 
-from .models import DemographicField, Item
-from .selectors import counted_rankings
+from .errors import UnknownAnnotator
+from .models import AnnotatorProfile, DemographicField, Item, RankingTask
+from .quality.gold import AttentionCheck, gold_score
+from .selectors import consented_rankings, counted_rankings
 
 
 def pseudonym(user_id: int) -> str:
@@ -20,38 +23,109 @@ def pseudonym(user_id: int) -> str:
     return "a-" + hmac.new(key, str(user_id).encode(), hashlib.sha256).hexdigest()[:12]
 
 
-def ranking_rows(include_synthetic: bool = False) -> Iterator[dict]:
-    """One row per ranking; demographics as ``demographics`` (one key per field)."""
+def annotator_for_pseudonym(name: str) -> AnnotatorProfile:
+    """The annotator behind an export's pseudonym (an HMAC cannot be inverted, so every
+    profile's pseudonym is computed: fine for the thousands of a study)."""
+    name = name.strip()
+    for profile in AnnotatorProfile.objects.select_related("user").order_by("pk").iterator():
+        if hmac.compare_digest(pseudonym(profile.user_id), name):
+            return profile
+    raise UnknownAnnotator(f"No annotator has the pseudonym '{name}'.")
+
+
+def _gold_score(task: RankingTask, order: list[int]) -> float | None:
+    try:
+        return gold_score(order, task.reference())
+    except ValueError:  # a malformed reference, or none of its pairs in this ranking
+        return None
+
+
+def _check_passed(task: RankingTask, order: list[int]) -> bool | None:
+    try:
+        return AttentionCheck(task.check_item_id, task.check_position).passed(order)
+    except ValueError:  # the card is not in the ranking, or the position is past it
+        return None
+
+
+def ranking_rows(include_synthetic: bool = False, include_left_out: bool = False) -> Iterator[dict]:
+    """One row per ranking that counts; demographics as ``demographics`` (one key per field).
+
+    Each row carries its annotator's status and its quality flags: ``gold`` (and the
+    ranking's ``gold_score``), the attention check's card, position and whether it
+    passed, and ``untouched`` (submitted in the shown order). ``include_left_out``:
+    every consented ranking, gold tasks' and excluded annotators' too (the flags say
+    which), for audits; labels never read those.
+    """
     keys = list(DemographicField.objects.values_list("key", flat=True))
-    rankings = counted_rankings(include_synthetic).select_related("annotator", "task__occupation")
-    for ranking in rankings.order_by("id").iterator(chunk_size=1000):
-        answers = ranking.annotator.demographics
+    rankings = consented_rankings if include_left_out else counted_rankings
+    rows = rankings(include_synthetic).select_related("annotator", "task__occupation")
+    for ranking in rows.order_by("id").iterator(chunk_size=1000):
+        answers, task, order = ranking.annotator.demographics, ranking.task, ranking.order
+        has_check = task.check_item_id is not None
         yield {
             "task": ranking.task_id,
-            "occupation": ranking.task.occupation.name,
+            "occupation": task.occupation.name,
             "annotator": pseudonym(ranking.annotator.user_id),
+            "annotator_status": ranking.annotator.status,
             "synthetic": ranking.annotator.is_synthetic,
-            "order": ranking.order,
+            "order": order,
             "shown_order": ranking.shown_order,
             "seconds_spent": ranking.seconds_spent,
+            "untouched": order == ranking.shown_order,
+            "gold": task.is_gold,
+            "gold_score": _gold_score(task, order) if task.is_gold else None,
+            "check_item": task.check_item_id,
+            "check_position": task.check_position,
+            "check_passed": _check_passed(task, order) if has_check else None,
             "created_at": ranking.created_at.isoformat(),
             "demographics": {key: answers.get(key, "") for key in keys},
         }
 
 
-def pair_rows(include_synthetic: bool = False) -> Iterator[dict]:
-    """Every ranking as chosen/rejected pairs: chosen is the less stereotypical item."""
-    texts = dict(Item.objects.values_list("id", "prompt__text"))
+def pair_rows(
+    include_synthetic: bool = False,
+    keep_identical_texts: bool = False,
+    image_url: Callable[[str], str] | None = None,
+) -> Iterator[dict]:
+    """The rankings that count as chosen/rejected pairs (chosen: the less stereotypical).
+
+    Columns for TRL's ``RewardTrainer``: ``chosen``, ``rejected`` (prompt texts) and
+    ``margin = (position of chosen - position of rejected) / (K - 1)`` in (0, 1];
+    beside them item ids, image URLs (``image_url(file name)``, default the storage's
+    URL), prompt types, task, occupation, annotator and demographics. An attention-
+    check card is left out (K counts the other cards). Pairs of two images of one
+    prompt (identical texts) teach a text model nothing and are left out unless
+    ``keep_identical_texts``.
+    """
+    url = image_url or Item._meta.get_field("image").storage.url
+    items = {
+        pk: (text, kind, name)
+        for pk, text, kind, name in Item.objects.values_list(
+            "id", "prompt__text", "prompt__prompt_type", "image"
+        )
+    }
     for row in ranking_rows(include_synthetic):
-        for earlier, later in combinations(row["order"], 2):
+        order = [i for i in row["order"] if i != row["check_item"]]
+        k = len(order)
+        for (i, earlier), (j, later) in combinations(enumerate(order), 2):
+            chosen, chosen_type, chosen_image = items[later]
+            rejected, rejected_type, rejected_image = items[earlier]
+            if chosen == rejected and not keep_identical_texts:
+                continue
             yield {
+                "chosen": chosen,
+                "rejected": rejected,
+                "margin": (j - i) / (k - 1),
+                "chosen_item": later,
+                "rejected_item": earlier,
+                "chosen_prompt_type": chosen_type,
+                "rejected_prompt_type": rejected_type,
+                "chosen_image_url": url(chosen_image),
+                "rejected_image_url": url(rejected_image),
                 "task": row["task"],
+                "occupation": row["occupation"],
                 "annotator": row["annotator"],
                 "demographics": row["demographics"],
-                "chosen_item": later,
-                "chosen": texts[later],
-                "rejected_item": earlier,
-                "rejected": texts[earlier],
             }
 
 

@@ -8,6 +8,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
+from .quality.gold import GoldReference
+
 
 class PromptType(models.TextChoices):
     STEREOTYPICAL = "stereotypical", "Stereotypical"
@@ -73,8 +75,46 @@ class Item(models.Model):
         return f"item {self.pk}: {self.prompt.text[:60]}"
 
 
+def check_instruction(position: int) -> str:
+    """The text an attention-check card shows instead of a prompt (``position`` from 0).
+
+    Prolific's rules: an explicit instruction, no trick, nothing to remember.
+    """
+    return (
+        f"This card is an attention check, not a prompt to rank: "
+        f"please put it at position {position + 1}."
+    )
+
+
+def _is_id(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_gold_reference(ref) -> GoldReference:
+    """``{"order": [ids]}`` or ``{"pairs": [[a, b], ...]}`` as a ``GoldReference``;
+    ``ValueError`` saying what is wrong otherwise."""
+    if isinstance(ref, dict) and set(ref) == {"order"} and isinstance(ref["order"], list):
+        if not all(map(_is_id, ref["order"])):
+            raise ValueError("a reference order lists whole-number item ids")
+        return GoldReference.from_order(ref["order"])
+    if isinstance(ref, dict) and set(ref) == {"pairs"} and isinstance(ref["pairs"], list):
+        pairs = ref["pairs"]
+        if not all(isinstance(p, list) and len(p) == 2 and all(map(_is_id, p)) for p in pairs):
+            raise ValueError("keyed pairs are [a, b] lists of two whole-number item ids")
+        return GoldReference.from_pairs(tuple(p) for p in pairs)
+    raise ValueError('a gold reference is {"order": [ids]} or {"pairs": [[a, b], ...]}')
+
+
 class RankingTask(models.Model):
-    """One occupation, K items, ranked by ``overlap`` annotators."""
+    """One occupation, K items, ranked by ``overlap`` annotators.
+
+    A *gold* task (``is_gold``) carries a reference, ``{"order": [ids]}`` (most to
+    least stereotypical, every pair keyed) or ``{"pairs": [[a, b], ...]}`` (only
+    these pairs keyed: a before b); it ignores overlap and never feeds labels.
+    A task may hold an *attention check*: ``check_item``, one of its cards, shows
+    ``check_instruction(check_position)`` instead of its prompt; that card never
+    feeds labels. Gold tasks hold no check (each measures one thing).
+    """
 
     occupation = models.ForeignKey(Occupation, on_delete=models.PROTECT, related_name="tasks")
     items = models.ManyToManyField(Item, through="TaskItem", related_name="tasks")
@@ -82,6 +122,12 @@ class RankingTask(models.Model):
     # Denormalised count of stored rankings, kept by services.submit_ranking under
     # a row lock; lets assignment order by "furthest from overlap" cheaply.
     ranking_count = models.PositiveIntegerField(default=0)
+    is_gold = models.BooleanField(default=False, db_index=True)
+    gold_reference = models.JSONField(null=True, blank=True)
+    check_item = models.ForeignKey(
+        Item, null=True, blank=True, on_delete=models.PROTECT, related_name="checks"
+    )
+    check_position = models.PositiveSmallIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -89,13 +135,56 @@ class RankingTask(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(overlap__gte=1), name="overlap_at_least_one"),
             models.CheckConstraint(
-                condition=Q(ranking_count__lte=models.F("overlap")),
+                condition=Q(is_gold=True) | Q(ranking_count__lte=models.F("overlap")),
                 name="never_more_rankings_than_overlap",
+            ),
+            models.CheckConstraint(
+                condition=Q(is_gold=False, gold_reference__isnull=True)
+                | Q(is_gold=True, gold_reference__isnull=False),
+                name="gold_task_has_a_reference",
+            ),
+            models.CheckConstraint(
+                condition=Q(check_item__isnull=True, check_position__isnull=True)
+                | Q(check_item__isnull=False, check_position__isnull=False, is_gold=False),
+                name="check_has_card_and_position_and_no_gold",
             ),
         ]
 
     def __str__(self) -> str:
         return f"task {self.pk} ({self.occupation})"
+
+    def reference(self) -> GoldReference:
+        """The gold reference as the quality library reads it; ``ValueError`` if malformed."""
+        return parse_gold_reference(self.gold_reference)
+
+    def clean(self) -> None:
+        """A gold reference names this task's items; a check card is one of its cards."""
+        errors, referred = {}, set()
+        if self.is_gold:
+            try:
+                referred = {i for pair in self.reference().pairs for i in pair}
+            except ValueError as error:
+                errors["gold_reference"] = str(error)
+        elif self.gold_reference is not None:
+            errors["gold_reference"] = "Only a gold task has a reference."
+        if (self.check_item_id is None) != (self.check_position is None):
+            errors["check_position"] = "An attention check needs both its card and its position."
+        if self.check_item_id is not None and self.is_gold:
+            errors["check_item"] = "A gold task holds no attention check."
+        if errors or self.pk is None:
+            if errors:
+                raise ValidationError(errors)
+            return
+        items = set(self.task_items.values_list("item_id", flat=True))
+        if referred - items:
+            errors["gold_reference"] = f"Items {sorted(referred - items)} are not in this task."
+        if self.check_item_id is not None:
+            if self.check_item_id not in items:
+                errors["check_item"] = "The check card must be one of this task's items."
+            if self.check_position >= len(items):
+                errors["check_position"] = f"Position must be below the task's {len(items)} cards."
+        if errors:
+            raise ValidationError(errors)
 
 
 class TaskItem(models.Model):
@@ -109,14 +198,18 @@ class TaskItem(models.Model):
 class DemographicField(models.Model):
     """One question of the demographics form; admins add fields without code.
 
-    ``choices`` is a list of strings; empty means free text. "Prefer not to say"
-    is always offered and every field is optional.
+    ``choices`` is a list of strings; empty means free text. With ``allow_other``
+    a field with choices also takes an answer in the annotator's own words.
+    "Prefer not to say" is always offered and every field is optional.
     """
 
     key = models.SlugField(max_length=50, unique=True)
     label = models.CharField(max_length=200)
     help_text = models.CharField(max_length=300, blank=True)
     choices = models.JSONField(default=list, blank=True)
+    allow_other = models.BooleanField(
+        default=False, help_text="Besides the choices, offer 'other' in the annotator's own words."
+    )
     order = models.PositiveSmallIntegerField(default=0)
     active = models.BooleanField(default=True)
 
@@ -131,6 +224,12 @@ class DemographicField(models.Model):
     def clean(self) -> None:
         if not isinstance(self.choices, list) or not all(isinstance(c, str) for c in self.choices):
             raise ValidationError({"choices": "Choices must be a list of strings."})
+        if any(c.strip().lower() == self.PREFER_NOT_TO_SAY for c in self.choices):
+            raise ValidationError({"choices": f"'{self.PREFER_NOT_TO_SAY}' is always offered."})
+        if len({c.strip().lower() for c in self.choices}) != len(self.choices):
+            raise ValidationError({"choices": "Each choice may appear only once."})
+        if self.allow_other and not self.choices:
+            raise ValidationError({"allow_other": "A field without choices is free text already."})
 
 
 class ConsentText(models.Model):
@@ -147,6 +246,39 @@ class ConsentText(models.Model):
         return f"consent v{self.version}"
 
 
+class AnnotatorStatus(models.TextChoices):
+    """What the quality policy (annotation/quality/policy.py) or staff made of an annotator."""
+
+    OK = "ok", "OK"
+    WARNED = "warned", "Warned"
+    EXCLUDED = "excluded", "Excluded"
+
+
+class SyntheticKind(models.TextChoices):
+    """How a synthetic annotator ranks (annotation/simulation.py); careless ones test the policy."""
+
+    CAREFUL = "careful", "Careful"
+    RANDOM = "random", "Random order"
+    SHOWN = "shown", "Keeps the shown order"
+    HURRIED = "hurried", "Hurried"
+
+
+class Instructions(models.Model):
+    """A version of the instructions with worked examples, shown before the first task;
+    staff publish a new version in the admin, the newest is the one shown."""
+
+    version = models.PositiveIntegerField(unique=True)
+    text = models.TextField(help_text="Plain text; a blank line starts a new paragraph.")
+    published_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-version"]
+        verbose_name_plural = "instructions"
+
+    def __str__(self) -> str:
+        return f"instructions v{self.version}"
+
+
 class AnnotatorProfile(models.Model):
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotator"
@@ -155,10 +287,57 @@ class AnnotatorProfile(models.Model):
     demographics = models.JSONField(default=dict, blank=True)
     quota = models.PositiveIntegerField(default=20)
     is_synthetic = models.BooleanField(default=False)
+    synthetic_kind = models.CharField(max_length=20, choices=SyntheticKind.choices, blank=True)
+    # Kept by annotation.standing (the policy, or staff); its history is StatusChange.
+    status = models.CharField(
+        max_length=20, choices=AnnotatorStatus.choices, default=AnnotatorStatus.OK
+    )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set by annotation.erasure: demographics, external ids and rankings are gone.
+    erased_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(synthetic_kind="") | Q(is_synthetic=True),
+                name="synthetic_kind_only_for_synthetic",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"annotator {self.user_id}"
+
+
+class StatusChange(models.Model):
+    """One change of an annotator's status: from what, to what, why, by whom, when.
+
+    ``by`` is the staff member who made it, or empty when the policy did.
+    """
+
+    annotator = models.ForeignKey(
+        AnnotatorProfile, on_delete=models.CASCADE, related_name="status_changes"
+    )
+    previous = models.CharField(max_length=20, choices=AnnotatorStatus.choices)
+    status = models.CharField(max_length=20, choices=AnnotatorStatus.choices)
+    reason = models.TextField()
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(reason=""), name="status_change_has_a_reason")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator}: {self.previous} -> {self.status}"
+
+    @property
+    def is_reinstatement(self) -> bool:
+        """Staff lifted an annotator back to ok."""
+        return self.by_id is not None and self.status == AnnotatorStatus.OK
 
 
 class ConsentQuerySet(models.QuerySet):
@@ -240,3 +419,14 @@ class RankedItem(models.Model):
             models.UniqueConstraint(fields=["ranking", "item"], name="unique_ranked_item"),
             models.UniqueConstraint(fields=["ranking", "position"], name="unique_position"),
         ]
+
+
+# The study's own models (recruitment, quotas, erasure records) live beside these;
+# imported here so that Django registers them with the app.
+from .study_models import (  # noqa: E402, F401
+    Erasure,
+    GroupQuota,
+    Participation,
+    QuotaSeat,
+    Study,
+)

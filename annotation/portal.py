@@ -6,20 +6,21 @@ Every page except log-in, sign-up and consent needs an active consent.
 
 from functools import wraps
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.views import LoginView
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from annotation import services
-from annotation.catalogue import ensure_consent_text
-from annotation.errors import AnnotationError
-from annotation.models import DemographicField
-
-PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
+from annotation import demographics_forms, practice, recruitment, services
+from annotation.catalogue import ensure_consent_text, ensure_instructions
+from annotation.errors import AnnotationError, GroupFull
+from annotation.exports import pseudonym
+from annotation.models import AnnotatorStatus, DemographicField
+from annotation.portal_study import turned_away
 
 
 def consent_required(view):
@@ -35,6 +36,18 @@ def consent_required(view):
         return view(request, *args, **kwargs)
 
     return wrapped
+
+
+class PortalLoginView(LoginView):
+    """Log-in; without a ``next``, staff go to the dashboards, annotators to their home."""
+
+    template_name = "portal/login.html"
+    redirect_authenticated_user = True
+
+    def get_default_redirect_url(self) -> str:
+        if self.request.user.is_staff:
+            return reverse("dashboards:progress")
+        return super().get_default_redirect_url()
 
 
 @require_http_methods(["GET", "POST"])
@@ -54,45 +67,34 @@ def signup(request):
 @require_http_methods(["GET", "POST"])
 def consent(request):
     profile = services.get_profile(request.user)
+    participation = recruitment.participation_of(profile)
+    if participation and participation.outcome == participation.Outcome.SCREENED_OUT:
+        return redirect("portal:screened_out")
     if request.method == "POST":
         action = request.POST.get("action")
+        if action == "decline" and participation:
+            recruitment.screen_out(participation, participation.ScreenOut.DECLINED_CONSENT)
+            return redirect("portal:screened_out")
         if action == "agree":
             services.give_consent(profile)
             messages.success(request, "Thank you: your consent is recorded.")
             return redirect("portal:home" if profile.demographics else "portal:demographics")
         if action == "withdraw":
-            services.withdraw_consent(profile)
-            messages.info(request, "Your consent is withdrawn. You can agree again at any time.")
-            return redirect("portal:consent")
+            return redirect("portal:withdraw")  # asks for confirmation first
     text = ensure_consent_text()
+    standing = profile.consents.active().select_related("text").first()
     return render(
         request,
         "portal/consent.html",
         {
             "consent_text": text.text,
             "version": text.version,
-            "has_consent": services.has_consent(profile),
+            "has_consent": standing is not None and standing.text_id == text.pk,
+            "agreed_version": standing.text.version if standing else None,
+            "pseudonym": pseudonym(request.user.pk),
+            "participant": participation is not None,
         },
     )
-
-
-def demographics_form_class(fields):
-    """A form with one optional field per active DemographicField."""
-    form_fields = {}
-    for field in fields:
-        if field.choices:
-            options = [("", "—")] + [(c, c) for c in field.choices] + [(PREFER_NOT, PREFER_NOT)]
-            form_fields[field.key] = forms.ChoiceField(
-                label=field.label, help_text=field.help_text, choices=options, required=False
-            )
-        else:
-            form_fields[field.key] = forms.CharField(
-                label=field.label, help_text=field.help_text, required=False, max_length=200
-            )
-            form_fields[f"{field.key}__prefer_not"] = forms.BooleanField(
-                label=f"{field.label}: {PREFER_NOT}", required=False
-            )
-    return type("DemographicsForm", (forms.Form,), form_fields)
 
 
 @consent_required
@@ -100,36 +102,20 @@ def demographics_form_class(fields):
 def demographics(request):
     profile = request.profile
     fields = list(DemographicField.objects.filter(active=True))
-    form_class = demographics_form_class(fields)
+    form_class = demographics_forms.demographics_form_class(fields)
     if request.method == "POST":
         form = form_class(request.POST)
         if form.is_valid():
-            answers = {}
-            for field in fields:
-                value = form.cleaned_data.get(field.key) or ""
-                if form.cleaned_data.get(f"{field.key}__prefer_not"):
-                    value = PREFER_NOT
-                answers[field.key] = value
             try:
-                services.save_demographics(profile, answers)
+                services.save_demographics(profile, demographics_forms.answers(form))
             except AnnotationError as error:
                 form.add_error(None, error.message)
             else:
                 messages.success(request, "Thank you: your answers are saved.")
                 return redirect("portal:home")
     else:
-        initial = {}
-        for field in fields:
-            value = profile.demographics.get(field.key, "")
-            if not field.choices and value == PREFER_NOT:
-                initial[f"{field.key}__prefer_not"] = True
-            else:
-                initial[field.key] = value
-        form = form_class(initial=initial)
-    rows = [
-        {"field": form[f.key], "prefer_not": None if f.choices else form[f"{f.key}__prefer_not"]}
-        for f in fields
-    ]
+        form = form_class(initial=demographics_forms.initial(fields, profile.demographics))
+    rows = demographics_forms.rows(form)
     return render(request, "portal/demographics.html", {"form": form, "rows": rows})
 
 
@@ -145,8 +131,65 @@ def home(request):
             "quota": stats["quota"],
             "percent": min(percent, 100),
             "finished": stats["done"] >= stats["quota"],
+            "participant": recruitment.participation_of(request.profile) is not None,
+            "excluded": services.excluded_message(request.profile)
+            if request.profile.status == AnnotatorStatus.EXCLUDED
+            else "",
+            "first_time": stats["done"] == 0 and not request.session.get("instructions_read"),
         },
     )
+
+
+@login_required
+def instructions(request):
+    """The newest instructions with worked examples; offered before the first task."""
+    text = ensure_instructions()
+    request.session["instructions_read"] = text.version
+    return render(
+        request,
+        "portal/instructions.html",
+        {"text": text.text, "version": text.version, "k": 6},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def practice_task(request):
+    """A practice ranking checked against the reference order; never stored."""
+    task = practice.practice_task()
+    context = {"practice": task, "action": reverse("portal:practice")}
+    if task is None:
+        return render(request, "portal/practice.html", context)
+    labels = {item.pk: f"Image {chr(ord('A') + i)}" for i, item in enumerate(task.shown)}
+    shown = task.shown
+    if request.method == "POST":
+        order = _parse_order(request.POST.get("order", ""))
+        try:
+            feedback = practice.check(task, order)
+        except AnnotationError as error:
+            messages.error(request, error.message)
+        else:
+            if feedback.matches:
+                messages.success(request, "Your order matches the reference.")
+            else:
+                messages.info(
+                    request,
+                    f"{feedback.in_place} of {len(feedback.rows)} images are where the "
+                    "reference puts them.",
+                )
+            by_id = {item.pk: item for item in task.reference}
+            shown = [by_id[i] for i in order]
+            context["feedback"] = feedback
+            context["rows"] = [dict(row, label=labels[row["item"].pk]) for row in feedback.rows]
+    context.update(
+        cards=[
+            {"item": item, "label": labels[item.pk], "position": i + 1}
+            for i, item in enumerate(shown)
+        ],
+        k=len(shown),
+        order=",".join(str(item.pk) for item in shown),
+    )
+    return render(request, "portal/practice.html", context)
 
 
 def _parse_order(raw: str):
@@ -183,15 +226,24 @@ def rank(request):
 
     try:
         assignment = services.next_task(profile)
+    except GroupFull as error:
+        return turned_away(request, profile, error)
     except AnnotationError as error:
         messages.error(request, error.message)
         return redirect("portal:home")
     if assignment is None:
+        if recruitment.participation_of(profile):
+            return redirect("portal:complete")  # the completion code
         messages.info(request, "No more tasks for you right now: thank you!")
         return redirect("portal:home")
     cards = [
-        {"item": item, "label": f"Image {chr(ord('A') + i)}", "position": i + 1}
-        for i, item in enumerate(services.shown_items(assignment))
+        {
+            "item": card.item,
+            "text": card.text,
+            "label": f"Image {chr(ord('A') + i)}",
+            "position": i + 1,
+        }
+        for i, card in enumerate(services.shown_cards(assignment))
     ]
     stats = services.progress(profile)
     return render(

@@ -1,22 +1,23 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from annotation import portal
+from annotation import portal, portal_study
 
 app_name = "portal"
 
 urlpatterns = [
     path("", portal.home, name="home"),
     path("signup/", portal.signup, name="signup"),
-    path(
-        "login/",
-        auth_views.LoginView.as_view(
-            template_name="portal/login.html", redirect_authenticated_user=True
-        ),
-        name="login",
-    ),
+    path("login/", portal.PortalLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("consent/", portal.consent, name="consent"),
+    path("consent/withdraw/", portal_study.withdraw, name="withdraw"),
+    path("erased/", portal_study.erased, name="erased"),
+    path("join/<slug:slug>/", portal_study.join, name="join"),
+    path("complete/", portal_study.complete, name="complete"),
+    path("screened-out/", portal_study.screened_out, name="screened_out"),
     path("demographics/", portal.demographics, name="demographics"),
     path("rank/", portal.rank, name="rank"),
+    path("instructions/", portal.instructions, name="instructions"),
+    path("practice/", portal.practice_task, name="practice"),
 ]

@@ -1,21 +1,55 @@
 """Reads of the annotation side, one function per question.
 
 "The rankings that count" is answered here and only here (``counted_rankings``):
-labels, snapshots, exports and the retraining schedule all read through it.
+labels, snapshots, exports and the retraining schedule all read through it;
+``left_out_rankings`` is its complement, with the reasons.
 """
 
 from __future__ import annotations
 
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    Max,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
 
 from .labels import LabelRow
-from .models import AnnotatorProfile, Consent, Occupation, RankedItem, Ranking
+from .models import (
+    AnnotatorProfile,
+    AnnotatorStatus,
+    Consent,
+    Occupation,
+    RankedItem,
+    Ranking,
+    RankingTask,
+    StatusChange,
+    parse_gold_reference,
+)
+from .quality.gold import AttentionCheck, GoldReference
+from .quality.records import RankingRecord
+from .study_models import Erasure
+
+log = logging.getLogger(__name__)
 
 
-def counted_rankings(include_synthetic: bool = False) -> QuerySet[Ranking]:
-    """The rankings that count: their annotator's consent stands (a withdrawal takes
-    them out), and synthetic annotators' only when asked for."""
+def consented_rankings(include_synthetic: bool = False) -> QuerySet[Ranking]:
+    """Rankings whose annotator's consent stands (a withdrawal takes them out), synthetic
+    annotators' only when asked for: what the quality report reads, gold tasks and
+    excluded annotators included. Labels read ``counted_rankings``."""
     consented = Consent.objects.active().filter(annotator=OuterRef("annotator"))
     rankings = Ranking.objects.filter(Exists(consented))
     if not include_synthetic:
@@ -23,15 +57,87 @@ def counted_rankings(include_synthetic: bool = False) -> QuerySet[Ranking]:
     return rankings
 
 
+def counted_rankings(include_synthetic: bool = False) -> QuerySet[Ranking]:
+    """The rankings that count: consented (``consented_rankings``), not by an excluded
+    annotator, not of a gold task (gold never feeds labels). An attention-check card
+    in a ranking that counts is still left out of labels (``label_rows``)."""
+    return (
+        consented_rankings(include_synthetic)
+        .filter(task__is_gold=False)
+        .exclude(annotator__status=AnnotatorStatus.EXCLUDED)
+    )
+
+
 def label_rows(include_synthetic: bool = False) -> list[LabelRow]:
     """Every ranked item of the rankings that count, with the annotator's demographics
-    (one query; the input of ``labels.item_labels`` and ``labels.group_labels``)."""
+    (one query; the input of ``labels.item_labels`` and ``labels.group_labels``).
+
+    An attention-check card is dropped and the other items' positions close up
+    (0..K-2), so the card neither gets a label nor shifts the others'.
+    """
     values = (
         RankedItem.objects.filter(ranking__in=counted_rankings(include_synthetic))
         .order_by("ranking_id", "position")
-        .values_list("ranking_id", "item_id", "position", "ranking__annotator__demographics")
+        .values_list(
+            "ranking_id",
+            "item_id",
+            "ranking__annotator__demographics",
+            "ranking__task__check_item_id",
+        )
     )
-    return [LabelRow(rid, iid, pos, demo or {}) for rid, iid, pos, demo in values]
+    rows, position = [], defaultdict(int)
+    for rid, iid, demo, card in values:
+        if iid == card:
+            continue
+        rows.append(LabelRow(rid, iid, position[rid], demo or {}))
+        position[rid] += 1
+    return rows
+
+
+CONSENT_WITHDRAWN, EXCLUDED, SYNTHETIC, GOLD = (
+    "consent withdrawn",
+    "excluded annotator",
+    "synthetic annotator",
+    "gold task",
+)
+
+
+def left_out_rankings(include_synthetic: bool, last_ranking_id: int | None) -> list[dict]:
+    """The rankings up to ``last_ranking_id`` that do not count, by annotator and reason
+    (one query): ``[{"user_id", "reason", "rankings"}]``. A ranking's reason is the first
+    that applies of: consent withdrawn, excluded annotator, synthetic annotator (when
+    not included), gold task; the complement of ``counted_rankings``."""
+    consented = Exists(Consent.objects.active().filter(annotator=OuterRef("annotator")))
+    reasons = [
+        When(~consented, then=Value(CONSENT_WITHDRAWN)),
+        When(annotator__status=AnnotatorStatus.EXCLUDED, then=Value(EXCLUDED)),
+        When(task__is_gold=True, then=Value(GOLD)),
+    ]
+    if not include_synthetic:
+        reasons.insert(2, When(annotator__is_synthetic=True, then=Value(SYNTHETIC)))
+    rankings = Ranking.objects.all()
+    if last_ranking_id is not None:
+        rankings = rankings.filter(pk__lte=last_ranking_id)
+    rows = (
+        rankings.annotate(reason=Case(*reasons, default=Value("")))
+        .exclude(reason="")
+        .order_by()
+        .values("annotator__user_id", "reason")
+        .annotate(rankings=Count("pk"))
+        .order_by("annotator__user_id", "reason")
+    )
+    return [
+        {"user_id": r["annotator__user_id"], "reason": r["reason"], "rankings": r["rankings"]}
+        for r in rows
+    ]
+
+
+def check_cards_left_out(include_synthetic: bool, last_ranking_id: int | None) -> int:
+    """How many attention-check cards ``label_rows`` drops from the rankings that count."""
+    rankings = counted_rankings(include_synthetic).filter(task__check_item__isnull=False)
+    if last_ranking_id is not None:
+        rankings = rankings.filter(pk__lte=last_ranking_id)
+    return rankings.count()
 
 
 def counted_rankings_after(last_ranking_id: int | None, include_synthetic: bool = False) -> int:
@@ -42,19 +148,144 @@ def counted_rankings_after(last_ranking_id: int | None, include_synthetic: bool 
     return rankings.count()
 
 
+def since_reinstatement(rankings: QuerySet[Ranking]) -> QuerySet[Ranking]:
+    """``rankings`` stored after their annotator's last reinstatement by staff (all of
+    them when there was none): a reinstated annotator starts afresh with the policy."""
+    last = (
+        StatusChange.objects.filter(
+            annotator=OuterRef("annotator"), by__isnull=False, status=AnnotatorStatus.OK
+        )
+        .order_by("-id")
+        .values("created_at")[:1]
+    )
+    return rankings.annotate(since=Subquery(last)).filter(
+        Q(since__isnull=True) | Q(created_at__gt=F("since"))
+    )
+
+
+@dataclass
+class QualityInputs:
+    """Rankings as the quality library reads them, keyed by user id, with their tasks'
+    gold references and attention checks (keyed by task id)."""
+
+    records: list[RankingRecord] = field(default_factory=list)
+    gold: dict[int, GoldReference] = field(default_factory=dict)
+    checks: dict[int, AttentionCheck] = field(default_factory=dict)
+    ranking_ids: list[int] = field(default_factory=list)
+
+
+def quality_inputs(rankings: QuerySet[Ranking]) -> QualityInputs:
+    """``rankings`` as ``RankingRecord``s (annotator = user id), one query.
+
+    A gold task whose stored reference is malformed (edited past the model's
+    checks) is logged and not scored.
+    """
+    rows = rankings.order_by("id").values_list(
+        "id",
+        "task_id",
+        "annotator__user_id",
+        "task__occupation__name",
+        "order",
+        "shown_order",
+        "seconds_spent",
+        "annotator__demographics",
+        "task__is_gold",
+        "task__gold_reference",
+        "task__check_item_id",
+        "task__check_position",
+    )
+    out, malformed = QualityInputs(), set()
+    for rid, task, user, occupation, order, shown, seconds, demo, gold, ref, card, at in rows:
+        out.ranking_ids.append(rid)
+        out.records.append(
+            RankingRecord(task, user, occupation, order, shown or (), seconds, demo or {})
+        )
+        if gold and task not in out.gold and task not in malformed:
+            try:
+                out.gold[task] = parse_gold_reference(ref)
+            except ValueError as error:
+                malformed.add(task)
+                log.warning("gold task %s is not scored: %s", task, error)
+        if card is not None:
+            out.checks[task] = AttentionCheck(card, at)
+    return out
+
+
+def annotator_statuses(user_ids: set[int]) -> list[dict]:
+    """Those users' profiles: pk, user id, status with its last recorded reason, synthetic
+    flag and kind (one query)."""
+    last = StatusChange.objects.filter(annotator=OuterRef("pk")).order_by("-id")
+    return list(
+        AnnotatorProfile.objects.filter(user_id__in=user_ids)
+        .annotate(reason=Subquery(last.values("reason")[:1]))
+        .values("pk", "user_id", "status", "is_synthetic", "synthetic_kind", "reason")
+    )
+
+
+def recent_status_changes(limit: int = 20) -> QuerySet[StatusChange]:
+    """The latest status changes, with their annotator and the staff member who made them."""
+    return StatusChange.objects.select_related("annotator", "by").order_by("-id")[:limit]
+
+
+def quality_data_version() -> str:
+    """A token that changes when what the quality report reads changes: rankings,
+    statuses, consents, gold and check tasks (edits of a reference in place aside)."""
+    rankings = Ranking.objects.aggregate(n=Count("pk"), last=Max("pk"))
+    changes = StatusChange.objects.aggregate(last=Max("pk"))
+    consents = Consent.objects.aggregate(n=Count("pk"), withdrawn=Count("withdrawn_at"))
+    tasks = RankingTask.objects.aggregate(
+        gold=Count("pk", filter=Q(is_gold=True)), checks=Count("check_item"), last=Max("pk")
+    )
+    parts = (rankings, changes, consents, tasks)
+    return "-".join(str(v) for part in parts for v in part.values())
+
+
 def annotators() -> QuerySet[AnnotatorProfile]:
     """Annotator profiles: staff accounts rank only to try the portal and are left out."""
     return AnnotatorProfile.objects.filter(user__is_staff=False)
 
 
+def active_annotators() -> QuerySet[AnnotatorProfile]:
+    """Annotators whose consent stands (any version): not withdrawn, not erased."""
+    return annotators().filter(Exists(Consent.objects.active().filter(annotator=OuterRef("pk"))))
+
+
+def annotator_status_counts() -> dict[str, int]:
+    """How many human annotators (staff left out) are active, withdrawn or erased (one query).
+
+    Withdrawn: gave consent once, none stands now, data kept. Erased: data gone.
+    """
+    stands = Exists(Consent.objects.active().filter(annotator=OuterRef("pk")))
+    gave = Exists(Consent.objects.filter(annotator=OuterRef("pk")))
+    return (
+        annotators()
+        .filter(is_synthetic=False)
+        .aggregate(
+            active=Count("pk", filter=Q(stands)),
+            withdrawn=Count("pk", filter=Q(gave, ~stands, erased_at__isnull=True)),
+            erased=Count("pk", filter=Q(erased_at__isnull=False)),
+        )
+    )
+
+
+def erasures_after(moment) -> QuerySet[Erasure]:
+    """Erasures since ``moment`` (a snapshot's ``created_at``): their annotators' rankings
+    are in what was frozen then, and in nothing built afterwards."""
+    return Erasure.objects.filter(erased_at__gt=moment)
+
+
 def occupation_progress() -> list[dict]:
-    """Per occupation: tasks, rankings, filled overlap slots and complete tasks (one query)."""
+    """Per occupation: tasks, rankings, filled overlap slots and complete tasks (one query);
+    gold tasks, which ignore overlap, are not part of it."""
+    study = Q(tasks__is_gold=False)
     rows = (
         Occupation.objects.annotate(
-            n_tasks=Count("tasks"),
-            slots=Sum("tasks__overlap", default=0),
-            rankings=Sum("tasks__ranking_count", default=0),
-            complete=Count("tasks", filter=Q(tasks__ranking_count__gte=F("tasks__overlap"))),
+            n_tasks=Count("tasks", filter=study),
+            slots=Sum("tasks__overlap", filter=study, default=0),
+            rankings=Sum("tasks__ranking_count", filter=study, default=0),
+            complete=Count(
+                "tasks", filter=study & Q(tasks__ranking_count__gte=F("tasks__overlap"))
+            ),
         )
         .order_by("name")
         .values("name", "n_tasks", "slots", "rankings", "complete")
@@ -63,10 +294,11 @@ def occupation_progress() -> list[dict]:
 
 
 def annotator_progress(page: int | str | None, per_page: int = 50) -> Page:
-    """One page of annotators (staff left out) with ``done`` rankings, most active first
-    (one query plus a count); rows are dicts of user id, username, quota, done, synthetic."""
+    """One page of active annotators (staff, withdrawn and erased left out) with ``done``
+    rankings, most active first (one query plus a count); rows are dicts of user id,
+    username, quota, done, synthetic."""
     profiles = (
-        annotators()
+        active_annotators()
         .annotate(done=Count("rankings"))
         .order_by("is_synthetic", "-done", "user__username")
         .values("user_id", "user__username", "quota", "done", "is_synthetic")

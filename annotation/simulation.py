@@ -12,12 +12,25 @@ Latent model (what a ranking is drawn from). Each item has a latent *diversity*
   annotators agree on which images are more or less stereotypical within a type.
 * ``group_bias``: how strongly a group separates the types; younger bands see
   the contrast more sharply (>0), older bands less (<0), "prefer not to say" 0.
-* noise: per annotator and task, seeded by (seed, annotator number, task id).
+* noise: per annotator and task, seeded by (seed, annotator number, the task's
+  image hashes): by content, not by the ids a database hands out (PostgreSQL
+  sequences are not rolled back, SQLite's are), so the same data gives the same
+  noise on either.
 
 The ranking orders items by ``z`` ascending: most stereotypical first, as the
-portal asks. Everything is seeded, so the same seed on the same data gives the
-same rankings. Users are named ``synthetic-<seed>-<n>`` and their profiles have
+portal asks; an attention-check card is put where its instruction says.
+Everything is seeded, so the same seed on the same data gives the same rankings.
+Users are named ``synthetic-<seed>-<n>`` and their profiles have
 ``is_synthetic=True``; rankings are stored through ``annotation.services``.
+
+Careless annotators (``careless``: the fraction drawn, seeded) ignore the
+latent model and the cards' texts; their kind is stored in
+``AnnotatorProfile.synthetic_kind`` so a test can score the quality policy:
+
+* ``random``: a uniformly random order, 2-4 s per item;
+* ``shown``: submits the order the cards were shown in, 1-3 s per task;
+* ``hurried``: moves one random card to the top and submits the rest as shown,
+  1-4 s per task.
 """
 
 from __future__ import annotations
@@ -27,7 +40,8 @@ import random
 from django.contrib.auth import get_user_model
 
 from . import services
-from .models import DemographicField, Item, RankingTask
+from .errors import AnnotatorExcluded
+from .models import AnnotatorStatus, DemographicField, Item, RankingTask, SyntheticKind
 
 BASE = {"stereotypical": 0.2, "neutral": 0.5, "diverse": 0.8}
 ITEM_SD = 0.08
@@ -126,11 +140,55 @@ def latent_order(items: list[Item], demographics: dict, rng: random.Random) -> l
     return sorted(scores, key=lambda pk: (scores[pk], pk))
 
 
-def simulate(count: int, tasks_per_annotator: int, seed: int = 0) -> dict:
-    """Create (or reuse) ``count`` synthetic annotators, each ranking up to M tasks."""
+CARELESS_KINDS = (SyntheticKind.RANDOM, SyntheticKind.SHOWN, SyntheticKind.HURRIED)
+
+
+def careless_kinds(count: int, fraction: float, seed: int) -> list[str]:
+    """Each of ``count`` annotators' kind: ``round(fraction * count)`` of them, drawn at
+    random, careless (the kinds in turn), the rest careful."""
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"the careless fraction must be in [0, 1], got {fraction}")
+    rng = random.Random(f"{seed}:careless")
+    drawn = rng.sample(range(count), round(fraction * count))
+    kinds = [SyntheticKind.CAREFUL.value] * count
+    for i, n in enumerate(drawn):
+        kinds[n] = CARELESS_KINDS[i % len(CARELESS_KINDS)].value
+    return kinds
+
+
+def careful_order(task: RankingTask, items: list[Item], demographics: dict, rng) -> list[int]:
+    """The latent order, with an attention-check card moved where its instruction says."""
+    card = task.check_item_id
+    order = latent_order([i for i in items if i.pk != card], demographics, rng)
+    if card is not None:
+        order.insert(min(task.check_position, len(order)), card)
+    return order
+
+
+def careless_order(kind: str, shown: list[int], rng: random.Random) -> tuple[list[int], float]:
+    """A careless annotator's order of the shown cards and the seconds it took."""
+    order = list(shown)
+    if kind == SyntheticKind.RANDOM:
+        order = sorted(order)  # a seeded order whatever the (random) shown order
+        rng.shuffle(order)
+        return order, round(rng.uniform(2.0, 4.0) * len(order), 1)
+    if kind == SyntheticKind.HURRIED:
+        order.insert(0, order.pop(rng.randrange(len(order))))
+        return order, round(rng.uniform(1.0, 4.0), 1)
+    if kind == SyntheticKind.SHOWN:
+        return order, round(rng.uniform(1.0, 3.0), 1)
+    raise ValueError(f"not a careless kind: {kind!r}")
+
+
+def simulate(count: int, tasks_per_annotator: int, seed: int = 0, careless: float = 0.0) -> dict:
+    """Create (or reuse) ``count`` synthetic annotators, each ranking up to M tasks.
+
+    An annotator the quality policy excludes stops there; ``excluded`` counts them.
+    """
     User = get_user_model()
     fields = list(DemographicField.objects.filter(active=True))
-    made_users = rankings = 0
+    kinds = careless_kinds(count, careless, seed)
+    made_users = rankings = excluded = 0
     for n in range(count):
         user, new_user = User.objects.get_or_create(username=f"synthetic-{seed}-{n:04d}")
         if new_user:
@@ -138,25 +196,43 @@ def simulate(count: int, tasks_per_annotator: int, seed: int = 0) -> dict:
             user.save(update_fields=["password"])
             made_users += 1
         profile = services.get_profile(user)
-        if not profile.is_synthetic or profile.quota < tasks_per_annotator:
+        if (
+            not profile.is_synthetic
+            or profile.quota < tasks_per_annotator
+            or profile.synthetic_kind != kinds[n]
+        ):
             profile.is_synthetic = True
+            profile.synthetic_kind = kinds[n]
             profile.quota = max(profile.quota, tasks_per_annotator)
-            profile.save(update_fields=["is_synthetic", "quota"])
+            profile.save(update_fields=["is_synthetic", "synthetic_kind", "quota"])
         services.give_consent(profile)
         if new_user or not profile.demographics:
             answers = draw_demographics(random.Random(f"{seed}:{n}:d"), fields)
             services.save_demographics(profile, answers)
         done = profile.rankings.count()
         while done < tasks_per_annotator:
-            assignment = services.next_task(profile)
+            try:
+                assignment = services.next_task(profile)
+            except AnnotatorExcluded:
+                break
             if assignment is None:
                 break
             task = RankingTask.objects.get(pk=assignment.task_id)
             items = list(task.items.select_related("prompt"))
-            rng = random.Random(f"{seed}:{n}:{task.pk}")
-            order = latent_order(items, profile.demographics, rng)
-            seconds = round(max(5.0, rng.gauss(8.0 * len(items), 10.0)), 1)
+            hashes = ",".join(sorted(item.image_sha256 for item in items))
+            rng = random.Random(f"{seed}:{n}:{hashes}")
+            if kinds[n] == SyntheticKind.CAREFUL:
+                order = careful_order(task, items, profile.demographics, rng)
+                seconds = round(max(5.0, rng.gauss(8.0 * len(items), 10.0)), 1)
+            else:
+                order, seconds = careless_order(kinds[n], assignment.shown_order, rng)
             _, created = services.submit_ranking(profile, task.pk, order, seconds_spent=seconds)
             rankings += created
             done += 1
-    return {"annotators": made_users, "rankings": rankings}
+        excluded += profile.status == AnnotatorStatus.EXCLUDED
+    return {
+        "annotators": made_users,
+        "rankings": rankings,
+        "careless": sum(k != SyntheticKind.CAREFUL for k in kinds),
+        "excluded": excluded,
+    }

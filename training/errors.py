@@ -11,6 +11,10 @@ class SnapshotError(TrainingError):
     """No snapshot can be made from what is there; the message says why."""
 
 
+class NothingToSnapshot(SnapshotError, Conflict):
+    """No rankings count yet: a state, not a bad request."""
+
+
 class AugmentationError(TrainingError):
     """An augmentation that cannot be requested or run as asked."""
 

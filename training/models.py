@@ -16,7 +16,8 @@ class DatasetSnapshot(models.Model):
     ``examples`` is a list of ``{"key", "item_id", "text", "label", "group",
     "occupation", "prompt_type", "split"}`` (``split`` is ``train`` or ``eval``);
     ``group_labels`` is ``{field: {value: {key: label}}}`` from that demographic
-    group's rankings only. Personal data stays out: only aggregated labels.
+    group's rankings only. Personal data stays out: only aggregated labels and,
+    in ``exclusions``, pseudonyms.
     """
 
     created_at = models.DateTimeField(auto_now_add=True)
@@ -35,6 +36,9 @@ class DatasetSnapshot(models.Model):
     eval_count = models.PositiveIntegerField()
     examples = models.JSONField()
     group_labels = models.JSONField(default=dict, blank=True)
+    # What the snapshot did not see and why (training.snapshots.exclusions): pseudonymous
+    # annotators with their reason, ranking counts per reason, check cards dropped.
+    exclusions = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-id"]
@@ -219,6 +223,9 @@ class Checkpoint(models.Model):
     data_hash = models.CharField(max_length=64, blank=True)
     code_version = models.CharField(max_length=100, blank=True)
     threshold = models.FloatField()
+    threshold_basis = models.TextField(
+        blank=True, help_text="How the threshold was set: calibrated on what, or why not."
+    )
     metrics = models.JSONField(default=dict, blank=True)
     source = models.CharField(max_length=200, blank=True, help_text="Imported file, if any.")
     created_at = models.DateTimeField(auto_now_add=True)

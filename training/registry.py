@@ -95,6 +95,21 @@ def _next_version(counter: VersionCounter) -> int:
     return counter.last
 
 
+def threshold_basis(files: MLCheckpoint) -> str:
+    """How a checkpoint's threshold was set, from what its files record."""
+    calibration = files.extra.get("calibration") or {}
+    if calibration.get("basis"):
+        return calibration["basis"]
+    if files.extra.get("threshold_method"):  # written by ``python -m training.ml train``
+        return f"{files.extra['threshold_method']}: {files.extra.get('threshold_reason', '')}"
+    if files.extra.get("imported_from"):
+        return (
+            f"seed default {files.threshold}: imported from {files.extra['imported_from']}, "
+            "which carries no threshold"
+        )
+    return f"{files.threshold}: not recorded with the checkpoint"
+
+
 def register(
     files: MLCheckpoint,
     *,
@@ -136,6 +151,7 @@ def register(
                 data_hash=files.data_hash,
                 code_version=code_version(),
                 threshold=files.threshold,
+                threshold_basis=threshold_basis(files),
                 metrics=manifest["metrics"],
                 source=source,
             )

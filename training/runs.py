@@ -41,7 +41,7 @@ from training.ml.data import Example, data_hash
 from training.models import Augmentation, DatasetSnapshot, TrainingRun
 from training.registry import json_safe, register, store_evaluation
 from training.selectors import active_checkpoint
-from training.snapshots import EVAL, TRAIN, rows_of, to_example
+from training.snapshots import EVAL, TRAIN, prompt_types, rows_of, to_example
 
 log = logging.getLogger(__name__)
 Status = TrainingRun.Status
@@ -394,7 +394,14 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
         raise _Cancel() from exc
     attempt.update(status=Status.EVALUATING)
     scores = result.model.score([e.text for e in eval_set], cache=cache)
-    calibration = calibrate(scores, [e.prompt_type == "stereotypical" for e in eval_set])
+    # The card calibrates on the training distribution: every prompt of the snapshot, once
+    # (the eval split alone is too small for two KDEs; it left every checkpoint at 0.12).
+    prompts = prompt_types(run.snapshot)
+    calibration = calibrate(
+        result.model.score(list(prompts), cache=cache),
+        [t == "stereotypical" for t in prompts.values()],
+    )
+    basis = f"{calibration.basis} (snapshot {run.snapshot_id}, train and eval splits)"
     metrics = json_safe(result.metrics or {})
     parent = run.parent
     files = MLCheckpoint.from_model(
@@ -409,7 +416,11 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
             "snapshot_hash": run.snapshot.content_hash,
             "augmentation": run.augmentation_id,
             "parent_version": parent.version if parent else None,
-            "calibration": {"method": calibration.method, "reason": calibration.reason},
+            "calibration": {
+                "method": calibration.method,
+                "reason": calibration.reason,
+                "basis": basis,
+            },
             "train_examples": len(train_set),
         },
     )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import F, Func, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+
+from annotation.selectors import erasures_after
 
 from .models import Checkpoint, DatasetSnapshot, Evaluation, TrainingRun
 
@@ -18,8 +21,20 @@ def runs() -> QuerySet[TrainingRun]:
 
 
 def snapshots() -> QuerySet[DatasetSnapshot]:
-    """Snapshots newest first, without their examples and group labels (large JSON)."""
-    return DatasetSnapshot.objects.defer("examples", "group_labels").order_by("-id")
+    """Snapshots newest first, without their examples and group labels (large JSON), each
+    with ``erasures_after``: how many annotators' data were erased since it was frozen."""
+    # COUNT(*) over the erasures after this snapshot, as one correlated subquery.
+    erased = (
+        erasures_after(OuterRef("created_at"))
+        .order_by()
+        .annotate(n=Func(F("pk"), function="COUNT"))
+        .values("n")
+    )
+    return (
+        DatasetSnapshot.objects.defer("examples", "group_labels")
+        .annotate(erasures_after=Coalesce(Subquery(erased, output_field=IntegerField()), 0))
+        .order_by("-id")
+    )
 
 
 def latest_snapshot() -> DatasetSnapshot | None:

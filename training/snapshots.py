@@ -11,10 +11,17 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from annotation.exports import pseudonym
 from annotation.labels import LabelRow, group_labels, item_labels
 from annotation.models import DemographicField, Item
-from annotation.selectors import counted_rankings_after, label_rows
-from training.errors import SnapshotError
+from annotation.selectors import (
+    GOLD,
+    check_cards_left_out,
+    counted_rankings_after,
+    label_rows,
+    left_out_rankings,
+)
+from training.errors import NothingToSnapshot, SnapshotError
 from training.ml.data import Example, data_hash, group_split
 from training.models import DatasetSnapshot
 
@@ -70,6 +77,29 @@ def _group_labels_by_key(rows: list[LabelRow]) -> dict:
     }
 
 
+def exclusions(include_synthetic: bool, last_ranking_id: int | None = None) -> dict:
+    """What a snapshot left out of the rankings stored up to ``last_ranking_id`` (all, by
+    default: the moment it was taken), for its lineage.
+
+    ``{"annotators": {pseudonym: {reason: rankings}}, "rankings": {reason: n},
+    "check_cards": n}``: annotators named by pseudonym only, and only for reasons
+    about them (consent withdrawn, excluded, synthetic); gold-task rankings are
+    counted, not named (every annotator meets gold tasks).
+    """
+    annotators: dict[str, dict[str, int]] = {}
+    per_reason: dict[str, int] = {}
+    for row in left_out_rankings(include_synthetic, last_ranking_id):
+        per_reason[row["reason"]] = per_reason.get(row["reason"], 0) + row["rankings"]
+        if row["reason"] != GOLD:
+            name = pseudonym(row["user_id"])
+            annotators.setdefault(name, {})[row["reason"]] = row["rankings"]
+    return {
+        "annotators": dict(sorted(annotators.items())),
+        "rankings": dict(sorted(per_reason.items())),
+        "check_cards": check_cards_left_out(include_synthetic, last_ranking_id),
+    }
+
+
 def create_snapshot(
     *,
     include_synthetic: bool = False,
@@ -87,10 +117,11 @@ def create_snapshot(
             if include_synthetic
             else " (synthetic annotators' rankings need --include-synthetic)"
         )
-        raise SnapshotError(f"no rankings to snapshot{hint}")
+        raise NothingToSnapshot(f"no rankings to snapshot{hint}")
     labels = item_labels(rows)
     examples = split_examples(build_examples(labels), eval_fraction, seed)
     ranking_ids = {r.ranking_id for r in rows}
+    left_out = exclusions(include_synthetic)
     with transaction.atomic():
         return DatasetSnapshot.objects.create(
             created_by=user,
@@ -105,12 +136,19 @@ def create_snapshot(
             eval_count=sum(r["split"] == EVAL for r in examples),
             examples=examples,
             group_labels=_group_labels_by_key(rows),
+            exclusions=left_out,
         )
 
 
 def rows_of(snapshot: DatasetSnapshot, split: str | None = None) -> list[dict]:
     """The snapshot's example rows, optionally of one split."""
     return [r for r in snapshot.examples if split is None or r["split"] == split]
+
+
+def prompt_types(snapshot: DatasetSnapshot) -> dict[str, str]:
+    """Each distinct prompt text of the snapshot (both splits, originals only) with its
+    prompt type: what a checkpoint's threshold is calibrated on, one score per prompt."""
+    return {r["text"]: r["prompt_type"] for r in snapshot.examples}
 
 
 def new_rankings_since(snapshot: DatasetSnapshot | None, include_synthetic: bool = False) -> int:

@@ -2,8 +2,10 @@
 
 Two modes:
 - embedded (the default when DATABASE_URL is unset): SQLite under ``var/``, a
-  filesystem Celery broker that needs no server, DEBUG on. This is what the
-  README's run command uses.
+  filesystem Celery broker that needs no server, static files served from the
+  apps' folders (no collectstatic). This is what the README's run command uses.
+  DEBUG is off here too (annotators use this mode: Django's debug pages list
+  every route); DJANGO_DEBUG=true turns it on.
 - production: DATABASE_URL (PostgreSQL), REDIS_URL or CELERY_BROKER_URL,
   DJANGO_SECRET_KEY and DJANGO_ALLOWED_HOSTS from the environment, DEBUG off.
 """
@@ -21,7 +23,7 @@ DATABASE_URL = env.str("DATABASE_URL", default="")
 EMBEDDED = env.bool("STEREORANK_EMBEDDED", default=not DATABASE_URL)
 VAR_DIR = Path(env.str("STEREORANK_VAR_DIR", default=str(BASE_DIR / "var")))
 
-DEBUG = env.bool("DJANGO_DEBUG", default=EMBEDDED)
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
 if EMBEDDED:
     SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="embedded-insecure-key-for-local-use-only")
 else:
@@ -42,9 +44,11 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_celery_beat",
     "annotation",
     "training",
+    "scoring",
 ]
 
 MIDDLEWARE = [
@@ -123,10 +127,12 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        if DEBUG
+        if DEBUG or EMBEDDED
         else "whitenoise.storage.CompressedManifestStaticFilesStorage"
     },
 }
+# Embedded: WhiteNoise serves the apps' static folders as they are, DEBUG or not.
+WHITENOISE_USE_FINDERS = DEBUG or EMBEDDED
 # Item images are served by Django itself (no separate server), see web/urls.py.
 SERVE_MEDIA = env.bool("STEREORANK_SERVE_MEDIA", default=True)
 
@@ -134,12 +140,13 @@ LOGIN_URL = "portal:login"
 LOGIN_REDIRECT_URL = "portal:home"
 LOGOUT_REDIRECT_URL = "portal:login"
 
-# HTTPS outside the embedded mode (`manage.py check --deploy` is clean with the defaults).
+# HTTPS outside the embedded mode (`manage.py check --deploy` is clean with the defaults);
+# the embedded mode serves plain http on 127.0.0.1.
 # DJANGO_HTTPS: the site is reached over HTTPS (secure cookies, HSTS, redirect); off only
 # for a plain-HTTP trial on localhost. Behind a TLS-terminating proxy, set
 # DJANGO_SECURE_PROXY_SSL_HEADER=X-Forwarded-Proto (only when the proxy overwrites that
 # header: a client could send it otherwise), or the redirect loops.
-HTTPS = env.bool("DJANGO_HTTPS", default=not DEBUG)
+HTTPS = env.bool("DJANGO_HTTPS", default=not DEBUG and not EMBEDDED)
 SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=HTTPS)
 # Probes (compose, load balancers) reach /healthz over plain HTTP inside the network.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
@@ -161,20 +168,42 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "web.errors.api_exception_handler",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # The API speaks JSON (form encodings cannot send null or lists); the log-in view
+    # (DRF's ObtainAuthToken) keeps its own parsers, forms included.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "web.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 100,
     # `?format=` selects an export's format, not a DRF renderer.
     "URL_FORMAT_OVERRIDE": None,
     "DEFAULT_THROTTLE_RATES": {
         "auth": env.str("STEREORANK_THROTTLE_AUTH", default="30/min"),
         "submit": env.str("STEREORANK_THROTTLE_SUBMIT", default="120/min"),
+        # New participants created by a study's entry link, per client IP.
+        "join": env.str("STEREORANK_THROTTLE_JOIN", default="20/hour"),
+        # /api/score/ and /api/optimise/, per user (scoring role)
+        "scoring": env.str("STEREORANK_THROTTLE_SCORING", default="300/min"),
     },
+    # Proxies in front of the app: the client IP throttles read is the one they add to
+    # X-Forwarded-For. 0 (the default) reads REMOTE_ADDR and ignores the header, which a
+    # client could otherwise forge to escape every throttle.
+    "NUM_PROXIES": env.int("STEREORANK_NUM_PROXIES", default=0),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "stereorank API",
     "DESCRIPTION": "Ranking tasks, rankings, exports and the reward-model registry.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Request bodies get their own components: read-only fields out, non-blank strings
+    # with minLength 1.
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI and Redoc from the drf-spectacular-sidecar package: /api/docs/ works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "web.openapi.document_error_responses",
+    ],
 }
 
 # Throttle counters: Redis when there is one, else local memory. "health" holds the
@@ -257,6 +286,35 @@ STEREORANK = {
     "RESERVATION": timedelta(minutes=env.int("STEREORANK_RESERVATION_MINUTES", default=30)),
     # Secret that turns user ids into stable pseudonyms in exports.
     "PSEUDONYM_KEY": env.str("STEREORANK_PSEUDONYM_KEY", default=SECRET_KEY),
+    # Secret of the keyed hash that is all we keep of a crowd platform's participant id.
+    "EXTERNAL_ID_KEY": env.str("STEREORANK_EXTERNAL_ID_KEY", default=SECRET_KEY),
+    # Quality (annotation/quality/). The agreement subset: this fraction of the tasks
+    # build_tasks makes is ranked by AGREEMENT_OVERLAP annotators, the rest by TASK_OVERLAP.
+    "AGREEMENT_FRACTION": env.float("STEREORANK_AGREEMENT_FRACTION", default=0.2),
+    "AGREEMENT_OVERLAP": env.int("STEREORANK_AGREEMENT_OVERLAP", default=3),
+    # Share of each annotator's tasks that are gold tasks (when there are gold tasks).
+    "GOLD_RATE": env.float("STEREORANK_GOLD_RATE", default=0.15),
+    # Demographic groups with fewer annotators are not reported.
+    "GROUP_K": env.int("STEREORANK_GROUP_K", default=5),
+    # Overrides of annotation.quality.policy.Policy, whose defaults are documented there,
+    # e.g. STEREORANK_QUALITY_POLICY='{"gold_min_score": 0.2}'.
+    "QUALITY_POLICY": env.json("STEREORANK_QUALITY_POLICY", default={}),
+    # Bootstrap draws of the quality report's intervals.
+    "QUALITY_N_BOOT": env.int("STEREORANK_QUALITY_N_BOOT", default=1000),
+    # The scoring API, the optimiser and the prompt checker (scoring/).
+    "SCORING": {
+        "MAX_PROMPTS": env.int("STEREORANK_SCORING_MAX_PROMPTS", default=256),
+        "MAX_CHARS": env.int("STEREORANK_SCORING_MAX_CHARS", default=1000),
+        # Versions a process keeps loaded (the active one and recently asked-for others).
+        "VERSIONS_LOADED": env.int("STEREORANK_SCORING_VERSIONS_LOADED", default=2),
+        # Web processes score on the CPU unless told otherwise (the GPU is the trainer's).
+        "DEVICE": env.str("STEREORANK_SCORING_DEVICE", default="cpu"),
+        # The optimiser: "offline" (rules) or "openai" (TRAINING["OPENAI_*"] settings).
+        "REWRITER": env.str("STEREORANK_REWRITER", default="offline"),
+        "OPTIMISE_MAX_N": env.int("STEREORANK_OPTIMISE_MAX_N", default=10),
+        "OPTIMISE_ROUNDS": env.int("STEREORANK_OPTIMISE_ROUNDS", default=3),
+        "OPTIMISE_PER_ROUND": env.int("STEREORANK_OPTIMISE_PER_ROUND", default=8),
+    },
 }
 
 # The reward model side.

@@ -4,10 +4,14 @@ from django.urls import include, path, re_path
 from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from web.views import ApiRootView
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("dashboards/", include("web.dashboards.urls")),
     path("api/training/", include("training.urls")),
+    path("api/", ApiRootView.as_view(), name="api-root"),
+    path("", include("scoring.urls")),
     path("api/", include("annotation.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
@@ -21,3 +25,7 @@ if settings.SERVE_MEDIA:
     urlpatterns += [
         re_path(r"^media/(?P<path>.*)$", serve, {"document_root": settings.MEDIA_ROOT}),
     ]
+
+# Plain pages (JSON under /api/): no route listing, no traceback, whatever DEBUG says.
+handler404 = "web.views.not_found"
+handler500 = "web.views.server_error"

@@ -103,7 +103,9 @@ def test_never_more_rankings_than_overlap(make_tasks, annotator):
     assert [r.status_code for r in got] == [200, 200, 204]
     for client, response in zip(clients[:2], got[:2], strict=True):
         task = response.json()
-        assert submit(client, task["id"], [i["id"] for i in task["items"]]).status_code == 201
+        # Reversed: the shown order kept would (rightly) warn the annotator.
+        order = [i["id"] for i in reversed(task["items"])]
+        assert submit(client, task["id"], order).status_code == 201
     assert next_task(clients[2]).status_code == 204
     assert RankingTask.objects.get().ranking_count == 2
 
@@ -128,7 +130,9 @@ def test_exports_are_staff_only_pseudonymous_and_exclude_synthetic(make_tasks, a
     real.profile.save()
     for client in (real, robot):
         task = next_task(client).json()
-        assert submit(client, task["id"], [i["id"] for i in task["items"]]).status_code == 201
+        # Reversed: the shown order kept would (rightly) warn the annotator.
+        order = [i["id"] for i in reversed(task["items"])]
+        assert submit(client, task["id"], order).status_code == 201
     assert real.get("/api/export/rankings/").status_code == 403
     staff = annotator("boss", staff=True)
     rows = [
@@ -160,11 +164,13 @@ def test_exports_are_staff_only_pseudonymous_and_exclude_synthetic(make_tasks, a
 
 
 # Token auth with the profile (1), the annotator's state (1), the best task, locked (1),
-# its live reservations (1), its items (1), upsert the reservation (1).
+# its live reservations (1), its items (1), upsert the reservation (1). (With group
+# quotas, a newcomer's first task costs up to four more: test_annotation_quotas.)
 NEXT_QUERIES = 6
 # Token auth (1), lock the task (1), existing ranking (1), reservation (1), ranking (1),
-# its items' positions (1), the task's count (1), release the reservation (1).
-SUBMIT_QUERIES = 8
+# its items' positions (1), the task's count (1), release the reservation (1), the
+# rankings the quality policy reads (1; its status did not change: no write).
+SUBMIT_QUERIES = 9
 
 
 def _queries(name, make_tasks, annotator, n, k):
@@ -187,7 +193,9 @@ def _queries(name, make_tasks, annotator, n, k):
     with CaptureQueriesContext(connection) as nxt:
         task = next_task(client).json()
     with CaptureQueriesContext(connection) as sub:
-        assert submit(client, task["id"], [i["id"] for i in task["items"]]).status_code == 201
+        # Reversed: the shown order kept would (rightly) warn the annotator.
+        order = [i["id"] for i in reversed(task["items"])]
+        assert submit(client, task["id"], order).status_code == 201
     return count(nxt), count(sub)
 
 

@@ -52,7 +52,7 @@ def test_catalogue_file_has_40_occupations_with_three_distinct_prompts():
         "education",
         "first_language",
     } <= keys
-    assert data["consent"]["version"] == 1 and data["consent"]["text"]
+    assert data["consent"]["version"] == 2 and "erase your data" in data["consent"]["text"]
 
 
 def test_load_catalogue_is_idempotent():
@@ -191,7 +191,7 @@ def test_import_items_reports_each_bad_row_and_imports_nothing(tmp_path, media_r
 
 def test_build_tasks_covers_every_item_mixes_types_and_is_idempotent(media_root):
     run("load_catalogue", "--placeholder-images", "2")  # 6 items per occupation
-    run("build_tasks", "--size", "4", "--overlap", "2", "--seed", "3")
+    run("build_tasks", "--size", "4", "--overlap", "2", "--seed", "3", "--agreement-fraction", "0")
     assert TaskItem.objects.count() == Item.objects.count() == 240
     assert not Item.objects.filter(task_items__isnull=True).exists()
     for task in RankingTask.objects.prefetch_related("items__prompt"):
@@ -249,3 +249,28 @@ def test_simulate_annotators_is_synthetic_and_deterministic(media_root):
     _forget_rankings()
     run("simulate_annotators", "--count", "5", "--tasks-per-annotator", "4", "--seed", "7")
     assert _simulated_orders() == before
+
+
+def _orders_by_content() -> dict[tuple[str, frozenset], list[str]]:
+    """Each ranking as image hashes, keyed by annotator and the task's images: no ids."""
+    sha = dict(Item.objects.values_list("pk", "image_sha256"))
+    return {
+        (r.annotator.user.username, frozenset(sha[i] for i in r.order)): [sha[i] for i in r.order]
+        for r in Ranking.objects.select_related("annotator__user")
+    }
+
+
+def test_simulated_rankings_do_not_depend_on_the_ids_the_database_hands_out(media_root):
+    """PostgreSQL sequences move on across tests and SQLite's roll back: the same
+    tasks under new ids must be ranked the same."""
+    run("load_catalogue", "--placeholder-images", "2")
+    run("build_tasks", "--size", "6", "--overlap", "3")
+    run("simulate_annotators", "--count", "5", "--tasks-per-annotator", "4", "--seed", "7")
+    before = _orders_by_content()
+    first_ids = set(RankingTask.objects.values_list("pk", flat=True))
+    _forget_rankings()
+    RankingTask.objects.all().delete()
+    run("build_tasks", "--size", "6", "--overlap", "3")
+    assert not first_ids & set(RankingTask.objects.values_list("pk", flat=True))
+    run("simulate_annotators", "--count", "5", "--tasks-per-annotator", "4", "--seed", "7")
+    assert len(before) == 20 and _orders_by_content() == before

@@ -41,7 +41,7 @@ def test_signup_logs_in_and_asks_for_consent(client, db):
 
 def test_withdraw_consent_gates_again(portal_client):
     client = portal_client()
-    client.post(reverse("portal:consent"), {"action": "withdraw"})
+    client.post(reverse("portal:withdraw"), {"choice": "stop"})
     assert not services.has_consent(client.profile)
     assert client.get(reverse("portal:home")).url == reverse("portal:consent")
 
@@ -142,3 +142,75 @@ def test_rank_page_and_submit_run_constant_queries(portal_client, make_tasks):
     small = _portal_queries(portal_client, make_tasks, "a", n=2, k=3)
     large = _portal_queries(portal_client, make_tasks, "b", n=20, k=6)
     assert small == large
+
+
+def _log_in(client, username: str, staff: bool):
+    get_user_model().objects.create_user(username, password="pw-123456", is_staff=staff)
+    return client.post(reverse("portal:login"), {"username": username, "password": "pw-123456"})
+
+
+def test_staff_land_on_the_dashboards_after_logging_in(client, db):
+    response = _log_in(client, "boss", staff=True)
+    assert response.status_code == 302
+    assert response.url == reverse("dashboards:progress")
+    # Already logged in: the log-in page sends them on, to the dashboards too.
+    assert client.get(reverse("portal:login")).url == reverse("dashboards:progress")
+
+
+def test_annotators_land_on_the_portal_home_after_logging_in(client, db):
+    response = _log_in(client, "ann", staff=False)
+    assert response.url == reverse("portal:home")
+
+
+def test_a_next_parameter_still_wins_for_staff(client, db):
+    get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
+    response = client.post(
+        reverse("portal:login") + "?next=/dashboards/runs/",
+        {"username": "boss", "password": "pw-123456"},
+    )
+    assert response.url == "/dashboards/runs/"
+
+
+def test_dashboards_link_back_to_the_portal_and_log_out_by_post(client, db):
+    _log_in(client, "boss", staff=True)
+    page = client.get(reverse("dashboards:progress")).content.decode()
+    assert f'href="{reverse("portal:home")}"' in page
+    logout = reverse("portal:logout")
+    assert f'<form method="post" action="{logout}"' in page
+    assert client.post(logout).url == reverse("portal:login")
+    assert client.get(reverse("dashboards:progress")).status_code == 302  # logged out
+
+
+def test_the_portal_links_staff_to_the_dashboards_only(portal_client, db):
+    dashboards = f'href="{reverse("dashboards:progress")}"'.encode()
+    annotator = portal_client("ann")
+    assert dashboards not in annotator.get(reverse("portal:home")).content
+    staff = portal_client("boss")
+    staff.profile.user.is_staff = True
+    staff.profile.user.save()
+    assert dashboards in staff.get(reverse("portal:home")).content
+
+
+def _catalogue_consent() -> dict:
+    import json
+
+    from annotation.catalogue import CATALOGUE
+
+    return json.loads(CATALOGUE.read_text(encoding="utf-8"))["consent"]
+
+
+def test_consent_page_without_a_stored_text_shows_the_catalogues_wording(portal_client):
+    client = portal_client(consent=False)
+    ConsentText.objects.all().delete()
+    page = client.get(reverse("portal:consent"))
+    expected = _catalogue_consent()
+    first_paragraph = expected["text"].split("\n\n")[0]
+    assert first_paragraph in page.content.decode()
+    assert page.context["version"] == expected["version"]
+
+
+def test_consenting_before_the_catalogue_is_loaded_agrees_to_the_catalogues_text(db):
+    user = get_user_model().objects.create_user("early", password="pw-123456")
+    consent = services.give_consent(services.get_profile(user))
+    expected = _catalogue_consent()
+    assert (consent.text.version, consent.text.text) == (expected["version"], expected["text"])

@@ -1,48 +1,21 @@
 """The portal end to end in headless Chromium: sign up, consent, demographics,
 rank one task by mouse drag and one by keyboard, progress 0 -> 2."""
 
-import os
-import shutil
-
 import pytest
 from django.urls import reverse
 
 from annotation.models import ConsentText, DemographicField, Ranking
+from tests.browser.support import CHROMEDRIVER, CHROMIUM, NEEDS_CHROMIUM, new_driver
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+__all__ = ["CHROMEDRIVER", "CHROMIUM", "browser"]
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
-        reason="needs Debian's chromium and chromium-driver "
-        "(apt-get install chromium chromium-driver)",
-    ),
-]
+pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
 
 
 @pytest.fixture
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--window-size=1200,1000",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.implicitly_wait(3)
+    """A fresh browser for one test (the dashboards' tests import this one)."""
+    driver = new_driver()
     yield driver
     driver.quit()
 
@@ -150,7 +123,8 @@ def test_browser_portal_signup_consent_demographics_and_two_rankings(
     assert _progress(browser) == ("0", "20")
     browser.find_element("id", "start-ranking").click()
 
-    # Task 1: mouse drag the first card onto the last one.
+    # Task 1: mouse drag the first card by its handle onto the last one; a drag that
+    # starts on the image moves nothing.
     _wait_url(browser, reverse("portal:rank"))
     shown = _shown(browser)
     assert len(shown) == 3 and _order(browser) == shown
@@ -162,6 +136,11 @@ def test_browser_portal_signup_consent_demographics_and_two_rankings(
     assert loaded, "item images did not load from MEDIA_ROOT"
     cards = browser.find_elements("css selector", ".rank-card")
     ActionChains(browser).click_and_hold(cards[0]).move_by_offset(10, 10).move_to_element(
+        cards[2]
+    ).release().perform()
+    assert _shown(browser) == shown
+    handle = cards[0].find_element("css selector", ".handle")
+    ActionChains(browser).click_and_hold(handle).move_by_offset(10, 10).move_to_element(
         cards[2]
     ).release().perform()
     dragged = [shown[1], shown[2], shown[0]]

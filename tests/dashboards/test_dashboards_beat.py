@@ -14,6 +14,8 @@ from training_study import ENCODER, make_study
 from tests.training.test_training_worker import REPO, Worker, _purge_broker, wait_for
 from training.models import Checkpoint, RetrainDecision, TrainingRun
 
+# Beat and worker subprocesses: this test database through a PostgreSQL DATABASE_URL,
+# tasks through the Redis broker.
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
 

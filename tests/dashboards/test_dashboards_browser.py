@@ -11,7 +11,6 @@ from training.models import DatasetSnapshot, TrainingRun
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.postgres,
     pytest.mark.skipif(
         not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
         reason="needs Debian's chromium and chromium-driver",

@@ -1,6 +1,5 @@
 """Annotation progress dashboard: staff only, real numbers, constant query count."""
 
-import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -61,7 +60,6 @@ def test_demographic_counts_orders_choices_then_free_text():
     assert out["counts"] == [("fr", 2), ("de", 1)]
 
 
-@pytest.mark.postgres
 def test_query_count_does_not_grow_with_rows(
     staff_client, make_tasks, annotator, rank, django_assert_max_num_queries
 ):

@@ -21,8 +21,6 @@ from training.schedules import (
 from training.snapshots import create_snapshot
 from training.tasks import scheduled_retrain
 
-pytestmark = pytest.mark.postgres
-
 # Small thresholds and no paraphrases so the steps stay quick; the study has 12 rankings.
 FAST = ScheduleSettings(
     min_new_rankings=3, encoder=ENCODER, epochs=1, paraphrases=0, include_synthetic=True
@@ -183,7 +181,7 @@ def purge_queues():
     app.control.purge()
 
 
-@pytest.mark.redis
+@pytest.mark.redis  # the run it starts is queued on the real broker, then purged
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_steps_start_one_retraining(tmp_path, purge_queues):
     from training_study import make_study
@@ -241,8 +239,11 @@ def test_on_sqlite_the_lock_is_a_file_lock_one_holder_at_a_time(monkeypatch, set
 
 
 @pytest.mark.django_db(transaction=True)
-def test_on_postgresql_a_second_connection_cannot_take_the_lock_while_it_is_held():
+def test_a_second_connection_cannot_take_the_lock_while_it_is_held(settings, tmp_path):
+    """The advisory lock on PostgreSQL, the file lock (in a tmp VAR_DIR) on SQLite."""
     from training.schedules import retrain_lock
+
+    settings.VAR_DIR = tmp_path
 
     seen: list[bool] = []
 

@@ -12,7 +12,6 @@ from training_study import ENCODER
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, RetrainDecision, TrainingRun
 from training.snapshots import create_snapshot
 
-pytestmark = pytest.mark.postgres
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 PAGES = [

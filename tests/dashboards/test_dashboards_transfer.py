@@ -15,7 +15,7 @@ from training.ml.encoders import load_encoder
 from training.ml.model import RewardModel
 from training.models import Checkpoint, RegistryEvent
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -31,10 +31,10 @@ def small_examples():
 
 @pytest.fixture(scope="session")
 def seed_model_dir(tmp_path_factory):
-    """An empty model directory for the seed encoder's parts; skip without ``[seed]``."""
+    """An empty model directory for the seed encoder's parts; skip without its part packages."""
     try:
         for name in MPNET_PARTS:
             importlib.metadata.distribution(name)
     except importlib.metadata.PackageNotFoundError:
-        pytest.skip("stereorank[seed] is not installed")
+        pytest.skip("the seed encoder's parts are not installed (requirements/seed-encoder.txt)")
     return tmp_path_factory.mktemp("models")

@@ -37,3 +37,43 @@ def test_unequal_widths_cross_nearer_the_narrow_one():
 def test_undefined_falls_back_to_the_seed_threshold(scores, flags):
     cal = calibrate(scores, flags)
     assert cal.threshold == SEED_THRESHOLD and cal.method == "seed-default" and cal.reason
+
+
+def _first_root_above_stereo_mode(stereo, other) -> float:
+    """Independent: brentq on scipy's two KDEs, bracketed on a fine grid."""
+    from scipy import optimize, stats
+
+    f_s, f_o = stats.gaussian_kde(stereo), stats.gaussian_kde(other)
+    x = np.linspace(min(stereo.min(), other.min()), max(stereo.max(), other.max()), 40001)
+    above = x[x >= x[np.argmax(f_s(x))]]
+    d = f_s(above) - f_o(above)
+    k = int(np.flatnonzero((d[:-1] > 0) & (d[1:] <= 0))[0])
+    return optimize.brentq(lambda v: f_s(v)[0] - f_o(v)[0], above[k], above[k + 1])
+
+
+def test_a_bimodal_other_class_crosses_past_its_neutral_mode():
+    """Neutral prompts just above the stereotypical ones, diverse far above: the others'
+    mode is the narrow neutral peak, and the crossing lies past it (it used to fall back)."""
+    rng = np.random.default_rng(2)
+    stereo = rng.normal(0.0, 0.12, 40)
+    other = np.concatenate([rng.normal(0.15, 0.04, 40), rng.normal(0.6, 0.08, 40)])
+    flags = np.r_[np.ones(40, bool), np.zeros(80, bool)]
+    cal = calibrate(np.concatenate([stereo, other]), flags)
+    assert cal.method == "kde-crossing", cal.reason
+    assert cal.threshold == pytest.approx(_first_root_above_stereo_mode(stereo, other), abs=2e-3)
+    assert (cal.n_stereotypical, cal.n_other) == (40, 80)
+    assert cal.basis == "KDE crossing of 40 stereotypical vs 80 other prompts"
+
+
+def test_others_denser_at_the_stereotypical_mode_fall_back_with_why():
+    """A wide stereotypical spread under a narrow other peak: no equal-prior boundary."""
+    stereo = np.linspace(-1.0, 1.0, 21)
+    other = np.r_[np.linspace(-0.05, 0.05, 20), 0.2]
+    flags = np.r_[np.ones(21, bool), np.zeros(21, bool)]
+    cal = calibrate(np.concatenate([stereo, other]), flags)
+    assert cal.threshold == SEED_THRESHOLD and cal.method == "seed-default"
+    assert cal.reason == "other prompts are denser than stereotypical ones at their mode"
+    assert (
+        cal.basis
+        == f"seed default {SEED_THRESHOLD}: {cal.reason} (21 stereotypical vs 21 other prompts)"
+    )

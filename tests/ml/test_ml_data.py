@@ -2,7 +2,14 @@ import json
 
 import pytest
 
-from training.ml.data import Example, data_hash, group_split, read_jsonl, synthetic_examples
+from training.ml.data import (
+    Example,
+    data_hash,
+    group_split,
+    natural_key,
+    read_jsonl,
+    synthetic_examples,
+)
 
 
 def test_read_jsonl_and_line_numbers(tmp_path):
@@ -27,6 +34,27 @@ def test_group_split_keeps_groups_whole_and_is_seeded():
     assert len({e.group for e in held}) == 9  # round(0.25 * 36)
     assert group_split(ex, 0.25, seed=0) == (train, held)
     assert group_split(ex, 0.25, seed=1)[1] != held
+
+
+def test_group_split_holds_out_the_same_prompts_whatever_their_ids_start_from():
+    """Ids from 1 (SQLite after a rollback) or from 95 (a PostgreSQL sequence that
+    moved on): the same prompts, in the same order, go to eval."""
+
+    def held_out(first_id: int) -> list[int]:
+        ex = [Example(f"p{i}", 0.5, f"prompt-{first_id + i}", "o") for i in range(12)]
+        _, held = group_split(ex, 0.25, seed=0)
+        return sorted(int(e.group.removeprefix("prompt-")) - first_id for e in held)
+
+    assert held_out(1) == held_out(95) == held_out(1000)
+    names = ["prompt-10", "prompt-9", "prompt-100", "g1", "g01", "prompt-1"]
+    assert sorted(names, key=natural_key) == [
+        "g01",
+        "g1",
+        "prompt-1",
+        "prompt-9",
+        "prompt-10",
+        "prompt-100",
+    ]
 
 
 def test_group_split_needs_groups_on_both_sides():

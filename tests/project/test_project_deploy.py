@@ -136,3 +136,15 @@ def test_env_example_and_readme_name_every_variable():
     required = set(re.findall(r"\$\{([A-Z0-9_]+):\?", compose))
     assigned = set(re.findall(r"^([A-Z0-9_]+)=", example, flags=re.MULTILINE))
     assert required and required <= assigned
+
+
+def test_the_image_copies_every_package():
+    """Each package setuptools installs is copied into the image (a missing app is an
+    ImportError at start-up, and nothing else would notice)."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    (include,) = re.findall(r"include = \[([^\]]*)\]", pyproject)
+    packages = {p.strip().strip('"').rstrip("*") for p in include.split(",")}
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    copied = set(re.findall(r"^COPY (\w+) \1$", dockerfile, flags=re.MULTILINE))
+    assert packages and packages <= copied, packages - copied
+    assert {"scoring"} <= packages

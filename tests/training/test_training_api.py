@@ -7,8 +7,6 @@ from training_study import FAST
 from training.models import Checkpoint, DatasetSnapshot, Evaluation, TrainingRun
 from training.runs import execute_run
 
-pytestmark = [pytest.mark.postgres]
-
 
 @pytest.fixture
 def staff_client(staff):
@@ -26,7 +24,7 @@ def test_only_staff_may_use_it(annotator):
 
 def test_snapshot_errors_are_400_with_the_reason(staff_client):
     r = staff_client.post("/api/training/snapshots/", {"include_synthetic": True}, format="json")
-    assert r.status_code == 400 and "no rankings" in r.json()["detail"]
+    assert r.status_code == 409 and "no rankings" in r.json()["detail"]
     r = staff_client.post("/api/training/snapshots/", {"eval_fraction": 2}, format="json")
     assert r.status_code == 400 and "eval_fraction" in r.json()
     assert not DatasetSnapshot.objects.exists()

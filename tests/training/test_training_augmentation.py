@@ -13,7 +13,7 @@ from training.models import Augmentation, Paraphrase, TrainingRun
 from training.runs import execute_run, start_run, training_examples
 from training.snapshots import EVAL, create_snapshot
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from training_study import FAST
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, TrainingRun
 from training.runs import execute_run, start_run
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 
 def run(*args) -> str:

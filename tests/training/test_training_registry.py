@@ -27,7 +27,7 @@ from training.registry import (
 from training.runs import execute_run, start_run
 from training.snapshots import create_snapshot
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 Status = Checkpoint.Status
 
 

@@ -14,7 +14,7 @@ from training.registry import checkpoint_root
 from training.runs import cancel_run, execute_run, start_run
 from training.snapshots import create_snapshot
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 Status = TrainingRun.Status
 
 

@@ -9,8 +9,6 @@ from training.errors import SnapshotError
 from training.models import DatasetSnapshot
 from training.snapshots import EVAL, TRAIN, create_snapshot, new_rankings_since
 
-pytestmark = pytest.mark.postgres
-
 
 def test_item_labels_are_mean_position_over_k_minus_one():
     rows = [

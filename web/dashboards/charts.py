@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
@@ -34,7 +35,7 @@ def _figure(**kwargs) -> Figure:
 
 FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
 # Bump when a drawing function changes, so cached images are not served stale.
-STYLE_VERSION = 1
+STYLE_VERSION = 2
 CACHE_SECONDS = 24 * 60 * 60
 PRIMARY, ACCENT, MUTED = "#2451c7", "#e07b00", "#5d6675"
 
@@ -76,10 +77,19 @@ def rho_across_versions(points: Sequence[RhoPoint], title: str = "") -> Figure:
     return fig
 
 
+def _finite(value: float | None) -> bool:
+    """A rho that can be drawn: not None (stored NaN), not NaN, not infinite."""
+    return value is not None and math.isfinite(value)
+
+
 def occupations_side_by_side(
-    label_a: str, per_a: dict[str, float], label_b: str, per_b: dict[str, float]
+    label_a: str, per_a: dict[str, float | None], label_b: str, per_b: dict[str, float | None]
 ) -> Figure:
-    """Per-occupation rho of two versions as paired horizontal bars."""
+    """Per-occupation rho of two versions as paired horizontal bars.
+
+    A missing rho (absent, None or NaN: the occupation was not scored, or its
+    labels or scores were all tied) gets no bar but an "n/a" mark and a note.
+    """
     names = sorted(set(per_a) | set(per_b))
     height = max(2.5, 0.28 * len(names) + 1.2)
     fig = _figure(figsize=(7, height))
@@ -88,20 +98,91 @@ def occupations_side_by_side(
         ax.text(0.5, 0.5, "No per-occupation figures", ha="center", va="center", color=MUTED)
         ax.set_axis_off()
         return fig
-    ys = range(len(names))
     bar = 0.4
-
-    def values(per: dict[str, float]) -> list[float]:
-        return [per.get(n, float("nan")) for n in names]
-
-    ax.barh([y - bar / 2 for y in ys], values(per_a), height=bar, color=PRIMARY, label=label_a)
-    ax.barh([y + bar / 2 for y in ys], values(per_b), height=bar, color=ACCENT, label=label_b)
-    ax.set_yticks(list(ys), names)
-    ax.invert_yaxis()
+    missing = 0
+    for offset, per, colour, label in (
+        (-bar / 2, per_a, PRIMARY, label_a),
+        (bar / 2, per_b, ACCENT, label_b),
+    ):
+        drawn = [(y + offset, per[n]) for y, n in enumerate(names) if _finite(per.get(n))]
+        ax.barh([y for y, _ in drawn], [v for _, v in drawn], height=bar, color=colour, label=label)
+        for y, n in enumerate(names):
+            if not _finite(per.get(n)):
+                missing += 1
+                ax.text(0.0, y + offset, "n/a", va="center", ha="left", fontsize=7, color=colour)
+    ax.set_yticks(list(range(len(names))), names)
+    ax.set_ylim(len(names) - 0.5, -0.5)  # first name on top
     ax.axvline(0.0, color=MUTED, linewidth=0.8)
-    ax.set_xlabel("Spearman's rho per occupation")
+    note = "\nn/a: no rho (not scored, or all labels or scores tied)" if missing else ""
+    ax.set_xlabel("Spearman's rho per occupation" + note)
     ax.legend(loc="lower right")
     ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+@dataclass(frozen=True)
+class IntervalPoint:
+    """One labelled estimate with its 95% interval (either end may be None)."""
+
+    label: str
+    value: float
+    low: float | None = None
+    high: float | None = None
+
+
+def estimates_with_intervals(points: Sequence[IntervalPoint], xlabel: str) -> Figure:
+    """Horizontal points with 95% intervals, one row per label (e.g. W per occupation)."""
+    height = max(2.5, 0.28 * len(points) + 1.2)
+    fig = _figure(figsize=(7, height))
+    ax = fig.subplots()
+    if not points:
+        ax.text(0.5, 0.5, "Nothing measured yet", ha="center", va="center", color=MUTED)
+        ax.set_axis_off()
+        return fig
+    for y, p in enumerate(points):
+        if p.low is not None and p.high is not None:
+            xerr = [[max(p.value - p.low, 0.0)], [max(p.high - p.value, 0.0)]]
+            ax.errorbar([p.value], [y], xerr=xerr, fmt="o", color=PRIMARY, capsize=3)
+        else:
+            ax.plot([p.value], [y], "o", color=PRIMARY)
+    ax.set_yticks(list(range(len(points))), [p.label for p in points])
+    ax.invert_yaxis()
+    ax.axvline(0.0, color=MUTED, linewidth=0.8)
+    ax.set_xlabel(xlabel)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def position_heatmap(table: Sequence[Sequence[int]], title: str = "") -> Figure:
+    """A K x K count table as a heat map: rows shown position, columns submitted position;
+    with no position bias every cell is near n / K (white: the colour scale is centred
+    there, blue below, red above)."""
+    fig = _figure(figsize=(4.6, 4.0))
+    ax = fig.subplots()
+    k = len(table)
+    if not k:
+        ax.text(0.5, 0.5, "No rankings", ha="center", va="center", color=MUTED)
+        ax.set_axis_off()
+        return fig
+    from matplotlib.colors import TwoSlopeNorm
+
+    expected = max(sum(table[0]) / k, 0.5)
+    top = max(max(row) for row in table)
+    norm = TwoSlopeNorm(vmin=0, vcenter=expected, vmax=max(top, 2 * expected))
+    image = ax.imshow(table, cmap="RdBu_r", norm=norm, aspect="equal")
+    for s in range(k):
+        for f in range(k):
+            far = abs(norm(table[s][f]) - 0.5) > 0.35
+            colour = "white" if far else "black"
+            ax.text(f, s, str(table[s][f]), ha="center", va="center", fontsize=8, color=colour)
+    labels = [str(i + 1) for i in range(k)]
+    ax.set_xticks(range(k), labels)
+    ax.set_yticks(range(k), labels)
+    ax.set_xlabel("submitted position")
+    ax.set_ylabel("shown position")
+    fig.colorbar(image, ax=ax, shrink=0.8, label=f"rankings (expected {expected:.1f})")
+    if title:
+        ax.set_title(title, fontsize=10)
     return fig
 
 

@@ -1,12 +1,17 @@
-"""Annotation progress: per occupation, per annotator, demographic counts."""
+"""Annotation progress: per occupation, per annotator, demographic counts.
+
+Only annotators whose consent stands are listed and counted; withdrawn and erased
+ones appear as totals.
+"""
 
 from collections import Counter
 from collections.abc import Iterable
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 
-from annotation import selectors
+from annotation import quotas, selectors
 from annotation.exports import pseudonym
 from annotation.models import DemographicField
 
@@ -56,7 +61,9 @@ def progress(request: HttpRequest) -> HttpResponse:
         for p in page_obj.object_list
     ]
     answers = list(
-        selectors.annotators().filter(is_synthetic=False).values_list("demographics", flat=True)
+        selectors.active_annotators()
+        .filter(is_synthetic=False)
+        .values_list("demographics", flat=True)
     )
     demographics = demographic_counts(DemographicField.objects.filter(active=True), answers)
     totals = {
@@ -74,6 +81,11 @@ def progress(request: HttpRequest) -> HttpResponse:
             "page_obj": page_obj,
             "demographics": demographics,
             "n_people": len(answers),
+            "statuses": selectors.annotator_status_counts(),
+            "quotas": [
+                {**q, "percent": percent(q["filled"], q["target"])}
+                for q in quotas.quota_fill(timezone.now())
+            ],
             "section": "progress",
         },
     )

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import compare, progress, registry, runs, schedules
+from . import compare, progress, quality, registry, runs, schedules
 
 app_name = "dashboards"
 
@@ -22,4 +22,8 @@ urlpatterns = [
     path("compare/", compare.compare, name="compare"),
     path("compare/occupations.png", compare.compare_chart, name="compare-chart"),
     path("schedules/", schedules.schedules, name="schedules"),
+    path("quality/", quality.quality, name="quality"),
+    path("quality/agreement.png", quality.quality_agreement_chart, name="quality-chart"),
+    path("quality/positions-<int:k>.png", quality.quality_position_chart, name="position-chart"),
+    path("quality/<int:profile_id>/reinstate", quality.quality_reinstate, name="reinstate"),
 ]

@@ -1,35 +1,23 @@
-import os
-import sys
-import uuid
-from pathlib import Path
-
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from annotation.exports import csv_lines, jsonl_lines, ranking_rows
 
+from ._output import write_lines
+
 
 class Command(BaseCommand):
-    help = "Export rankings joined with pseudonymous annotators' demographics."
+    help = (
+        "Export the rankings that count, joined with pseudonymous annotators' demographics, "
+        "their status and the gold/check flags (--include-left-out: gold tasks and excluded "
+        "annotators' rankings too)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
         parser.add_argument("--out", help="file to write (default: standard output)")
         parser.add_argument("--include-synthetic", action="store_true")
+        parser.add_argument("--include-left-out", action="store_true")
 
-    def handle(self, *args, format, out, include_synthetic, **options):
+    def handle(self, *args, format, out, include_synthetic, include_left_out, **options):
         render = {"jsonl": jsonl_lines, "csv": csv_lines}[format]
-        lines = render(ranking_rows(include_synthetic))
-        if not out:
-            sys.stdout.writelines(lines)
-            return
-        target = Path(out)
-        if not target.parent.is_dir():
-            raise CommandError(f"cannot write {out}: folder {target.parent} does not exist")
-        # Write beside the target, then rename: a failed export leaves no half file.
-        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
-        try:
-            with open(tmp, "w", encoding="utf-8", newline="") as handle:
-                handle.writelines(lines)
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_lines(render(ranking_rows(include_synthetic, include_left_out)), out)

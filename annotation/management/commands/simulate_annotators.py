@@ -6,19 +6,31 @@ from annotation.simulation import simulate
 class Command(BaseCommand):
     help = (
         "Create synthetic annotators (flagged is_synthetic) with plausible demographics and "
-        "rankings drawn from the latent model in annotation/simulation.py; seeded."
+        "rankings drawn from the latent model in annotation/simulation.py, a fraction of "
+        "them careless; seeded."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--count", type=int, default=20)
         parser.add_argument("--tasks-per-annotator", type=int, default=5)
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--careless",
+            type=float,
+            default=0.0,
+            metavar="FRACTION",
+            help="share of careless annotators (random order, shown order, hurried; "
+            "recorded as the profile's synthetic_kind)",
+        )
 
-    def handle(self, *args, count, tasks_per_annotator, seed, **options):
+    def handle(self, *args, count, tasks_per_annotator, seed, careless, **options):
         if count < 0 or tasks_per_annotator < 0:
             raise CommandError("--count and --tasks-per-annotator must not be negative")
-        result = simulate(count, tasks_per_annotator, seed)
+        if not 0 <= careless <= 1:
+            raise CommandError("--careless must be a fraction between 0 and 1")
+        result = simulate(count, tasks_per_annotator, seed, careless)
         self.stdout.write(
-            f"{result['annotators']} synthetic annotators created, "
-            f"{result['rankings']} rankings stored"
+            f"{result['annotators']} synthetic annotators created ({result['careless']} "
+            f"careless), {result['rankings']} rankings stored; "
+            f"{result['excluded']} excluded by the quality policy"
         )

@@ -1,4 +1,5 @@
-/* Ranking page: reorder cards by pointer drag or keyboard; confirm before POST. */
+/* Ranking and practice pages: reorder cards by dragging their handle, by their
+   move buttons or by keyboard; review the order in a modal dialog before POST. */
 (function () {
   "use strict";
   var form = document.getElementById("rank-form");
@@ -23,74 +24,110 @@
     orderInput.value = all.map(function (c) { return c.dataset.itemId; }).join(",");
   }
 
-  function announce(card) {
+  function say(text) { live.textContent = text; }
+
+  function place(card) {
     var all = cards();
-    live.textContent = card.dataset.label + " moved to position " + (all.indexOf(card) + 1) + " of " + all.length + ".";
+    return (all.indexOf(card) + 1) + " of " + all.length;
   }
 
-  function moveTo(card, index) {
+  /* Move card to index (clamped); says where it went, or that it was already there. */
+  function moveTo(card, index, focusAfter) {
     var all = cards();
-    index = Math.max(0, Math.min(all.length - 1, index));
     var from = all.indexOf(card);
-    if (from === index) return false;
+    var to = Math.max(0, Math.min(all.length - 1, index));
+    if (to === from) {
+      say(card.dataset.label + " is already at position " + place(card) + ".");
+      return false;
+    }
     var rest = all.filter(function (c) { return c !== card; });
-    list.insertBefore(card, rest[index] || null);
+    list.insertBefore(card, rest[to] || null);
     refresh();
+    if (focusAfter) focusAfter.focus();
+    say(card.dataset.label + " moved to position " + place(card) + ".");
     return true;
   }
 
-  /* Keyboard */
+  /* Keyboard on a focused card. */
   list.addEventListener("keydown", function (event) {
-    var card = event.target.closest(".rank-card");
-    if (!card) return;
+    var card = event.target;
+    if (!card.classList || !card.classList.contains("rank-card")) return;
     var index = cards().indexOf(card);
+    var last = cards().length - 1;
     var target = null;
     if (event.key === "ArrowUp" || event.key === "ArrowLeft") target = index - 1;
     else if (event.key === "ArrowDown" || event.key === "ArrowRight") target = index + 1;
-    else if (/^[1-9]$/.test(event.key) && Number(event.key) <= cards().length) target = Number(event.key) - 1;
+    else if (event.key === "Home") target = 0;
+    else if (event.key === "End") target = last;
+    else if (/^[1-9]$/.test(event.key) && Number(event.key) <= last + 1) target = Number(event.key) - 1;
+    else if (event.key === "Enter") { event.preventDefault(); openPanel(); return; }
     else return;
     event.preventDefault();
-    moveTo(card, target);
-    card.focus();
-    announce(card);
+    moveTo(card, target, card);
   });
 
-  /* Pointer dragging (mouse, pen, touch). */
-  var drag = null;
-  list.addEventListener("pointerdown", function (event) {
-    var card = event.target.closest(".rank-card");
-    if (!card || event.button > 0) return;
-    drag = { card: card, id: event.pointerId };
-    card.classList.add("dragging");
-    try { card.setPointerCapture(event.pointerId); } catch (e) { /* synthetic pointer */ }
-    card.focus();
-    event.preventDefault();
+  /* Move-up / move-down buttons: for touch screen readers and anyone not dragging. */
+  list.addEventListener("click", function (event) {
+    var button = event.target.closest("button.move");
+    if (!button) return;
+    var card = button.closest(".rank-card");
+    var step = button.dataset.move === "up" ? -1 : 1;
+    moveTo(card, cards().indexOf(card) + step, button);
   });
-  document.addEventListener("pointermove", function (event) {
+
+  /* Dragging starts on a handle only, so that a swipe elsewhere scrolls the page. */
+  var drag = null;
+  var EDGE = 64;
+  function autoScroll() {
     if (!drag) return;
-    var x = event.clientX, y = event.clientY;
+    var step = 0;
+    if (drag.y < EDGE) step = -Math.ceil((EDGE - drag.y) / 4);
+    else if (drag.y > window.innerHeight - EDGE) step = Math.ceil((drag.y - window.innerHeight + EDGE) / 4);
+    if (step) { window.scrollBy(0, step); follow(); }
+    drag.frame = window.requestAnimationFrame(autoScroll);
+  }
+  function follow() {
     var all = cards();
     for (var i = 0; i < all.length; i++) {
       var other = all[i];
       if (other === drag.card) continue;
       var r = other.getBoundingClientRect();
-      if (x >= r.left && x <= r.right && y >= r.top && y <= r.bottom) {
-        moveTo(drag.card, i);
+      if (drag.x >= r.left && drag.x <= r.right && drag.y >= r.top && drag.y <= r.bottom) {
+        var from = all.indexOf(drag.card);
+        list.insertBefore(drag.card, i > from ? other.nextSibling : other);
+        refresh();
         break;
       }
     }
+  }
+  list.addEventListener("pointerdown", function (event) {
+    var handle = event.target.closest(".handle");
+    if (!handle || event.button > 0) return;
+    var card = handle.closest(".rank-card");
+    drag = { card: card, x: event.clientX, y: event.clientY };
+    card.classList.add("dragging");
+    try { handle.setPointerCapture(event.pointerId); } catch (e) { /* synthetic pointer */ }
+    event.preventDefault();
+    drag.frame = window.requestAnimationFrame(autoScroll);
+  });
+  document.addEventListener("pointermove", function (event) {
+    if (!drag) return;
+    drag.x = event.clientX;
+    drag.y = event.clientY;
+    follow();
   });
   function endDrag() {
     if (!drag) return;
     var card = drag.card;
+    window.cancelAnimationFrame(drag.frame);
     card.classList.remove("dragging");
     drag = null;
-    announce(card);
+    say(card.dataset.label + " moved to position " + place(card) + ".");
   }
   document.addEventListener("pointerup", endDrag);
   document.addEventListener("pointercancel", endDrag);
 
-  /* Confirmation panel. */
+  /* The review dialog: a real modal (the page behind is inert, Escape closes it). */
   function openPanel() {
     confirmList.innerHTML = "";
     cards().forEach(function (card) {
@@ -98,18 +135,14 @@
       li.textContent = card.dataset.label + " — " + card.querySelector(".prompt").textContent;
       confirmList.appendChild(li);
     });
-    panel.hidden = false;
+    if (!panel.open) panel.showModal();
     document.getElementById("confirm-submit").focus();
   }
-  function closePanel() {
-    panel.hidden = true;
-    reviewButton.focus();
-  }
   reviewButton.addEventListener("click", openPanel);
-  document.getElementById("confirm-back").addEventListener("click", closePanel);
-  panel.addEventListener("keydown", function (event) { if (event.key === "Escape") closePanel(); });
+  document.getElementById("confirm-back").addEventListener("click", function () { panel.close(); });
+  panel.addEventListener("close", function () { reviewButton.focus(); });
   form.addEventListener("submit", function (event) {
-    if (panel.hidden) { event.preventDefault(); openPanel(); return; }
+    if (!panel.open) { event.preventDefault(); openPanel(); return; }
     refresh();
     secondsInput.value = ((Date.now() - started) / 1000).toFixed(1);
   });

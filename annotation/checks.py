@@ -1,0 +1,34 @@
+"""System checks of the study's quality settings (``manage.py check`` says what is wrong)."""
+
+from django.conf import settings
+from django.core.checks import Error, register
+from django.core.exceptions import ImproperlyConfigured
+
+
+@register()
+def quality_settings(app_configs, **kwargs) -> list[Error]:
+    """GOLD_RATE and AGREEMENT_FRACTION are fractions, GROUP_K and the overlaps at least 1,
+    QUALITY_POLICY a valid override of annotation.quality.policy.Policy."""
+    from .standing import policy
+
+    study = settings.STEREORANK
+    errors = []
+    if not 0 <= study["GOLD_RATE"] < 1:
+        errors.append(Error(f"STEREORANK['GOLD_RATE'] must be in [0, 1), not {study['GOLD_RATE']}"))
+    if not 0 <= study["AGREEMENT_FRACTION"] <= 1:
+        errors.append(
+            Error(
+                "STEREORANK['AGREEMENT_FRACTION'] must be in [0, 1], "
+                f"not {study['AGREEMENT_FRACTION']}"
+            )
+        )
+    for key in ("GROUP_K", "AGREEMENT_OVERLAP", "TASK_OVERLAP"):
+        if study[key] < 1:
+            errors.append(Error(f"STEREORANK['{key}'] must be at least 1, not {study[key]}"))
+    if study["QUALITY_N_BOOT"] < 0:
+        errors.append(Error("STEREORANK['QUALITY_N_BOOT'] must not be negative"))
+    try:
+        policy()
+    except ImproperlyConfigured as error:
+        errors.append(Error(str(error)))
+    return errors

@@ -1,0 +1,29 @@
+"""What the annotation commands share: writing lines to a file or standard output."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+from django.core.management.base import CommandError
+
+
+def write_lines(lines: Iterable[str], out: str | None) -> None:
+    """Write to ``out`` (beside it, then renamed: a failed export leaves no half file),
+    or to standard output when ``out`` is empty."""
+    if not out:
+        sys.stdout.writelines(lines)
+        return
+    target = Path(out)
+    if not target.parent.is_dir():
+        raise CommandError(f"cannot write {out}: folder {target.parent} does not exist")
+    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as handle:
+            handle.writelines(lines)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,36 @@
+from django.core.management.base import BaseCommand
+
+from annotation.exports import jsonl_lines, pair_rows
+from annotation.models import Item
+
+from ._output import write_lines
+
+
+class Command(BaseCommand):
+    help = (
+        "Export the rankings that count as chosen/rejected pairs (JSONL with chosen, rejected "
+        "and margin, as TRL's RewardTrainer reads them; item ids, image URLs, prompt types)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--out", help="file to write (default: standard output)")
+        parser.add_argument("--include-synthetic", action="store_true")
+        parser.add_argument(
+            "--keep-identical-texts",
+            action="store_true",
+            help="keep pairs of two images of one prompt (same chosen and rejected text)",
+        )
+        parser.add_argument(
+            "--base-url",
+            default="",
+            help="prefix of the image URLs, e.g. https://stereorank.example.org",
+        )
+
+    def handle(self, *args, out, include_synthetic, keep_identical_texts, base_url, **options):
+        storage = Item._meta.get_field("image").storage
+        rows = pair_rows(
+            include_synthetic,
+            keep_identical_texts=keep_identical_texts,
+            image_url=lambda name: base_url.rstrip("/") + storage.url(name),
+        )
+        write_lines(jsonl_lines(rows), out)

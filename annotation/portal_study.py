@@ -1,0 +1,156 @@
+"""Portal pages of running a study: arriving by a crowd platform's link, leaving with
+a completion or screen-out code, withdrawing (with or without erasure).
+
+Thin views over ``annotation.recruitment``, ``annotation.services`` and
+``annotation.erasure``, as in ``annotation.portal``.
+"""
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth import login, logout
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from annotation import recruitment, services
+from annotation.erasure import erase_annotator
+from annotation.errors import AnnotationError, ConsentRequired, GroupFull
+from annotation.study_models import Erasure, Participation, Study
+from web.errors import http_status
+
+STOP, ERASE = "stop", "erase"
+
+
+class WithdrawForm(forms.Form):
+    choice = forms.ChoiceField(
+        label="What should happen?",
+        widget=forms.RadioSelect,
+        choices=[
+            (STOP, "Stop taking part. The rankings and answers you gave stay in the study."),
+            (
+                ERASE,
+                "Stop and erase my data: my answers about me and my rankings are deleted "
+                "and my account is closed. This cannot be undone.",
+            ),
+        ],
+        error_messages={"required": "Choose one of the two options."},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def withdraw(request):
+    """Confirm a withdrawal, with or without erasure of the annotator's data."""
+    profile = services.get_profile(request.user)
+    form = WithdrawForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        if form.cleaned_data["choice"] == ERASE:
+            erase_annotator(profile, via=Erasure.Via.PARTICIPANT)
+            logout(request)
+            return redirect("portal:erased")
+        services.withdraw_consent(profile)
+        messages.info(request, "Your consent is withdrawn. You can agree again at any time.")
+        return redirect("portal:consent")
+    return render(request, "portal/withdraw.html", {"form": form})
+
+
+def erased(request):
+    """The last page after an erasure: the visitor is logged out."""
+    return render(request, "portal/erased.html")
+
+
+@require_GET
+def join(request, slug: str):
+    """A crowd platform's entry link: log the participant in (new or returning) and send
+    them on; previews, bad links, repeat participants and floods get a page saying so."""
+    study = get_object_or_404(Study, slug=slug)
+    try:
+        arrival = recruitment.parse_arrival(study.platform, request.GET)
+        if arrival.preview:
+            return render(request, "portal/join_preview.html", {"study": study})
+        participation = recruitment.returning(study, arrival)
+        if participation is None:
+            if not recruitment.allow_new_participant(request, study):
+                return _join_refused(
+                    request,
+                    study,
+                    "Too many new participants from your network just now: "
+                    "please try again in a while.",
+                    429,
+                )
+            participation = recruitment.enroll(study, arrival)
+    except AnnotationError as error:
+        return _join_refused(request, study, error.message, http_status(error))
+    login(
+        request, participation.annotator.user, backend="django.contrib.auth.backends.ModelBackend"
+    )
+    return redirect(recruitment.landing(participation))
+
+
+def _join_refused(request, study: Study, message: str, status: int):
+    return render(
+        request, "portal/join_refused.html", {"study": study, "message": message}, status=status
+    )
+
+
+def _participation(request) -> Participation | None:
+    return recruitment.participation_of(services.get_profile(request.user))
+
+
+@login_required
+def complete(request):
+    """The completion code, once no task is left for the participant (checked here, so the
+    page cannot be reached early)."""
+    participation = _participation(request)
+    if participation is None:
+        return redirect("portal:home")
+    if participation.outcome == Participation.Outcome.SCREENED_OUT:
+        return redirect("portal:screened_out")
+    if participation.outcome != Participation.Outcome.COMPLETED:
+        try:
+            if services.next_task(participation.annotator) is not None:
+                return redirect("portal:rank")
+        except ConsentRequired:
+            return redirect("portal:consent")
+        except GroupFull as error:
+            return turned_away(request, participation.annotator, error)
+        recruitment.complete(participation)
+    study = participation.study
+    return render(
+        request,
+        "portal/complete.html",
+        {
+            "study": study,
+            "code": study.completion_code,
+            "link": recruitment.exit_link(study, study.completion_code, study.completion_url),
+        },
+    )
+
+
+def turned_away(request, profile, error: GroupFull):
+    """A full group: a participant is screened out (with the code), anyone else told kindly."""
+    participation = recruitment.participation_of(profile)
+    if participation is not None:
+        recruitment.screen_out(participation, Participation.ScreenOut.GROUP_FULL)
+        return redirect("portal:screened_out")
+    messages.info(request, error.message)
+    return redirect("portal:home")
+
+
+@login_required
+def screened_out(request):
+    """The screen-out code, for a participant who declined consent or whose group is full."""
+    participation = _participation(request)
+    if participation is None or participation.outcome != Participation.Outcome.SCREENED_OUT:
+        return redirect("portal:home")
+    study = participation.study
+    return render(
+        request,
+        "portal/screened_out.html",
+        {
+            "study": study,
+            "reason": participation.screen_out_reason,
+            "code": study.screen_out_code,
+            "link": recruitment.exit_link(study, study.screen_out_code, study.screen_out_url),
+        },
+    )

@@ -1,0 +1,137 @@
+"""The quality report, one home for the ``quality`` command, the staff API and the dashboard.
+
+It reads the database through the selectors and computes with the Django-free
+``annotation.quality`` library; the result is plain JSON (NaN as ``None``):
+
+* ``agreement``: ``breakdown.breakdown`` over the rankings that count (check
+  cards dropped): overall, per occupation, within and between the groups of each
+  active demographic field (groups under ``GROUP_K`` annotators suppressed).
+* ``position_bias``: per task size K, over the same rankings.
+* ``annotators``: one row per annotator with consenting rankings: the figures
+  the policy reads (since their last reinstatement, gold tasks included), their
+  leave-one-out consensus rho against the annotators who count (on shared
+  ordinary tasks, check cards dropped), and their status with its last reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+from django.conf import settings
+
+from training.ml.data import json_safe
+
+from . import selectors, standing
+from .exports import pseudonym
+from .models import AnnotatorStatus, DemographicField
+from .quality.agreement import Reliability, annotator_reliability
+from .quality.breakdown import breakdown
+from .quality.gold import AttentionCheck, annotator_quality
+from .quality.position_bias import position_bias
+from .quality.records import RankingRecord
+
+ANNOTATOR_COLUMNS = (
+    "pseudonym",
+    "tasks",
+    "gold_tasks",
+    "gold_score",
+    "checks",
+    "check_pass_rate",
+    "consensus_rho",
+    "median_seconds",
+    "untouched_rate",
+    "status",
+)
+
+
+def without_check_cards(
+    records: Iterable[RankingRecord], checks: Mapping[int, AttentionCheck]
+) -> list[RankingRecord]:
+    """The records with each attention-check card taken out of order and shown order
+    (the card's place was instructed, so it says nothing about agreement or bias)."""
+    out = []
+    for r in records:
+        check = checks.get(r.task_id)
+        if check is None:
+            out.append(r)
+            continue
+        order = tuple(i for i in r.order if i != check.item)
+        if order:
+            shown = tuple(i for i in r.shown_order if i != check.item)
+            out.append(dataclasses.replace(r, order=order, shown_order=shown))
+    return out
+
+
+def consensus_reliability(records: list[RankingRecord], excluded: set) -> dict[object, Reliability]:
+    """Each annotator's leave-one-out rho against the consensus of the annotators who
+    count: an excluded annotator is scored against them, never part of their consensus."""
+    counted = [r for r in records if r.annotator not in excluded]
+    out = annotator_reliability(counted)
+    for user in excluded:
+        own = [r for r in records if r.annotator == user]
+        if own:
+            out[user] = annotator_reliability(counted + own)[user]
+    return out
+
+
+def annotator_rows(include_synthetic: bool = False) -> list[dict]:
+    """The annotator table (``ANNOTATOR_COLUMNS`` and more), ordered by pseudonym."""
+    consented = selectors.consented_rankings(include_synthetic)
+    policy_view = selectors.quality_inputs(selectors.since_reinstatement(consented))
+    quality = annotator_quality(policy_view.records, policy_view.gold, policy_view.checks)
+    shared = selectors.quality_inputs(consented.filter(task__is_gold=False))
+    records = without_check_cards(shared.records, shared.checks)
+    profiles = selectors.annotator_statuses({r.annotator for r in records} | set(quality))
+    reliability = consensus_reliability(
+        records, {p["user_id"] for p in profiles if p["status"] == AnnotatorStatus.EXCLUDED}
+    )
+    rows = []
+    for p in profiles:
+        user = p["user_id"]
+        q = quality.get(user)
+        rel = reliability.get(user)
+        rows.append(
+            {
+                "pseudonym": pseudonym(user),
+                "profile": p["pk"],
+                "tasks": q.n_rankings if q else 0,
+                "gold_tasks": q.n_gold if q else 0,
+                "gold_score": q.gold_score if q else None,
+                "checks": q.n_checks if q else 0,
+                "check_pass_rate": q.check_pass_rate if q else None,
+                "consensus_rho": rel.rho if rel else None,
+                "consensus_tasks": rel.n_tasks if rel else 0,
+                "median_seconds": q.median_seconds if q else None,
+                "untouched_rate": q.untouched_rate if q else None,
+                "status": p["status"],
+                "status_reason": p["reason"] or "",
+                "synthetic": p["is_synthetic"],
+                "synthetic_kind": p["synthetic_kind"],
+            }
+        )
+    return json_safe(sorted(rows, key=lambda r: r["pseudonym"]))
+
+
+def quality_report(
+    include_synthetic: bool = False, *, n_boot: int | None = None, seed: int = 0
+) -> dict:
+    """Everything the quality pages show, as plain JSON-ready data (module docstring)."""
+    study = settings.STEREORANK
+    n_boot = study["QUALITY_N_BOOT"] if n_boot is None else n_boot
+    counted = selectors.quality_inputs(selectors.counted_rankings(include_synthetic))
+    records = without_check_cards(counted.records, counted.checks)
+    fields = list(DemographicField.objects.filter(active=True).values_list("key", flat=True))
+    agreement = breakdown(records, fields, k=study["GROUP_K"], n_boot=n_boot, seed=seed)
+    bias = position_bias(records, n_boot=n_boot, seed=seed)
+    return json_safe(
+        {
+            "include_synthetic": include_synthetic,
+            "n_boot": n_boot,
+            "n_rankings": len(records),
+            "agreement": agreement,
+            "position_bias": {str(k): b.as_dict() for k, b in bias.items()},
+            "annotators": annotator_rows(include_synthetic),
+            "policy": dataclasses.asdict(standing.policy()),
+        }
+    )

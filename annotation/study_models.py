@@ -1,0 +1,172 @@
+"""Models of running a study: erasure records, recruitment, group quotas.
+
+Kept apart from ``annotation.models`` (which imports this module so that Django
+registers them) so that each concept has a home of its own.
+"""
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils import timezone
+
+
+class Erasure(models.Model):
+    """That one annotator's data was erased, when, and how many rankings went with it.
+
+    Nothing here says whose: no annotator, no pseudonym. A snapshot frozen before
+    ``erased_at`` holds labels that an erased annotator's rankings helped make
+    (``annotation.selectors.erasures_after``).
+    """
+
+    class Via(models.TextChoices):
+        PARTICIPANT = "participant", "The participant (portal or API)"
+        STAFF = "staff", "Staff, on a request received by other means"
+
+    erased_at = models.DateTimeField(default=timezone.now, db_index=True)
+    rankings_removed = models.PositiveIntegerField()
+    via = models.CharField(max_length=20, choices=Via.choices)
+
+    class Meta:
+        ordering = ["-erased_at"]
+
+    def __str__(self) -> str:
+        return f"erasure of {self.erased_at:%Y-%m-%d %H:%M} ({self.rankings_removed} rankings)"
+
+
+class Study(models.Model):
+    """A recruitment on a crowd platform: its entry link, and how participants leave it.
+
+    Participants arrive at ``/join/<slug>/`` with the platform's ids in the query
+    (``annotation.recruitment.PLATFORM_PARAMS``). They leave with the completion
+    code when they reach their quota or run out of tasks, or with the screen-out
+    code when they decline consent or their group is full.
+    """
+
+    class Platform(models.TextChoices):
+        PROLIFIC = "prolific", "Prolific"
+        MTURK = "mturk", "Amazon Mechanical Turk"
+        GENERIC = "generic", "Any other (?pid=)"
+
+    slug = models.SlugField(
+        max_length=60, unique=True, help_text="The entry link is /join/<slug>/."
+    )
+    name = models.CharField(max_length=200)
+    platform = models.CharField(max_length=20, choices=Platform.choices)
+    active = models.BooleanField(default=True, help_text="Closed studies admit nobody new.")
+    tasks_per_participant = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Each participant's quota; blank: the default quota."
+    )
+    completion_code = models.CharField(max_length=100, blank=True)
+    completion_url = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="Where participants go when done; {code} becomes the completion code. "
+        "Blank on Prolific: https://app.prolific.com/submissions/complete?cc={code}.",
+    )
+    screen_out_code = models.CharField(max_length=100, blank=True)
+    screen_out_url = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="Where screened-out participants go; {code} becomes the screen-out code.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "studies"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        for name in ("completion_url", "screen_out_url"):
+            url = getattr(self, name)
+            if url and not url.startswith("https://"):
+                raise ValidationError({name: "Use an https:// address."})
+
+
+class Participation(models.Model):
+    """An annotator who came by a study's link. The platform's participant id is kept
+    only as a keyed hash (``recruitment.external_id_hash``); the submission ids are
+    kept to match a returning participant. All of it goes at erasure."""
+
+    class Outcome(models.TextChoices):
+        TAKING_PART = "", "Taking part"
+        COMPLETED = "completed", "Completed"
+        SCREENED_OUT = "screened_out", "Screened out"
+
+    class ScreenOut(models.TextChoices):
+        DECLINED_CONSENT = "declined_consent", "Declined consent"
+        GROUP_FULL = "group_full", "Group full"
+
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="participations")
+    annotator = models.OneToOneField(
+        "annotation.AnnotatorProfile", on_delete=models.CASCADE, related_name="participation"
+    )
+    external_id_hash = models.CharField(max_length=64)
+    # Prolific SESSION_ID or MTurk assignmentId: a returning participant shows the same one.
+    session_id = models.CharField(max_length=200, blank=True)
+    # Prolific STUDY_ID or MTurk hitId, as the platform names its side of the study.
+    platform_study_id = models.CharField(max_length=200, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    outcome = models.CharField(max_length=20, choices=Outcome.choices, blank=True, default="")
+    screen_out_reason = models.CharField(max_length=30, choices=ScreenOut.choices, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "external_id_hash"], name="take_part_once_per_study"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"participant {self.annotator_id} in {self.study_id}"
+
+
+class GroupQuota(models.Model):
+    """How many annotators one group (answer) of a demographic field may hold.
+
+    ``value`` is one of the field's choices, "prefer not to say" (which also holds
+    those who skipped the question: no answer is ever required), or "other" (answers
+    in the annotator's own words); for a free-text field, an answer (case ignored).
+    Groups without a quota are not limited.
+    """
+
+    field = models.ForeignKey(
+        "annotation.DemographicField", on_delete=models.CASCADE, related_name="quotas"
+    )
+    value = models.CharField(max_length=200)
+    target = models.PositiveIntegerField(help_text="Annotators this group may hold.")
+
+    class Meta:
+        ordering = ["field__order", "field__key", "value"]
+        constraints = [
+            models.UniqueConstraint(fields=["field", "value"], name="one_quota_per_group")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.field.label}: {self.value} ({self.target})"
+
+    def clean(self) -> None:
+        from .quotas import valid_quota_values
+
+        allowed = valid_quota_values(self.field) if self.field_id else None
+        if allowed is not None and self.value not in allowed:
+            raise ValidationError({"value": f"Use one of: {', '.join(sorted(allowed))}."})
+
+
+class QuotaSeat(models.Model):
+    """An annotator's place in a group quota, taken with their first task. It counts
+    while their consent stands and they have ranked, or hold a reservation."""
+
+    quota = models.ForeignKey(GroupQuota, on_delete=models.CASCADE, related_name="seats")
+    annotator = models.ForeignKey(
+        "annotation.AnnotatorProfile", on_delete=models.CASCADE, related_name="quota_seats"
+    )
+    taken_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["quota", "annotator"], name="one_seat_per_quota")
+        ]

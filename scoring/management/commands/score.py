@@ -1,0 +1,32 @@
+"""manage.py score "prompt" ... [--version V] [--json]: score prompts with a version."""
+
+import json
+
+from scoring import services
+from scoring.api import score_body
+from web.errors import ServiceCommand
+
+
+class Command(ServiceCommand):
+    help = "Score prompts with the active version (or --version); flag those below its threshold."
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        """``--version`` names a registry version here, not Django's own version."""
+        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
+
+    def add_arguments(self, parser):
+        parser.add_argument("prompts", nargs="+", help="Prompts to score.")
+        parser.add_argument("--version", type=int, help="A registry version (default: active).")
+        parser.add_argument("--json", action="store_true", help="Print the API's JSON.")
+
+    def handle(self, *args, **options):
+        report = services.score_prompts(options["prompts"], options["version"])
+        if options["json"]:
+            self.stdout.write(json.dumps(score_body(report)))
+            return
+        self.stdout.write(
+            f"v{report.version}, threshold {report.threshold:.4f} ({report.threshold_basis})"
+        )
+        for r in report.results:
+            flag = "stereotypical" if r.flagged else "ok"
+            self.stdout.write(f"{r.score:8.4f}  {flag:13}  {r.prompt}")

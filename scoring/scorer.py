@@ -1,0 +1,122 @@
+"""One scorer per process: checkpoints (encoder + head) loaded once, scored in batches.
+
+Freshness: each call without a version first asks which version is active
+(``selectors.active_version``: one indexed row, one column). A promotion or a
+rollback, made by any process, is therefore seen on the next request, without
+a restart; weights are read from disk only when a version is first needed.
+Loaded versions sit in a small LRU (``STEREORANK["SCORING"]["VERSIONS_LOADED"]``,
+default 2: the active one and one asked for by number). Versions never change
+once registered, so a loaded one is never stale. Encoders are shared with the
+rest of the process (``training.encoding``), and texts go through the embedding
+cache, so a prompt already embedded for training or an earlier request is not
+encoded again. torch is imported on first load, not with this module.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from django.conf import settings
+
+from scoring import selectors
+from scoring.errors import NoActiveVersion
+from training import encoding
+
+if TYPE_CHECKING:
+    from training.ml.cache import EmbeddingCache
+    from training.ml.model import RewardModel
+
+
+@dataclass(frozen=True)
+class LoadedVersion:
+    """A registry version ready to score: its model, threshold and the threshold's basis."""
+
+    version: int
+    threshold: float
+    threshold_basis: str
+    model: RewardModel
+    cache: EmbeddingCache
+
+    def score(self, prompts: Sequence[str]) -> np.ndarray:
+        """Scores of ``prompts`` (float64, higher = more diverse), one batched pass."""
+        return self.model.score(list(prompts), cache=self.cache).astype(np.float64)
+
+    def flags(self, scores: np.ndarray) -> list[bool]:
+        """The model card's rule: flagged (stereotypical) when ``score < threshold``."""
+        return [bool(s < self.threshold) for s in scores]
+
+
+class Scorer:
+    """Loaded versions by number, least recently used dropped past ``capacity``."""
+
+    def __init__(self, capacity: int = 2, device: str = "cpu") -> None:
+        if capacity < 1:
+            raise ValueError(f"a scorer keeps at least one version loaded, not {capacity}")
+        self.capacity = capacity
+        self.device = device
+        self.loads = 0  # versions read from disk, for tests and the benchmark
+        self._loaded: OrderedDict[int, LoadedVersion] = OrderedDict()
+        self._lock = threading.Lock()
+        self._cache: EmbeddingCache | None = None
+
+    def get(self, version: int | None = None) -> LoadedVersion:
+        """Version ``version``, or the active one; loaded on first use.
+
+        ``NoActiveVersion`` when none is active and none is named;
+        ``VersionNotFound`` for an unknown number.
+        """
+        if version is None:
+            version = selectors.active_version()
+            if version is None:
+                raise NoActiveVersion("no version is active: promote one in the registry")
+        with self._lock:
+            loaded = self._loaded.get(version)
+            if loaded is None:
+                loaded = self._load(version)
+                self._loaded[version] = loaded
+                while len(self._loaded) > self.capacity:
+                    self._loaded.popitem(last=False)
+            self._loaded.move_to_end(version)
+            return loaded
+
+    def loaded_versions(self) -> list[int]:
+        """Versions in memory, least recently used first."""
+        return list(self._loaded)
+
+    def _load(self, version: int) -> LoadedVersion:
+        from training.ml.checkpoints import load
+
+        row = selectors.checkpoint(version)
+        encoder = encoding.encoder(row.encoder_name, device=self.device)
+        model = load(Path(row.path), encoder).to_model(encoder)
+        if self._cache is None:
+            self._cache = encoding.embedding_cache()
+        self.loads += 1
+        return LoadedVersion(row.version, row.threshold, row.threshold_basis, model, self._cache)
+
+
+_scorer: Scorer | None = None
+_scorer_lock = threading.Lock()
+
+
+def get_scorer() -> Scorer:
+    """This process's scorer, made on first use from ``STEREORANK["SCORING"]``."""
+    global _scorer
+    with _scorer_lock:
+        if _scorer is None:
+            limits = settings.STEREORANK["SCORING"]
+            _scorer = Scorer(limits["VERSIONS_LOADED"], limits["DEVICE"])
+        return _scorer
+
+
+def reset_scorer() -> None:
+    """Forget every loaded version (tests; settings that changed)."""
+    global _scorer
+    with _scorer_lock:
+        _scorer = None

@@ -1,0 +1,197 @@
+"""Scoring and optimising prompts: the checks every interface shares, then the model.
+
+The API, the commands and the checker page all come here, so a request is
+refused the same way everywhere: limits from ``STEREORANK["SCORING"]``, and a
+message that names the part that is wrong (``prompts[3] is not a string``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from annotation.catalogue import read_catalogue
+from annotation.models import Occupation
+from scoring.errors import RewriterFailed, ScoringError
+from scoring.scorer import LoadedVersion, get_scorer
+
+
+def limits() -> dict:
+    return settings.STEREORANK["SCORING"]
+
+
+def check_text(value: object, where: str) -> str:
+    """One prompt: a non-blank string of at most ``MAX_CHARS`` characters."""
+    if not isinstance(value, str):
+        raise ScoringError(f"{where} is not a string")
+    if not value.strip():
+        raise ScoringError(f"{where} is empty")
+    most = limits()["MAX_CHARS"]
+    if len(value) > most:
+        raise ScoringError(f"{where} has {len(value)} characters; at most {most} are allowed")
+    return value
+
+
+def check_prompts(prompts: object) -> list[str]:
+    """A non-empty list of at most ``MAX_PROMPTS`` prompts, each passing ``check_text``."""
+    if not isinstance(prompts, list):
+        raise ScoringError("prompts must be a list of strings")
+    if not prompts:
+        raise ScoringError("prompts is empty: give at least one prompt")
+    most = limits()["MAX_PROMPTS"]
+    if len(prompts) > most:
+        raise ScoringError(f"too many prompts: {len(prompts)} given, at most {most} are allowed")
+    return [check_text(p, f"prompts[{i}]") for i, p in enumerate(prompts)]
+
+
+def check_version(version: object) -> int | None:
+    """A version number (a positive whole number) or None for the active version."""
+    if version is None:
+        return None
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ScoringError(f"version must be a positive whole number, not {version!r}")
+    return version
+
+
+@dataclass(frozen=True)
+class Scored:
+    prompt: str
+    score: float
+    flagged: bool
+
+
+@dataclass(frozen=True)
+class ScoreReport:
+    """Scores of some prompts by one version, with the threshold it flags them by."""
+
+    version: int
+    threshold: float
+    threshold_basis: str
+    results: list[Scored]
+
+
+def score_prompts(prompts: object, version: object = None) -> ScoreReport:
+    """Score ``prompts`` with ``version`` (default: the active one)."""
+    texts = check_prompts(prompts)
+    loaded = get_scorer().get(check_version(version))
+    scores = loaded.score(texts)
+    flags = loaded.flags(scores)
+    return ScoreReport(
+        loaded.version,
+        loaded.threshold,
+        loaded.threshold_basis,
+        [Scored(t, float(s), f) for t, s, f in zip(texts, scores, flags, strict=True)],
+    )
+
+
+def catalogue_occupations() -> list[str]:
+    """Occupation names of the study (database) and of the packaged catalogue."""
+    names = set(Occupation.objects.values_list("name", flat=True))
+    names.update(o["name"] for o in read_catalogue()["occupations"])
+    return sorted(names)
+
+
+def detect_occupation(prompt: str, occupations: list[str] | None = None) -> str:
+    """The one catalogue occupation ``prompt`` names (the longest when one name holds
+    another, "nurse" in "nurse practitioner"); refused when none or several are named."""
+    from training.ml.paraphrase.quality import occupation_regex
+
+    spans = []
+    for name in occupations if occupations is not None else catalogue_occupations():
+        spans += [(m.start(), m.end(), name) for m in occupation_regex(name).finditer(prompt)]
+    # a match inside a longer one ("nurse" in "nurse practitioner") does not count
+    named = {
+        name
+        for start, end, name in spans
+        if not any(s <= start and end <= e and (e - s) > (end - start) for s, e, _ in spans)
+    }
+    if not named:
+        raise ScoringError("the prompt names no occupation of the catalogue: give the occupation")
+    if len(named) > 1:
+        raise ScoringError(
+            f"the prompt names several occupations ({', '.join(sorted(named))}): "
+            "give the occupation to keep"
+        )
+    return named.pop()
+
+
+def make_rewriter():
+    """The optimiser's rewriter named by ``SCORING["REWRITER"]``; the LLM one uses the
+    ``TRAINING["OPENAI_*"]`` settings, as paraphrasing does."""
+    from training.ml.optimise import make_rewriter as build
+
+    name = limits()["REWRITER"]
+    if name == "openai":
+        t = settings.TRAINING
+        client = {k: v for k, v in t["OPENAI_CLIENT"].items() if k != "batch_size"}
+        return build(
+            "openai",
+            base_url=t["OPENAI_BASE_URL"],
+            model=t["OPENAI_MODEL"],
+            api_key=t["OPENAI_API_KEY"],
+            **client,
+        )
+    return build(name)
+
+
+def check_n(n: object) -> int:
+    most = limits()["OPTIMISE_MAX_N"]
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= most:
+        raise ScoringError(f"n must be a whole number from 1 to {most}, not {n!r}")
+    return n
+
+
+@dataclass(frozen=True)
+class OptimiseReport:
+    """What the optimiser found for one prompt, with the version and rewriter it used."""
+
+    version: int
+    threshold: float
+    threshold_basis: str
+    occupation: str
+    rewriter: str
+    result: object  # training.ml.optimise.OptimiseResult
+
+
+def optimise_prompt(
+    prompt: object,
+    n: object = 3,
+    occupation: object = None,
+    version: object = None,
+    seed: int = 0,
+) -> OptimiseReport:
+    """Up to ``n`` rewrites of ``prompt`` that keep its occupation and pass the threshold."""
+    from training.ml.optimise import RewriteError, optimise
+    from training.ml.paraphrase.quality import names_occupation
+
+    text = check_text(prompt, "prompt")
+    count = check_n(n)
+    if occupation is None or occupation == "":
+        name = detect_occupation(text)
+    else:
+        name = check_text(occupation, "occupation").strip()
+        if not names_occupation(text, name):
+            raise ScoringError(f"the prompt does not name the occupation {name!r}")
+    loaded: LoadedVersion = get_scorer().get(check_version(version))
+    rewriter = make_rewriter()
+    try:
+        result = optimise(
+            text,
+            name,
+            loaded.score,
+            loaded.threshold,
+            rewriter,
+            n=count,
+            rounds=limits()["OPTIMISE_ROUNDS"],
+            per_round=limits()["OPTIMISE_PER_ROUND"],
+            seed=seed,
+        )
+    except RewriteError as exc:
+        raise RewriterFailed(f"the {rewriter.name} rewriter failed: {exc}") from exc
+    finally:
+        if hasattr(rewriter, "close"):
+            rewriter.close()
+    return OptimiseReport(
+        loaded.version, loaded.threshold, loaded.threshold_basis, name, rewriter.name, result
+    )

@@ -1,0 +1,93 @@
+"""A trained run's threshold is calibrated (KDE crossing), not the seed's 0.12; when it
+cannot be, the checkpoint says why. On SQLite: one real MiniLM run."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
+from django.utils.html import escape
+from scipy import optimize, stats
+from training_study import FAST
+
+from training import encoding
+from training.ml.calibration import SEED_THRESHOLD
+from training.ml.checkpoints import load
+from training.registry import export_checkpoint, import_checkpoint
+from training.runs import execute_run, start_run
+from training.snapshots import create_snapshot, prompt_types
+
+pytestmark = pytest.mark.slow
+
+
+def independent_crossing(stereo: np.ndarray, other: np.ndarray) -> float:
+    """First root of f_s - f_o above the stereotypical KDE's mode, by brentq on scipy's KDEs."""
+    f_s, f_o = stats.gaussian_kde(stereo), stats.gaussian_kde(other)
+    x = np.linspace(min(stereo.min(), other.min()), max(stereo.max(), other.max()), 50001)
+    mode = x[np.argmax(f_s(x))]
+    above = x[x >= mode]
+    d = f_s(above) - f_o(above)
+    k = int(np.flatnonzero((d[:-1] > 0) & (d[1:] <= 0))[0])
+    return optimize.brentq(lambda v: f_s(v)[0] - f_o(v)[0], above[k], above[k + 1])
+
+
+def test_a_trained_runs_threshold_comes_from_calibration(study, training_storage):
+    snapshot = create_snapshot(include_synthetic=True)
+    run = start_run(snapshot, hyperparameters=FAST, enqueue=False)
+    assert execute_run(run.pk, "node-a") == "done: v1"
+    checkpoint = run.__class__.objects.get(pk=run.pk).checkpoint
+
+    # the prompts the card calibrates on: each distinct prompt of the snapshot, once
+    prompts = {r["text"]: r["prompt_type"] for r in snapshot.examples}
+    encoder = encoding.encoder(checkpoint.encoder_name)
+    model = load(Path(checkpoint.path), encoder).to_model(encoder)
+    scores = model.score(list(prompts), cache=encoding.embedding_cache())
+    flags = np.array([t == "stereotypical" for t in prompts.values()])
+    expected = independent_crossing(scores[flags], scores[~flags])
+
+    assert checkpoint.threshold != SEED_THRESHOLD
+    assert checkpoint.threshold == pytest.approx(expected, abs=2e-3)
+    assert checkpoint.threshold_basis.startswith("KDE crossing")
+    assert f"{flags.sum()} stereotypical vs {(~flags).sum()} other prompts" in (
+        checkpoint.threshold_basis
+    )
+    assert f"snapshot {snapshot.pk}" in checkpoint.threshold_basis
+
+    # the registry page shows the threshold with its basis
+    staff = get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    html = client.get(reverse("dashboards:registry")).content.decode()
+    assert f"{checkpoint.threshold:.3f}" in html
+    assert escape(checkpoint.threshold_basis) in html
+
+    # a seed .pth carries no threshold: its import says so instead of passing 0.12 off
+    out = Path(training_storage["CHECKPOINT_DIR"]).parent / "v1.pth"
+    exported = export_checkpoint(checkpoint, "seed", out)
+    imported = import_checkpoint(exported, actor="test")
+    assert imported.threshold == SEED_THRESHOLD
+    assert imported.threshold_basis == (
+        f"seed default {SEED_THRESHOLD}: imported from v1.pth, which carries no threshold"
+    )
+
+
+def test_a_run_that_cannot_be_calibrated_records_why(study, training_storage, monkeypatch):
+    """Every prompt scored alike: no KDE can be fitted, and the checkpoint says so."""
+    from training.ml.model import RewardModel
+
+    monkeypatch.setattr(
+        RewardModel, "score", lambda self, texts, cache=None, **kw: np.zeros(len(texts))
+    )
+    snapshot = create_snapshot(include_synthetic=True)
+    run = start_run(snapshot, hyperparameters={**FAST, "epochs": 1}, enqueue=False)
+    assert execute_run(run.pk, "node-a") == "done: v1"
+    checkpoint = run.__class__.objects.get(pk=run.pk).checkpoint
+    n_stereo = sum(t == "stereotypical" for t in prompt_types(snapshot).values())
+    assert checkpoint.threshold == SEED_THRESHOLD
+    assert checkpoint.threshold_basis == (
+        f"seed default {SEED_THRESHOLD}: each class needs at least two distinct scores for a "
+        f"KDE ({n_stereo} stereotypical vs {len(prompt_types(snapshot)) - n_stereo} other "
+        f"prompts) (snapshot {snapshot.pk}, train and eval splits)"
+    )

@@ -1,0 +1,143 @@
+"""Annotation quality: agreement with intervals, position bias, the annotator table; reinstate.
+
+The figures are ``annotation.quality_report``'s (the ``quality`` command and the
+staff API show the same), cached while the data they read is unchanged. The
+report's module (scipy, krippendorff) is imported on the first request, not with
+the URL conf.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.core.cache import cache
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation import selectors, standing
+from annotation.exports import pseudonym
+from annotation.models import AnnotatorProfile
+from web.errors import refusals_as_messages
+
+from .base import form_errors, staff_only
+from .charts import IntervalPoint, chart_response, estimates_with_intervals, position_heatmap
+
+CACHE_SECONDS = 10 * 60
+SORTABLE = (
+    "pseudonym",
+    "tasks",
+    "gold_score",
+    "check_pass_rate",
+    "consensus_rho",
+    "median_seconds",
+    "untouched_rate",
+    "status",
+)
+
+
+class ReinstateForm(forms.Form):
+    reason = forms.CharField(
+        max_length=1000, strip=True, help_text="Recorded with your name in the status history."
+    )
+
+
+def report(request: HttpRequest) -> dict:
+    """The quality report for ``?synthetic=1`` or not, cached by the data's version."""
+    synthetic = request.GET.get("synthetic") == "1"
+    n_boot = settings.STEREORANK["QUALITY_N_BOOT"]
+    key = f"quality-report:{synthetic}:{n_boot}:{selectors.quality_data_version()}"
+    found = cache.get(key)
+    if found is None:
+        from annotation.quality_report import quality_report
+
+        found = quality_report(synthetic, n_boot=n_boot)
+        cache.set(key, found, CACHE_SECONDS)
+    return found
+
+
+def sort_rows(rows: list[dict], column: str, descending: bool) -> list[dict]:
+    """The annotator table sorted by one column; undefined figures always last."""
+    if column not in SORTABLE:
+        column = "pseudonym"
+    known = [r for r in rows if r[column] is not None]
+    unknown = [r for r in rows if r[column] is None]
+    return sorted(known, key=lambda r: r[column], reverse=descending) + unknown
+
+
+@staff_only
+def quality(request: HttpRequest) -> HttpResponse:
+    """Agreement overall, per occupation and per group; position bias; the annotators."""
+    data = report(request)
+    column = request.GET.get("sort", "pseudonym")
+    descending = request.GET.get("dir") == "desc"
+    occupations = [
+        (name, a) for name, a in data["agreement"]["per_occupation"].items() if a["n_tasks"]
+    ]
+    return render(
+        request,
+        "dashboards/quality.html",
+        {
+            "report": data,
+            "synthetic": request.GET.get("synthetic") == "1",
+            "occupations": occupations,
+            "annotators": sort_rows(data["annotators"], column, descending),
+            "sort": column,
+            "descending": descending,
+            "sortable": SORTABLE,
+            "changes": [
+                {"change": c, "pseudonym": pseudonym(c.annotator.user_id)}
+                for c in selectors.recent_status_changes()
+            ],
+            "reinstate_form": ReinstateForm(),
+            "section": "quality",
+        },
+    )
+
+
+@staff_only
+def quality_agreement_chart(request: HttpRequest) -> HttpResponse:
+    """Kendall's W per occupation with its task-bootstrap 95% interval."""
+    data = report(request)
+    points = [
+        IntervalPoint(name, w["value"], w["ci_low"], w["ci_high"])
+        for name, a in data["agreement"]["per_occupation"].items()
+        if (w := a["kendall_w"])["value"] is not None
+    ]
+    return chart_response(
+        request,
+        "quality-agreement",
+        points,
+        lambda: estimates_with_intervals(points, "Kendall's W per occupation (95% CI)"),
+    )
+
+
+@staff_only
+def quality_position_chart(request: HttpRequest, k: int) -> HttpResponse:
+    """The shown x submitted position table of tasks of size ``k`` as a heat map."""
+    bias = report(request)["position_bias"].get(str(k))
+    if bias is None:
+        raise Http404(f"No rankings of {k} items.")
+    title = f"K = {k}: {bias['n_rankings']} rankings, chi2 p = {bias['p_value']:.3g}"
+    return chart_response(
+        request,
+        "quality-position",
+        {"table": bias["table"], "title": title},
+        lambda: position_heatmap(bias["table"], title),
+    )
+
+
+@staff_only
+@require_POST
+@refusals_as_messages("dashboards:quality")
+def quality_reinstate(request: HttpRequest, profile_id: int) -> HttpResponse:
+    """Lift a warned or excluded annotator back to ok, with a recorded reason."""
+    profile = get_object_or_404(AnnotatorProfile.objects.select_related("user"), pk=profile_id)
+    form = ReinstateForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, form_errors(form))
+        return redirect("dashboards:quality")
+    standing.reinstate(profile, request.user, form.cleaned_data["reason"])
+    messages.success(request, "Reinstated: the annotator's status is ok again.")
+    return redirect("dashboards:quality")

@@ -1,0 +1,95 @@
+"""Project-level views: the API's root and the plain 404/500 pages.
+
+The error handlers answer JSON under ``/api/`` (what an API client can read) and
+the portal's plain pages elsewhere; neither shows routes or tracebacks.
+"""
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import reverse
+from django.views import defaults
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+API_PREFIX = "/api/"
+
+
+def _links(request: Request, names: dict[str, str | tuple[str, str]]) -> dict[str, str]:
+    """Absolute URLs by label; a ``(url name, parameter)`` pair gives a URI template."""
+    links = {}
+    for label, target in names.items():
+        if isinstance(target, tuple):
+            name, param = target
+            url = request.build_absolute_uri(reverse(name, kwargs={param: 0}))
+            head, _, tail = url.rpartition("/0/")
+            links[label] = f"{head}/{{{param}}}/{tail}"
+        else:
+            links[label] = request.build_absolute_uri(reverse(target))
+    return links
+
+
+class ApiRootView(APIView):
+    """``/api/``: what the API offers this user (staff parts only for staff)."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, operation_id="api_root")
+    def get(self, request: Request) -> Response:
+        root: dict = {
+            "schema": request.build_absolute_uri(reverse("schema")),
+            "docs": request.build_absolute_uri(reverse("api-docs")),
+            "annotator": _links(
+                request,
+                {
+                    "token": "api-token",
+                    "me": "api-me",
+                    "consent": "api-consent",
+                    "next_task": "api-next-task",
+                    "ranking": ("api-ranking", "task_id"),
+                },
+            ),
+        }
+        if request.user.is_staff:
+            root["staff"] = _links(
+                request,
+                {
+                    "occupations": "staff-occupation-list",
+                    "items": "staff-item-list",
+                    "tasks": "staff-task-list",
+                    "rankings": "staff-ranking-list",
+                    "export_rankings": "api-export-rankings",
+                    "export_pairs": "api-export-pairs",
+                },
+            )
+            root["training"] = _links(
+                request,
+                {
+                    "snapshots": "training-snapshots",
+                    "runs": "training-runs",
+                    "run": ("training-run", "run_id"),
+                    "cancel_run": ("training-run-cancel", "run_id"),
+                    "checkpoints": "training-checkpoints",
+                    "promote": ("training-promote", "version"),
+                    "rollback": "training-rollback",
+                    "compare": "training-compare",
+                },
+            )
+            root["training"]["compare"] += "?a={a}&b={b}"
+        return Response(root)
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """404: JSON under /api/, else templates/404.html (never the route listing)."""
+    if request.path.startswith(API_PREFIX):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """500: JSON under /api/, else templates/500.html (the traceback goes to the log)."""
+    if request.path.startswith(API_PREFIX):
+        return JsonResponse({"detail": "Server error."}, status=500)
+    return defaults.server_error(request)
