@@ -201,7 +201,7 @@ def main() -> None:
         _setup(args.database_url, Path(tmp))
         from django.conf import settings
 
-        settings.STEREORANK["PERSPECTIVE_K"] = 5
+        settings.STEREORANK["GROUP_K"] = 5
         for seed in args.seeds:
             out = study(seed)
             report(out)

@@ -4,7 +4,7 @@ For a checkpoint, a snapshot and a demographic field, ``compute_reports`` scores
 every item of the snapshot's rankings with the checkpoint and hands them to
 ``training.ml.alignment_report.perspective_report`` (the measures, their formulas
 and sources: ``docs/perspectives.md``), over the snapshot's eval prompts, at the
-checkpoint's training temperature T and with k from ``STEREORANK["PERSPECTIVE_K"]``.
+checkpoint's training temperature T and with k from ``STEREORANK["GROUP_K"]`` (the one k of the project).
 The result is stored once: a ``PerspectiveSummary`` per field and a
 ``PerspectiveReport`` per group (groups under k: their name only). Stored reports
 are reused, never recomputed; pages and the API read them and queue what is
@@ -49,9 +49,9 @@ TASK = "training.tasks.perspective_report"
 
 def k_anonymity() -> int:
     """k: the fewest annotators behind any group's figures (settings, default 5)."""
-    k = int(settings.STEREORANK.get("PERSPECTIVE_K", 5))
+    k = int(settings.STEREORANK["GROUP_K"])
     if k < 1:
-        raise PerspectiveError(f"STEREORANK['PERSPECTIVE_K'] must be at least 1, not {k}")
+        raise PerspectiveError(f"STEREORANK['GROUP_K'] must be at least 1, not {k}")
     return k
 
 

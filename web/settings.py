@@ -286,8 +286,6 @@ STEREORANK = {
     "RESERVATION": timedelta(minutes=env.int("STEREORANK_RESERVATION_MINUTES", default=30)),
     # Secret that turns user ids into stable pseudonyms in exports.
     "PSEUDONYM_KEY": env.str("STEREORANK_PSEUDONYM_KEY", default=SECRET_KEY),
-    # Perspective reports: a group's figures need at least this many annotators.
-    "PERSPECTIVE_K": env.int("STEREORANK_PERSPECTIVE_K", default=5),
     # Secret of the keyed hash that is all we keep of a crowd platform's participant id.
     "EXTERNAL_ID_KEY": env.str("STEREORANK_EXTERNAL_ID_KEY", default=SECRET_KEY),
     # Quality (annotation/quality/). The agreement subset: this fraction of the tasks

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.slow]
 @pytest.fixture
 def version(db, tmp_path, settings):
     """v1, a seeded head on a snapshot with one group of k or more (18-24), one under (25-34)."""
-    settings.STEREORANK = {**settings.STEREORANK, "PERSPECTIVE_K": 5}
+    settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 5}
     make_perspective_study(tmp_path)
     checkpoint, _ = register_head(create_snapshot(include_synthetic=True), seed=3)
     return checkpoint

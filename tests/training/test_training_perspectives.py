@@ -27,7 +27,7 @@ K = 5
 
 @pytest.fixture
 def study(db, tmp_path, settings):
-    settings.STEREORANK = {**settings.STEREORANK, "PERSPECTIVE_K": K}
+    settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": K}
     return make_perspective_study(tmp_path)
 
 
