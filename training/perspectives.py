@@ -4,7 +4,7 @@ For a checkpoint, a snapshot and a demographic field, ``compute_reports`` scores
 every item of the snapshot's rankings with the checkpoint and hands them to
 ``training.ml.alignment_report.perspective_report`` (the measures, their formulas
 and sources: ``docs/perspectives.md``), over the snapshot's eval prompts, at the
-checkpoint's training temperature T and with k from ``STEREORANK["GROUP_K"]``
+checkpoint's training temperature T and with k from ``STEREORANK["GROUP_K"]``.
 The result is stored once: a ``PerspectiveSummary`` per field and a
 ``PerspectiveReport`` per group (groups under k: their name only). Stored reports
 are reused, never recomputed; pages and the API read them and queue what is
