@@ -3,60 +3,27 @@ paste prompts, check them from the keyboard, read the scores against the thresho
 rewrites for the flagged one and copy one. Real MiniLM; the scores are checked against
 the scoring service's own numbers."""
 
-import os
-import shutil
-
 import pytest
+from support import NEEDS_CHROMIUM, new_driver, phone
 from training_study import embedding_cache, training_storage  # noqa: F401
 
 from scoring import services
 from scoring.scorer import reset_scorer
 from tests.scoring.helpers import diversity_version, scoring_user
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 NURSE = "Generate an image of a nurse: a young slim woman in a white uniform"
 DIVERSE = "Generate an image of a nurse who is a Black man in a wheelchair from Kenya"
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
-        reason="needs Debian's chromium and chromium-driver "
-        "(apt-get install chromium chromium-driver)",
-    ),
-]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, NEEDS_CHROMIUM]
 
 SIZES = {"laptop": (1280, 900), "phone": (390, 844)}
 
 
 @pytest.fixture(params=list(SIZES))
 def browser(request):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    width, height = SIZES[request.param]
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--window-size={width},{height}",
-    ):
-        options.add_argument(flag)
-    if request.param == "phone":  # a phone's viewport, touch and pixel ratio
-        options.add_experimental_option(
-            "mobileEmulation",
-            {"deviceMetrics": {"width": width, "height": height, "pixelRatio": 3, "touch": True}},
-        )
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = new_driver(*SIZES[request.param])
+    if request.param == "phone":  # a phone's viewport and touch
+        phone(driver)
     driver.size = request.param
     yield driver
     driver.quit()

@@ -3,53 +3,22 @@ arrival by link -> consent -> rank to the quota -> completion code and link back
 
 Prolific is a fake (tests/crowd_fakes.py says why and what it mimics)."""
 
-import os
-import shutil
-
 import pytest
 from crowd_fakes import FakeProlific
 from django.urls import reverse
+from support import NEEDS_CHROMIUM, new_driver
 
 from annotation.models import ConsentText, Ranking
 from annotation.study_models import Participation, Study
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
-        reason="needs Debian's chromium and chromium-driver "
-        "(apt-get install chromium chromium-driver)",
-    ),
-]
+pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
 
 SIZES = {"laptop": (1280, 800), "phone": (390, 844)}
 
 
 @pytest.fixture(params=list(SIZES))
 def browser(request):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    width, height = SIZES[request.param]
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--window-size={width},{height}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.implicitly_wait(3)
+    driver = new_driver(*SIZES[request.param])
     driver.size_name = request.param
     yield driver
     driver.quit()
