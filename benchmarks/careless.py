@@ -1,0 +1,247 @@
+"""Careless annotators: does the quality policy find them, and does leaving them out help?
+
+Per seed, in a fresh throwaway SQLite database (one subprocess each): the
+catalogue with placeholder images, ordinary tasks plus gold and attention-check
+tasks, ``--annotators`` synthetic annotators of whom ``--careless`` are careless
+(``simulation.careless_kinds``: random order, shown order, hurried), each asked
+for ``--tasks`` rankings. The simulation runs with the policy switched off (a
+rule that never fires), so the careless ones finish their quota, as they would
+in a study without quality control. Then:
+
+1. snapshot WITH: every synthetic ranking counted (the policy not yet applied);
+2. the policy (``standing.apply_policy_to_all``, the configured defaults) is
+   applied; precision = |excluded and careless| / |excluded|, recall =
+   |excluded and careless| / |careless|;
+3. snapshot POLICY: what the policy leaves (its misses in, its false alarms out);
+4. snapshot CLEAN: the careful annotators only (the truth the simulation knows):
+   the eval set both checkpoints are scored on.
+
+Two checkpoints, one trained on WITH's train split and one on POLICY's, are
+evaluated on CLEAN's eval split and compared with ``registry.compare`` (paired
+group bootstrap over prompts: rho of each, difference WITH - POLICY, 95%
+interval). What makes it fair: the three snapshots share the split seed (the
+seed's own, so each seed holds out different prompts) and
+label the same prompts, so ``group_split`` puts the same prompts in eval in all
+three (checked: the script stops otherwise), and no prompt either model trained
+on is in the eval set; both runs have the same hyper-parameters and training
+seed; both are scored on the same items against the same labels (the careful
+annotators'), so only the training labels differ.
+
+    .venv/bin/python benchmarks/careless.py
+    .venv/bin/python benchmarks/careless.py --seeds 0 --annotators 12 --tasks 12 --epochs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.pipeline import _setup  # noqa: E402
+
+NEVER_FIRES = {
+    "gold_min_score": -1.0,
+    "gold_warn_margin": 0.0,
+    "max_failed_checks": 10**9,
+    "untouched_max_rate": 1.0,
+    "untouched_warn_margin": 0.0,
+}
+RESULT = "RESULT "
+
+
+def precision_recall(excluded: set[int], careless: set[int]) -> tuple[float, float]:
+    """(|E & C| / |E|, |E & C| / |C|); NaN where the denominator is empty."""
+    hit = len(excluded & careless)
+    nan = float("nan")
+    return (hit / len(excluded) if excluded else nan, hit / len(careless) if careless else nan)
+
+
+def one_seed(args: argparse.Namespace, folder: Path) -> dict:
+    """The whole study for ``args.seed`` in a fresh database; the figures as a dict."""
+    _setup("", folder)
+    from django.conf import settings
+
+    from annotation import standing
+    from annotation.catalogue import load_catalogue, read_catalogue
+    from annotation.models import AnnotatorProfile, AnnotatorStatus, SyntheticKind
+    from annotation.simulation import simulate
+    from annotation.tasks_builder import build_check_tasks, build_gold_tasks, build_tasks
+    from training.registry import compare, evaluate
+    from training.runs import execute_run, start_run
+    from training.snapshots import EVAL, create_snapshot
+
+    catalogue = read_catalogue()
+    catalogue["occupations"] = catalogue["occupations"][: args.occupations]
+    (folder / "catalogue.json").write_text(json.dumps(catalogue))
+    load_catalogue(args.images, path=folder / "catalogue.json")
+    build_tasks(6, args.overlap, args.seed)
+    build_gold_tasks(args.gold, 6, args.seed)
+    build_check_tasks(args.checks, 6, args.seed)
+
+    study = settings.STEREORANK
+    configured = study.get("QUALITY_POLICY")
+    study["QUALITY_POLICY"] = NEVER_FIRES
+    try:
+        sim = simulate(args.annotators, args.tasks, seed=args.seed, careless=args.careless)
+    finally:
+        study["QUALITY_POLICY"] = configured
+    with_careless = create_snapshot(include_synthetic=True, seed=args.seed)
+    standing.apply_policy_to_all()
+    policy_snap = create_snapshot(include_synthetic=True, seed=args.seed)
+
+    profiles = list(AnnotatorProfile.objects.filter(is_synthetic=True))
+    careless = {p.pk for p in profiles if p.synthetic_kind != SyntheticKind.CAREFUL}
+    excluded = {p.pk for p in profiles if p.status == AnnotatorStatus.EXCLUDED}
+    warned = {p.pk for p in profiles if p.status == AnnotatorStatus.WARNED}
+    kinds = {p.pk: p.synthetic_kind for p in profiles}
+    precision, recall = precision_recall(excluded, careless)
+    by_kind = {
+        k: f"{sum(kinds[p] == k for p in excluded)}/{sum(v == k for v in kinds.values())}"
+        for k in sorted({kinds[p] for p in careless})
+    }
+
+    truth = {True: AnnotatorStatus.EXCLUDED, False: AnnotatorStatus.OK}
+    for careless_one in (True, False):  # benchmark only: the truth, not the policy
+        AnnotatorProfile.objects.filter(
+            pk__in=[p.pk for p in profiles if (p.pk in careless) == careless_one]
+        ).update(status=truth[careless_one])
+    clean = create_snapshot(include_synthetic=True, seed=args.seed)
+
+    eval_groups = {r["group"] for r in clean.examples if r["split"] == EVAL}
+    for snap in (with_careless, policy_snap):
+        mine = {r["group"] for r in snap.examples if r["split"] == EVAL}
+        if mine != eval_groups:
+            raise SystemExit(f"snapshot {snap.pk}'s eval prompts differ from the clean one's")
+
+    checkpoints, seconds = [], 0.0
+    for snap in (with_careless, policy_snap):
+        run = start_run(
+            snap,
+            encoder=args.encoder,
+            epochs=args.epochs,
+            hyperparameters={"lr": args.lr, "n_boot": 200},
+            enqueue=False,
+        )
+        start = time.perf_counter()
+        execute_run(run.pk, "benchmark")
+        seconds += time.perf_counter() - start
+        run.refresh_from_db()
+        if run.checkpoint is None:
+            raise SystemExit(f"run {run.pk} made no checkpoint: {run.status} {run.error}")
+        checkpoints.append(run.checkpoint)
+        evaluate(run.checkpoint, clean)
+    paired = compare(*checkpoints, snapshot=clean, n_boot=args.n_boot)
+    return {
+        "seed": args.seed,
+        "annotators": args.annotators,
+        "rankings": sim["rankings"],
+        "careless": len(careless),
+        "excluded": len(excluded),
+        "warned": len(warned),
+        "precision": precision,
+        "recall": recall,
+        "by_kind": by_kind,
+        "examples": [with_careless.example_count, policy_snap.example_count, clean.example_count],
+        "eval_items": paired["n_items"],
+        "rho_with": paired["rho_a"],
+        "rho_policy": paired["rho_b"],
+        "diff": paired["diff"],
+        "ci": paired["ci"],
+        "train_seconds": seconds,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)  # one seed, in a child
+    parser.add_argument("--annotators", type=int, default=24)
+    parser.add_argument("--careless", type=float, default=0.25)
+    parser.add_argument("--tasks", type=int, default=30, help="Rankings asked of each.")
+    parser.add_argument("--occupations", type=int, default=40)
+    parser.add_argument("--images", type=int, default=3, help="Placeholder images per prompt.")
+    parser.add_argument("--overlap", type=int, default=10)
+    parser.add_argument("--gold", type=int, default=1, help="Gold tasks per occupation.")
+    parser.add_argument("--checks", type=int, default=2, help="Check tasks per occupation.")
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--lr", type=float, default=1e-2)
+    parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument("--encoder", default="all-MiniLM-L6-v2")
+    args = parser.parse_args()
+
+    if args.seed is not None:
+        with tempfile.TemporaryDirectory(prefix="careless-bench-") as tmp:
+            print(RESULT + json.dumps(one_seed(args, Path(tmp))), flush=True)
+        return
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="careless-cache-") as cache:
+        env = {**os.environ, "STEREORANK_EMBEDDING_CACHE": cache}
+        for seed in args.seeds:
+            start = time.perf_counter()
+            child = subprocess.run(
+                [sys.executable, __file__, *_child_argv(args, seed)],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            lines = [x for x in child.stdout.splitlines() if x.startswith(RESULT)]
+            if child.returncode or not lines:
+                sys.exit(f"seed {seed} failed:\n{child.stdout[-3000:]}\n{child.stderr[-3000:]}")
+            row = json.loads(lines[-1][len(RESULT) :])
+            rows.append(row)
+            load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+            print(
+                f"seed {seed}: {time.perf_counter() - start:.0f} s "
+                f"(training {row['train_seconds']:.0f} s), load avg {load}",
+                flush=True,
+            )
+    _table(rows, args)
+
+
+def _child_argv(args: argparse.Namespace, seed: int) -> list[str]:
+    """The options a child runs one seed with: the parent's, ``--seed`` for ``--seeds``."""
+    argv = []
+    for name, value in vars(args).items():
+        if name not in ("seeds", "seed"):
+            argv += [f"--{name.replace('_', '-')}", str(value)]
+    return [*argv, "--seed", str(seed)]
+
+
+def _table(rows: list[dict], args: argparse.Namespace) -> None:
+    print(
+        f"\n{args.annotators} annotators x {args.tasks} tasks, careless {args.careless}, "
+        f"{args.occupations} occupations x 3 prompts x {args.images} images, "
+        f"{args.epochs} epochs, lr {args.lr}, encoder {args.encoder}\n"
+    )
+    print("| seed | careless | excluded (warned) | precision | recall | excluded by kind |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        kinds = ", ".join(f"{k} {v}" for k, v in r["by_kind"].items())
+        print(
+            f"| {r['seed']} | {r['careless']} | {r['excluded']} ({r['warned']}) | "
+            f"{r['precision']:.2f} | {r['recall']:.2f} | {kinds} |"
+        )
+    print(
+        "\n| seed | rankings | examples WITH/POLICY/CLEAN | eval items | rho WITH | "
+        "rho POLICY | WITH - POLICY [95% CI] |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        lo, hi = r["ci"]
+        print(
+            f"| {r['seed']} | {r['rankings']} | {'/'.join(map(str, r['examples']))} | "
+            f"{r['eval_items']} | {r['rho_with']:.3f} | {r['rho_policy']:.3f} | "
+            f"{r['diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] |"
+        )
+
+
+if __name__ == "__main__":
+    main()
