@@ -47,3 +47,11 @@ class EvaluationPending(RegistryConflict):
         super().__init__(f"{names} not evaluated on snapshot {snapshot.pk} yet")
         self.snapshot = snapshot
         self.checkpoints = list(checkpoints)
+
+
+class QuantizationError(TrainingError):
+    """A quantized encoder that cannot be exported, gated or served as asked."""
+
+
+class QuantizationRefused(QuantizationError):
+    """The copy failed the accuracy gate, or was never gated for this checkpoint."""
