@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import socket
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -391,3 +392,9 @@ def test_openvino_exports_fp32_and_int8_calibrated_on_local_texts(quant_dir, min
     manifest = json.loads((int8.folder / "export.json").read_text())
     digest = hashlib.sha256("\0".join(calibration).encode()).hexdigest()
     assert manifest["calibration"] == {"texts": 32, "sha256": digest}
+    # One process, several threads (a threaded web server): each call gets its own request.
+    alone = [int8.encode([t]) for t in TEXTS]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda t: int8.encode([t]), TEXTS * 4))
+    for i, rows in enumerate(together):
+        np.testing.assert_allclose(rows, alone[i % len(TEXTS)], atol=1e-6)

@@ -36,6 +36,8 @@ import os
 import platform
 import shutil
 import tempfile
+import threading
+import warnings
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -158,7 +160,10 @@ def _export_onnx(model, path: Path) -> list[str]:
             return self.model(feats)["sentence_embedding"]
 
     batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        # The exporter's own notices about its internals, nothing about this model.
+        warnings.filterwarnings("ignore", message=r"# The axis name: ")
+        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`")
         torch.onnx.export(
             Forward().eval(),
             tuple(features[k] for k in names),
@@ -295,7 +300,14 @@ class ExportedEncoder(Encoder):
             compiled = ov.Core().compile_model(
                 str(folder / "openvino_model.xml"), "CPU", {"INFERENCE_PRECISION_HINT": "f32"}
             )
-            self._run = lambda feeds: compiled(feeds)[0]
+            local = threading.local()  # an infer request serves one call at a time
+
+            def run(feeds: dict) -> np.ndarray:
+                if not hasattr(local, "request"):
+                    local.request = compiled.create_infer_request()
+                return np.array(local.request.infer(feeds)[0], copy=True)
+
+            self._run = run
 
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """Embeddings ``[n, dim]`` float32, batched longest first as SentenceTransformer does."""

@@ -1,4 +1,4 @@
-from training.ml.encoders import BACKENDS, QUANTIZATIONS
+from training.ml.identity import BACKENDS, QUANTIZATIONS
 from training.quantization import run_gate
 from training.services import get_version
 from web.errors import ServiceCommand
