@@ -48,8 +48,9 @@ def quant_settings(settings, tmp_path, tmp_path_factory):
 @pytest.fixture
 def version(study, quant_settings):
     """v1, its threshold moved between the fp32 and int8 scores of the prompt they differ
-    most on, so that its flags flip (one per item of that prompt); with scores computed
-    here independently: the head on SentenceTransformer.encode and on the copy's output."""
+    most on, so that its flags flip (and any other that straddles it); with scores
+    computed here independently: the head on SentenceTransformer.encode and on the
+    copy's output."""
     from training.ml.checkpoints import load
 
     snapshot = create_snapshot(include_synthetic=True)
@@ -71,7 +72,7 @@ def version(study, quant_settings):
     Checkpoint.objects.filter(pk=checkpoint.pk).update(threshold=threshold)
     checkpoint.refresh_from_db()
     flips = int(np.sum((ref < threshold) != (quant < threshold)))
-    assert flips == texts.count(texts[i]) < len(texts) / 4
+    assert flips >= texts.count(texts[i]) >= 1
     checkpoint.scores = texts, ref, quant, copy, flips
     return checkpoint
 
@@ -94,7 +95,7 @@ def test_a_passed_gate_is_recorded_and_opens_serving_within_todays_tolerances(
     version, quant_settings
 ):
     texts, ref, quant, copy, flips = version.scores
-    _tolerate(quant_settings, 0.1, 0.25)
+    _tolerate(quant_settings, 0.5, flips / len(texts))  # inclusive: exactly the share passes
     with pytest.raises(QuantizationRefused, match="has not passed the accuracy gate"):
         gated_model(version, "onnx", "int8")
     gate = run_gate(version, "onnx", "int8")
@@ -113,7 +114,7 @@ def test_a_passed_gate_is_recorded_and_opens_serving_within_todays_tolerances(
     np.testing.assert_allclose(model.score(texts), quant, atol=1e-4)
     assert gated_model(version).encoder.identity.backend == "torch"
     # Tolerances tightened later: the recorded figures no longer open serving.
-    _tolerate(quant_settings, 0.1, 0.0)
+    _tolerate(quant_settings, 0.5, (flips - 0.5) / len(texts))
     with pytest.raises(QuantizationRefused, match="current tolerances"):
         gated_model(version, "onnx", "int8")
 
@@ -128,7 +129,7 @@ def test_the_command_refuses_above_tolerance_and_records_it(version, quant_setti
     assert not gate.passed and gate.metrics["flips"] == flips
     with pytest.raises(QuantizationRefused):
         gated_model(version, "onnx", "int8")
-    _tolerate(quant_settings, 0.1, 0.25)
+    _tolerate(quant_settings, 0.5, flips / len(texts))
     out = _command("1")  # onnx/int8 by default
     assert "v1 onnx/int8 on snapshot" in out and "passed" in out and f"{flips} flags flipped" in out
     gate = EncoderGate.objects.get()  # the same row, now passed

@@ -78,12 +78,14 @@ def onnx_int8_preset(flags: set[str], machine: str) -> str:
 
 
 def onnx_int8_options(preset: str) -> dict:
-    """``quantize_dynamic`` arguments of a preset (optimum's ``AutoQuantizationConfig``).
+    """``quantize_dynamic`` arguments of a preset, as optimum's ``AutoQuantizationConfig``
+    makes them for sentence-transformers (dynamic, default arguments).
 
     All presets: per-channel symmetric int8 weights, dynamic asymmetric uint8
-    activations, every operator onnxruntime quantizes dynamically. Without VNNI,
-    x86 multiplies u8 x s8 into saturating int16 pairs, so weights keep 7 bits
-    (``reduce_range``, onnxruntime's advice for per-channel on non-VNNI CPUs).
+    activations, every operator onnxruntime quantizes dynamically. One change:
+    without VNNI, x86 multiplies u8 x s8 into saturating int16 pairs, so there
+    weights keep 7 bits (``reduce_range``, onnxruntime's advice for per-channel
+    on non-VNNI CPUs; optimum leaves it off).
     """
     if preset not in ("arm64", "avx2", "avx512", "avx512_vnni"):
         raise EncoderError(f"unknown int8 preset {preset!r}")
