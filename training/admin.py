@@ -97,3 +97,9 @@ class RegistryEventAdmin(ReadOnlyAdmin):
 class RetrainDecisionAdmin(ReadOnlyAdmin):
     list_display = ["at", "schedule", "decision", "reason", "snapshot", "run", "checkpoint"]
     list_filter = ["decision", "schedule"]
+
+
+@admin.register(models.EncoderGate)
+class EncoderGateAdmin(ReadOnlyAdmin):
+    list_display = ["at", "checkpoint", "backend", "quantization", "snapshot", "passed"]
+    list_filter = ["passed", "backend", "quantization"]

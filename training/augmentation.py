@@ -5,7 +5,10 @@ the existing one, and a finished one is never redone. Kept paraphrases are rows
 (``Paraphrase``); rejected ones are counted in ``stats``. The rows and the
 ``done`` status are written in one transaction, so a worker killed mid-way
 leaves a ``running`` augmentation with no paraphrases, which a redelivered task
-runs again from the start.
+runs again from the start. The cosine filter's encoder runs on the backend and
+quantization of ``TRAINING["AUGMENT_ENCODER_BACKEND"]`` / ``_QUANTIZATION``
+(torch/none by default; onnx/int8 is faster, docs/benchmarks.md), recorded in
+``stats``.
 """
 
 from __future__ import annotations
@@ -107,7 +110,11 @@ def run_augmentation(augmentation_id: int, encoder_name: str | None = None) -> A
     Augmentation.objects.filter(pk=augmentation.pk).update(status=Augmentation.Status.RUNNING)
     try:
         name = encoder_name or settings.TRAINING["DEFAULT_ENCODER"]
-        encoder = encoding.encoder(name)
+        encoder = encoding.encoder(
+            name,
+            backend=settings.TRAINING["AUGMENT_ENCODER_BACKEND"],
+            quantization=settings.TRAINING["AUGMENT_ENCODER_QUANTIZATION"],
+        )
         cache = encoding.embedding_cache()
         rows = rows_of(augmentation.snapshot)
         originals = [
@@ -145,6 +152,8 @@ def run_augmentation(augmentation_id: int, encoder_name: str | None = None) -> A
             "kept": len(result.kept),
             "rejected": len(result.rejected),
             "filter_encoder": encoder.identity.name,
+            "filter_encoder_backend": f"{encoder.identity.backend}/{encoder.identity.quantization}",
+            "filter_encoder_key": encoder.identity.key,
             "originals": len(originals),
         }
     )

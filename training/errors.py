@@ -70,3 +70,11 @@ class PerspectivesPending(PerspectiveError, Conflict):
         self.snapshot = snapshot
         self.field = field
         self.checkpoints = list(checkpoints)
+
+
+class QuantizationError(TrainingError):
+    """A quantized encoder that cannot be exported, gated or served as asked."""
+
+
+class QuantizationRefused(QuantizationError):
+    """The copy failed the accuracy gate, or was never gated for this checkpoint."""

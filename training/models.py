@@ -410,3 +410,33 @@ class PerspectiveReport(models.Model):
 
     def __str__(self) -> str:
         return f"v{self.checkpoint.version} {self.field}={self.group} ({self.status})"
+
+
+class EncoderGate(models.Model):
+    """The accuracy gate of one exported encoder (backend, quantization) for one checkpoint,
+    on one snapshot's eval split (``training.quantization``): its figures and verdict."""
+
+    checkpoint = models.ForeignKey(
+        Checkpoint, on_delete=models.CASCADE, related_name="encoder_gates"
+    )
+    snapshot = models.ForeignKey(DatasetSnapshot, on_delete=models.CASCADE, related_name="+")
+    backend = models.CharField(max_length=20)
+    quantization = models.CharField(max_length=20)
+    encoder_key = models.CharField(max_length=16, help_text="EncoderIdentity.key of the copy.")
+    encoder_identity = models.JSONField(help_text="training.ml.encoders.EncoderIdentity.")
+    # training.ml.quant_gate.GateResult.to_dict(): figures, tolerances, passed.
+    metrics = models.JSONField()
+    passed = models.BooleanField()
+    at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["checkpoint", "snapshot", "encoder_key"], name="one_gate_per_encoder"
+            )
+        ]
+
+    def __str__(self) -> str:
+        verdict = "passed" if self.passed else "refused"
+        return f"v{self.checkpoint.version} {self.backend}/{self.quantization}: {verdict}"

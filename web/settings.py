@@ -346,6 +346,15 @@ TRAINING = {
         "price_completion_per_1k": env.float("OPENAI_PRICE_COMPLETION_PER_1K", default=None),
         "max_cost_usd": env.float("OPENAI_MAX_COST_USD", default=None),
     },
+    # Quantized encoders (pip install 'stereorank[quant]'; docs/reward-model.md): the
+    # accuracy gate refuses a copy whose scores drift more than this from fp32 ...
+    "QUANT_MAX_RHO_DRIFT": env.float("STEREORANK_QUANT_MAX_RHO_DRIFT", default=0.01),
+    "QUANT_MAX_FLIP_SHARE": env.float("STEREORANK_QUANT_MAX_FLIP_SHARE", default=0.02),
+    # ... and the augmentation's cosine filter may run on one: torch/none, onnx/int8, ...
+    "AUGMENT_ENCODER_BACKEND": env.str("STEREORANK_AUGMENT_ENCODER_BACKEND", default="torch"),
+    "AUGMENT_ENCODER_QUANTIZATION": env.str(
+        "STEREORANK_AUGMENT_ENCODER_QUANTIZATION", default="none"
+    ),
 }
 
 LOGGING = {

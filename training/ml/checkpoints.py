@@ -73,9 +73,13 @@ class Checkpoint:
     library_version: str = __version__
     extra: dict = field(default_factory=dict)
 
-    def to_model(self, encoder: Encoder) -> RewardModel:
-        """A ``RewardModel`` in eval mode with this head; refuses another encoder."""
-        self.encoder.check_matches(encoder.identity)
+    def to_model(self, encoder: Encoder, *, allow_other_backend: bool = False) -> RewardModel:
+        """A ``RewardModel`` in eval mode with this head; refuses another encoder.
+
+        ``allow_other_backend`` accepts the same weights run by another backend or
+        quantization: only once ``training.ml.quant_gate`` has passed for the pair.
+        """
+        self.encoder.check_matches(encoder.identity, allow_other_backend=allow_other_backend)
         dropout = float(self.hyperparameters.get("dropout", 0.1))
         model = RewardModel(encoder, dropout=dropout)
         model.load_state_dict(self.head)

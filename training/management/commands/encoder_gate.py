@@ -1,0 +1,38 @@
+from training.ml.identity import BACKENDS, QUANTIZATIONS
+from training.quantization import run_gate
+from training.services import get_version
+from web.errors import ServiceCommand
+
+from ._common import get_snapshot
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+class Command(ServiceCommand):
+    help = (
+        "Gate an exported encoder (exported on first use) for VERSION: its head's scores on "
+        "the eval split against the fp32 encoder's (Spearman drift, flags flipped at the "
+        "threshold); recorded, and exit 1 above TRAINING['QUANT_MAX_*']."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("version", type=int)
+        parser.add_argument("--backend", choices=BACKENDS[1:], default="onnx")
+        parser.add_argument("--quantization", choices=QUANTIZATIONS, default="int8")
+        parser.add_argument(
+            "--snapshot", type=int, help="Gate on this snapshot (default: the version's own)."
+        )
+
+    def handle(self, *args, version, backend, quantization, snapshot, **options):
+        snap = get_snapshot(snapshot) if snapshot is not None else None
+        gate = run_gate(get_version(version), backend, quantization, snapshot=snap)
+        m = gate.metrics
+        self.stdout.write(
+            f"v{version} {backend}/{quantization} on snapshot {gate.snapshot_id}: passed "
+            f"({m['n']} prompts; rank rho {_num(m['rank_rho'])}; rho {_num(m['rho_fp32'])} -> "
+            f"{_num(m['rho_quantized'])}; drift {_num(m['rho_drift'])} <= "
+            f"{m['max_rho_drift']}; {m['flips']} flags flipped ({m['flip_share']:.2%} <= "
+            f"{m['max_flip_share']:.2%}) at threshold {m['threshold']:.4f})"
+        )

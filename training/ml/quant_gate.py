@@ -1,0 +1,125 @@
+"""The accuracy gate: may a quantized encoder serve a head trained on fp32 embeddings?
+
+On one eval split, with the checkpoint's head on both encoders, scores ``r``
+(fp32 origin) and ``q`` (the other backend), labels ``y`` and threshold ``t``:
+
+- ``rank_rho = spearman(r, q)``: how much of the fp32 order the copy keeps;
+- ``rho_change = spearman(q, y) - spearman(r, y)``: the headline metric's move;
+- ``rho_drift = max(1 - rank_rho, |rho_change|)``;
+- ``flip_share = mean(1[r_i < t] != 1[q_i < t])``: prompts whose flag flips.
+
+It passes when ``rho_drift <= max_rho_drift`` and ``flip_share <= max_flip_share``.
+Spearman is ``scipy.stats.spearmanr`` (ties ranked by their average).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from training.ml.identity import EncoderError
+
+
+class GateRefused(EncoderError):
+    """The quantized encoder moves the scores more than the tolerances allow."""
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The gate's figures, its tolerances and its verdict."""
+
+    n: int
+    threshold: float
+    rank_rho: float
+    rho_fp32: float | None
+    rho_quantized: float | None
+    rho_change: float | None
+    rho_drift: float
+    flips: int
+    flip_share: float
+    max_abs_diff: float
+    max_rho_drift: float
+    max_flip_share: float
+
+    @property
+    def passed(self) -> bool:
+        return self.rho_drift <= self.max_rho_drift and self.flip_share <= self.max_flip_share
+
+    def reasons(self) -> list[str]:
+        """Why it failed, one string per tolerance exceeded (empty when it passed)."""
+        out = []
+        if self.rho_drift > self.max_rho_drift:
+            out.append(f"Spearman drift {self.rho_drift:.4f} > {self.max_rho_drift:.4f}")
+        if self.flip_share > self.max_flip_share:
+            out.append(
+                f"{self.flips} of {self.n} flags flip ({self.flip_share:.2%} > "
+                f"{self.max_flip_share:.2%}) at threshold {self.threshold:.4f}"
+            )
+        return out
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "passed": self.passed}
+
+    def check(self, what: str = "the quantized encoder") -> None:
+        """Raise ``GateRefused`` naming every tolerance exceeded."""
+        if not self.passed:
+            raise GateRefused(f"{what} fails the accuracy gate: " + "; ".join(self.reasons()))
+
+
+def _rho(a: np.ndarray, b: np.ndarray) -> float | None:
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return None
+    return float(spearmanr(a, b).statistic)
+
+
+def _tolerance(value: float, name: str) -> float:
+    value = float(value)
+    if not 0 <= value <= 1 or math.isnan(value):
+        raise ValueError(f"{name} must be in [0, 1], not {value!r}")
+    return value
+
+
+def accuracy_gate(
+    reference: np.ndarray,
+    quantized: np.ndarray,
+    labels: np.ndarray,
+    threshold: float,
+    *,
+    max_rho_drift: float,
+    max_flip_share: float,
+) -> GateResult:
+    """Compare fp32 ``reference`` and ``quantized`` scores of one set of prompts (module doc)."""
+    r, q, y = (np.asarray(a, dtype=np.float64).ravel() for a in (reference, quantized, labels))
+    if not len(r) == len(q) == len(y):
+        raise ValueError(f"scores and labels differ in length: {len(r)}, {len(q)}, {len(y)}")
+    if len(r) < 3:
+        raise ValueError(f"the gate needs at least 3 prompts, not {len(r)}")
+    if not (np.isfinite(r).all() and np.isfinite(q).all() and np.isfinite(y).all()):
+        raise ValueError("scores and labels must be finite")
+    if not math.isfinite(threshold):
+        raise ValueError(f"threshold must be finite, not {threshold!r}")
+    rank_rho = _rho(r, q)
+    if rank_rho is None:
+        rank_rho = 1.0 if np.array_equal(r, q) else 0.0
+    rho_fp32, rho_quantized = _rho(r, y), _rho(q, y)
+    change = None
+    if rho_fp32 is not None and rho_quantized is not None:
+        change = rho_quantized - rho_fp32
+    flips = int(np.sum((r < threshold) != (q < threshold)))
+    return GateResult(
+        n=len(r),
+        threshold=float(threshold),
+        rank_rho=rank_rho,
+        rho_fp32=rho_fp32,
+        rho_quantized=rho_quantized,
+        rho_change=change,
+        rho_drift=max(1.0 - rank_rho, abs(change or 0.0)),
+        flips=flips,
+        flip_share=flips / len(r),
+        max_abs_diff=float(np.max(np.abs(r - q))),
+        max_rho_drift=_tolerance(max_rho_drift, "max_rho_drift"),
+        max_flip_share=_tolerance(max_flip_share, "max_flip_share"),
+    )
