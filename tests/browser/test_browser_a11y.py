@@ -42,11 +42,21 @@ def go(driver, url: str) -> None:
 
 def click_and_wait(driver, selector: str) -> None:
     """Click a submit button and wait for the next page to replace this one."""
-    from selenium.webdriver.support import expected_conditions
+    from selenium.common.exceptions import WebDriverException
 
     html = driver.find_element("tag name", "html")
     driver.find_element("css selector", selector).click()
-    wait_until(driver, expected_conditions.staleness_of(html))
+
+    def replaced(_driver) -> bool:
+        # Chromium reports a node of the old page as "stale" or, mid-navigation, as
+        # "does not belong to the document": either way the page was replaced.
+        try:
+            html.is_enabled()
+        except WebDriverException:
+            return True
+        return False
+
+    wait_until(driver, replaced)
     wait_until(driver, lambda d: d.execute_script("return document.readyState") == "complete")
 
 
