@@ -22,7 +22,7 @@ from training.registry import eval_arrays
 from training.runs import execute_run, start_run
 from training.snapshots import create_snapshot
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = [pytest.mark.slow]
 ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
