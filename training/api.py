@@ -248,19 +248,24 @@ class PerspectivesQuerySerializer(serializers.Serializer):
     format = serializers.ChoiceField(["json", "csv"], default="json")
 
 
+def _interval() -> serializers.ListField:
+    """A 95% interval [low, high], or null where none could be computed."""
+    return serializers.ListField(child=serializers.FloatField(), allow_null=True)
+
+
 class GroupFiguresSerializer(serializers.Serializer):
     """One group's figures (training.ml.alignment_report.GroupPerspective, without per-prompt)."""
 
     group = serializers.CharField()
     status = serializers.CharField()
     alignment = serializers.FloatField()
-    alignment_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    alignment_ci = _interval()
     human_baseline = serializers.FloatField(allow_null=True)
-    human_baseline_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    human_baseline_ci = _interval()
     spearman = serializers.FloatField(allow_null=True)
-    spearman_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    spearman_ci = _interval()
     first_choice_js = serializers.FloatField(allow_null=True)
-    first_choice_js_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    first_choice_js_ci = _interval()
     n_annotators = serializers.IntegerField()
     n_rankings = serializers.IntegerField()
     n_prompts = serializers.IntegerField()
