@@ -97,6 +97,32 @@ def wait_until(driver, condition, timeout: float = 10):
     return WebDriverWait(driver, timeout).until(condition)
 
 
+def gone(element):
+    """A wait condition: element's page was replaced (a form submitted, a link followed).
+
+    Chromium reports a node of the old page as stale or, mid-navigation, as "does not
+    belong to the document"; selenium's staleness_of knows only the first.
+    """
+    from selenium.common.exceptions import WebDriverException
+
+    def replaced(_driver) -> bool:
+        try:
+            element.is_enabled()
+        except WebDriverException:
+            return True
+        return False
+
+    return replaced
+
+
+def wait_replaced(driver, element, timeout: float = 15) -> None:
+    """Wait until element's page was replaced and the next one has finished loading."""
+    wait_until(driver, gone(element), timeout)
+    wait_until(
+        driver, lambda d: d.execute_script("return document.readyState") == "complete", timeout
+    )
+
+
 def shown(driver) -> list[str]:
     """The item ids of the cards, top to bottom."""
     return driver.execute_script(

@@ -18,6 +18,7 @@ from tests.browser.support import (
     laptop,
     phone,
     sign_in,
+    wait_replaced,
     wait_until,
 )
 
@@ -42,22 +43,9 @@ def go(driver, url: str) -> None:
 
 def click_and_wait(driver, selector: str) -> None:
     """Click a submit button and wait for the next page to replace this one."""
-    from selenium.common.exceptions import WebDriverException
-
     html = driver.find_element("tag name", "html")
     driver.find_element("css selector", selector).click()
-
-    def replaced(_driver) -> bool:
-        # Chromium reports a node of the old page as "stale" or, mid-navigation, as
-        # "does not belong to the document": either way the page was replaced.
-        try:
-            html.is_enabled()
-        except WebDriverException:
-            return True
-        return False
-
-    wait_until(driver, replaced)
-    wait_until(driver, lambda d: d.execute_script("return document.readyState") == "complete")
+    wait_replaced(driver, html)
 
 
 @pytest.fixture
@@ -116,9 +104,9 @@ def _versions(tmp_path) -> None:
     """A small study, a snapshot, two evaluated versions, a run, schedules, a decision."""
     from training_study import make_study
 
+    from training.ml.data import json_safe
     from training.ml.metrics import evaluate
     from training.models import Checkpoint, Evaluation, RetrainDecision, TrainingRun
-    from training.registry import json_safe
     from training.snapshots import EVAL, create_snapshot, rows_of
 
     make_study(tmp_path, occupations=2, images=2, annotators=2)

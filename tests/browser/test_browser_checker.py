@@ -4,11 +4,11 @@ rewrites for the flagged one and copy one. Real MiniLM; the scores are checked a
 the scoring service's own numbers."""
 
 import pytest
-from support import NEEDS_CHROMIUM, new_driver, phone
 from training_study import embedding_cache, training_storage  # noqa: F401
 
 from scoring import services
 from scoring.scorer import reset_scorer
+from tests.browser.support import NEEDS_CHROMIUM, new_driver, phone
 from tests.scoring.helpers import diversity_version, scoring_user
 
 NURSE = "Generate an image of a nurse: a young slim woman in a white uniform"

@@ -10,7 +10,7 @@ from django.urls import reverse
 from annotation.catalogue import load_catalogue, read_catalogue
 from annotation.models import Assignment, Ranking
 from annotation.practice import practice_task
-from tests.browser.support import NEEDS_CHROMIUM, phone, shown, sign_in, wait_until
+from tests.browser.support import NEEDS_CHROMIUM, phone, shown, sign_in, wait_replaced
 
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
 
@@ -58,8 +58,6 @@ def test_the_instructions_speak_of_touch_on_a_phone_and_of_keys_elsewhere(
 
 
 def test_practice_on_a_phone_gives_feedback_and_stores_nothing(reader, live_server):
-    from selenium.webdriver.support import expected_conditions
-
     phone(reader)
     reader.get(live_server.url + reverse("portal:practice"))
     reference = [str(i.pk) for i in practice_task().reference]
@@ -73,7 +71,7 @@ def test_practice_on_a_phone_gives_feedback_and_stores_nothing(reader, live_serv
     reader.find_element("id", "review-order").click()
     assert reader.find_element("id", "confirm-title").text == "Check this order?"
     reader.find_element("id", "confirm-submit").click()
-    wait_until(reader, expected_conditions.staleness_of(page))
+    wait_replaced(reader, page)
     message = reader.find_element("css selector", "#messages .message")
     assert message.text == "Your order matches the reference."
     assert reader.execute_script("return document.activeElement.id") == "messages"

@@ -7,7 +7,7 @@ from coloraide import Color
 from django.urls import reverse
 
 from annotation.models import DemographicField
-from tests.browser.support import NEEDS_CHROMIUM, shown, sign_in, wait_until
+from tests.browser.support import NEEDS_CHROMIUM, shown, sign_in, wait_replaced
 
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
 
@@ -134,14 +134,12 @@ def test_the_review_dialog_is_modal_and_escape_returns_to_review(ranking):
 
 def test_after_a_submit_focus_is_on_the_news_and_the_title_moves_on(ranking):
     from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support import expected_conditions
 
     page = ranking.find_element("tag name", "html")
     tab_to_first_card(ranking)
     press(ranking, Keys.ENTER)
     press(ranking, Keys.ENTER)  # on "Confirm and submit"
-    wait_until(ranking, expected_conditions.staleness_of(page))
-    wait_until(ranking, lambda d: d.execute_script("return document.readyState") == "complete")
+    wait_replaced(ranking, page)
     assert ranking.title.startswith("Task 2 of 20")
     assert active(ranking)[0] == "messages"
     region = ranking.find_element("id", "messages")

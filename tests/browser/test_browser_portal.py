@@ -5,7 +5,13 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import ConsentText, DemographicField, Ranking
-from tests.browser.support import CHROMEDRIVER, CHROMIUM, NEEDS_CHROMIUM, new_driver
+from tests.browser.support import (
+    CHROMEDRIVER,
+    CHROMIUM,
+    NEEDS_CHROMIUM,
+    new_driver,
+    wait_replaced,
+)
 
 __all__ = ["CHROMEDRIVER", "CHROMIUM", "browser"]
 
@@ -42,14 +48,9 @@ def _submit_and_wait(driver) -> None:
     The next page may be /rank/ again, so waiting on the URL would pass at once:
     wait for the old form to go stale and the new document to finish loading.
     """
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import WebDriverWait
-
     form = driver.find_element("id", "rank-form")
     _confirm_and_submit(driver)
-    wait = WebDriverWait(driver, 15)
-    wait.until(expected_conditions.staleness_of(form))
-    wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
+    wait_replaced(driver, form)
 
 
 def _task_id(driver) -> str:

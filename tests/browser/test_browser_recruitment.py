@@ -6,10 +6,10 @@ Prolific is a fake (tests/crowd_fakes.py says why and what it mimics)."""
 import pytest
 from crowd_fakes import FakeProlific
 from django.urls import reverse
-from support import NEEDS_CHROMIUM, new_driver
 
 from annotation.models import ConsentText, Ranking
 from annotation.study_models import Participation, Study
+from tests.browser.support import NEEDS_CHROMIUM, new_driver, wait_replaced
 
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
 
@@ -52,15 +52,10 @@ def _click(driver, element) -> None:
 
 def _submit_ranking(driver) -> None:
     """Review and submit the order as shown, then wait for the next page to load."""
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import WebDriverWait
-
     form = driver.find_element("id", "rank-form")
     _click(driver, driver.find_element("id", "review-order"))
     _click(driver, driver.find_element("id", "confirm-submit"))
-    wait = WebDriverWait(driver, 15)
-    wait.until(expected_conditions.staleness_of(form))
-    wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
+    wait_replaced(driver, form)
 
 
 def test_prolific_arrival_consent_rank_and_completion_code(browser, live_server, study):
