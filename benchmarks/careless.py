@@ -17,7 +17,7 @@ in a study without quality control. Then:
    the eval set both checkpoints are scored on.
 
 Two checkpoints, one trained on WITH's train split and one on POLICY's, are
-evaluated on CLEAN's eval split and compared with ``registry.compare`` (paired
+evaluated on CLEAN's eval split and compared with ``evaluation.compare`` (paired
 group bootstrap over prompts: rho of each, difference WITH - POLICY, 95%
 interval). What makes it fair: the three snapshots share the split seed (the
 seed's own, so each seed holds out different prompts) and
@@ -73,7 +73,7 @@ def one_seed(args: argparse.Namespace, folder: Path) -> dict:
     from annotation.models import AnnotatorProfile, AnnotatorStatus, SyntheticKind
     from annotation.simulation import simulate
     from annotation.tasks_builder import build_check_tasks, build_gold_tasks, build_tasks
-    from training.registry import compare, evaluate
+    from training.evaluation import compare, evaluate
     from training.runs import execute_run, start_run
     from training.snapshots import EVAL, create_snapshot
 

@@ -21,8 +21,8 @@ from django.utils import timezone
 
 from training import encoding
 from training.errors import AugmentationError
+from training.ml.data import json_safe
 from training.models import Augmentation, DatasetSnapshot, Paraphrase, TrainingRun
-from training.registry import json_safe
 from training.snapshots import rows_of
 
 

@@ -16,8 +16,8 @@ from django.conf import settings
 
 from training import encoding
 from training.errors import QuantizationError, QuantizationRefused
+from training.evaluation import eval_arrays
 from training.models import Checkpoint, DatasetSnapshot, EncoderGate
-from training.registry import eval_arrays
 
 if TYPE_CHECKING:
     from training.ml.encoders import Encoder

@@ -1,18 +1,8 @@
 """Training runs: start, execute (on a gpu worker), cancel, recover lost ones.
 
-A run is claimed by a conditional UPDATE ``queued -> embedding`` that also bumps
-``attempts``; every later write of that attempt is conditional on the same
-``attempts``, so a task delivered twice trains once, and a worker that was
-written off as lost cannot overwrite the attempt that replaced it.
-
-Lost workers (decision): a run held by a worker that died (SIGKILL, OOM, lost
-node) is retried once, then failed with the reason. It is detected two ways:
-when a gpu worker starts (``worker_ready``) it recovers runs held by a dead
-process of its own node name (same host name, pid gone) and runs whose
-heartbeat is older than ``TRAINING_RUNS["STALE_AFTER"]``; and a redelivered
-message (Redis visibility timeout) that finds its run held by such a worker
-does the same. The first gives a prompt retry after a restart without a short
-visibility timeout, which would redeliver long healthy runs.
+Who holds a run, and when a holder counts as lost, is ``training.recovery``:
+``execute_run`` claims through it, and ``recover_lost_runs`` (when a gpu worker
+starts) writes off and re-enqueues what it finds lost.
 
 The soft time limit is checked between training steps (Celery's own limits need
 a forking pool; the gpu worker runs ``-P solo``); ``SoftTimeLimitExceeded`` is
@@ -22,25 +12,24 @@ handled the same way for pools that raise it.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import time
 import uuid
-from datetime import timedelta
 
 from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from training import encoding
 from training.errors import AugmentationError, RunConflict, RunError
-from training.ml.data import Example, data_hash
+from training.evaluation import store_evaluation
+from training.ml.data import Example, data_hash, json_safe
 from training.models import Augmentation, DatasetSnapshot, TrainingRun
 from training.perspectives import request_reports
-from training.registry import json_safe, register, store_evaluation
+from training.recovery import claim, is_lost, write_off
+from training.registry import register
 from training.selectors import active_checkpoint
 from training.snapshots import EVAL, prompt_types, rows_of, to_example
 from training.steering import KEY as STEERING
@@ -65,10 +54,6 @@ class _Cancel(Exception):
 
 class RunSuperseded(Exception):
     """This attempt no longer owns the run (it was written off and retried, or finished)."""
-
-
-def _limits() -> dict:
-    return settings.TRAINING_RUNS
 
 
 def worker_name() -> str:
@@ -197,49 +182,6 @@ def cancel_run(run: TrainingRun, user=None) -> TrainingRun:
     return TrainingRun.objects.get(pk=run_id)
 
 
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def is_lost(run: TrainingRun, node: str, now=None) -> bool:
-    """Is the worker holding ``run`` gone? (its process on this node, or a stale heartbeat)"""
-    if run.status not in TrainingRun.ACTIVE_STATUSES:
-        return False
-    now = now or timezone.now()
-    stale = timedelta(seconds=_limits()["STALE_AFTER"])
-    if run.heartbeat_at is None or now - run.heartbeat_at > stale:
-        return True
-    return run.worker == node and run.worker_pid != os.getpid() and not _pid_alive(run.worker_pid)
-
-
-def write_off(run: TrainingRun) -> str:
-    """Requeue a lost run for one more attempt, or fail it; returns the new status."""
-    retry = run.attempts < _limits()["MAX_ATTEMPTS"]
-    what = f"worker {run.worker or '?'} (pid {run.worker_pid}) was lost during {run.status}"
-    fields = (
-        {"status": Status.QUEUED, "error": f"attempt {run.attempts}: {what}; retried"}
-        if retry
-        else {
-            "status": Status.FAILED,
-            "error": f"{what} on attempt {run.attempts}; not retried again",
-            "finished_at": timezone.now(),
-        }
-    )
-    TrainingRun.objects.filter(pk=run.pk, status=run.status, attempts=run.attempts).update(
-        worker="", worker_pid=None, **fields
-    )
-    log.warning("run %s: %s; now %s", run.pk, what, fields["status"])
-    return fields["status"]
-
-
 def recover_lost_runs(node: str) -> list[int]:
     """Write off every lost run (``write_off``) and re-enqueue those retried."""
     requeued = []
@@ -248,33 +190,6 @@ def recover_lost_runs(node: str) -> list[int]:
             requeued.append(run.pk)
             transaction.on_commit(lambda pk=run.pk: enqueue_run(pk))
     return requeued
-
-
-def claim(run_id: int, node: str) -> tuple[TrainingRun | None, str]:
-    """Take a queued run for this process; ``(None, why)`` when it is not to be trained here."""
-    for _ in range(2):
-        claimed = TrainingRun.objects.filter(pk=run_id, status=Status.QUEUED).update(
-            status=Status.EMBEDDING,
-            worker=node,
-            worker_pid=os.getpid(),
-            heartbeat_at=timezone.now(),
-            started_at=timezone.now(),
-            attempts=F("attempts") + 1,
-            epoch=0,
-            history=[],
-        )
-        run = TrainingRun.objects.filter(pk=run_id).first()
-        if run is None:
-            return None, f"there is no run {run_id}"
-        if claimed:
-            return run, "claimed"
-        if run.is_finished:
-            return None, f"run {run_id} is already {run.status}"
-        if not is_lost(run, node):
-            return None, f"run {run_id} is {run.status} on {run.worker}"
-        if write_off(run) != Status.QUEUED:
-            return None, f"run {run_id} failed: its worker was lost again"
-    return None, f"run {run_id} could not be claimed"
 
 
 class _Attempt:
@@ -335,7 +250,7 @@ def execute_run(run_id: int, node: str | None = None) -> str:
     if run is None:
         log.info("run %s not trained here: %s", run_id, why)
         return why
-    attempt = _Attempt(run, float(_limits()["SOFT_TIME_LIMIT"]))
+    attempt = _Attempt(run, float(settings.TRAINING_RUNS["SOFT_TIME_LIMIT"]))
     try:
         if run.cancel_requested:
             raise _Cancel()

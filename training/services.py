@@ -1,11 +1,13 @@
 """The training side's public writes, in one place for views, commands and schedules.
 
 Each concept has its home module (``snapshots``, ``augmentation``, ``runs``,
-``registry``); this module names the entry points the rest of the project uses.
+``registry``, ``evaluation``); this module names the entry points the rest of the
+project uses.
 Reads are in ``training.selectors``, refusals in ``training.errors``.
 """
 
 from training.augmentation import request_augmentation, run_augmentation
+from training.evaluation import compare, evaluate, request_evaluations
 from training.perspectives import (
     compare_versions,
     compute_reports,
@@ -14,13 +16,10 @@ from training.perspectives import (
     request_reports,
 )
 from training.registry import (
-    compare,
-    evaluate,
     export_checkpoint,
     get_version,
     import_checkpoint,
     promote,
-    request_evaluations,
     rollback,
 )
 from training.runs import cancel_run, start_run

@@ -47,8 +47,8 @@ def augment_snapshot(augmentation_id: int, encoder: str | None = None) -> dict:
 @shared_task(name="training.tasks.evaluate_checkpoint", acks_late=True)
 def evaluate_checkpoint(checkpoint_id: int, snapshot_id: int) -> int:
     """Score a checkpoint on a snapshot's eval split (once; reused after)."""
+    from training.evaluation import evaluate
     from training.models import Checkpoint, DatasetSnapshot
-    from training.registry import evaluate
 
     evaluation = evaluate(
         Checkpoint.objects.get(pk=checkpoint_id), DatasetSnapshot.objects.get(pk=snapshot_id)

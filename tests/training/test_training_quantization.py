@@ -16,9 +16,9 @@ from training_study import ENCODER, FAST
 from training import encoding
 from training.augmentation import request_augmentation, run_augmentation
 from training.errors import QuantizationError, QuantizationRefused
+from training.evaluation import eval_arrays
 from training.models import Checkpoint, EncoderGate
 from training.quantization import gated_model, run_gate
-from training.registry import eval_arrays
 from training.runs import execute_run, start_run
 from training.snapshots import create_snapshot
 

@@ -10,13 +10,12 @@ from training_study import FAST
 
 from training import registry
 from training.errors import EvaluationPending, RegistryError
+from training.evaluation import compare, evaluate
 from training.ml.checkpoints import load as load_files
 from training.models import Checkpoint, Evaluation, RegistryEvent
 from training.registry import (
     activation_stack,
     checkpoint_root,
-    compare,
-    evaluate,
     export_checkpoint,
     import_checkpoint,
     promote,
