@@ -25,6 +25,15 @@ def quality_settings(app_configs, **kwargs) -> list[Error]:
     for key in ("GROUP_K", "AGREEMENT_OVERLAP", "TASK_OVERLAP"):
         if study[key] < 1:
             errors.append(Error(f"STEREORANK['{key}'] must be at least 1, not {study[key]}"))
+    if study["LABEL_WEIGHTING"] not in ("none", "reliability"):
+        errors.append(
+            Error(
+                "STEREORANK['LABEL_WEIGHTING'] must be 'none' or 'reliability', "
+                f"not {study['LABEL_WEIGHTING']!r}"
+            )
+        )
+    if study["RELIABILITY_MIN_TASKS"] < 1:
+        errors.append(Error("STEREORANK['RELIABILITY_MIN_TASKS'] must be at least 1"))
     if study["QUALITY_N_BOOT"] < 0:
         errors.append(Error("STEREORANK['QUALITY_N_BOOT'] must not be negative"))
     try:

@@ -28,6 +28,10 @@ Rankings are deleted, not anonymised:
   A snapshot frozen before an erasure can no longer be rebuilt from the database
   (that is the point); its hash and labels stay as frozen, and
   ``selectors.erasures_after`` tells it that an erasure happened since.
+- What a snapshot says of the person goes: its lineage names annotators by
+  pseudonym (who was left out and why, reliability weights). ``annotator_erased``
+  is sent, with the pseudonym, inside the deleting transaction; the training app
+  removes that pseudonym from every snapshot (``training.snapshots.forget``).
 
 Two transactions, so that nothing can slip in between: the first marks the
 profile erased (consent withdrawn, account closed, demographics and external ids
@@ -49,12 +53,18 @@ import uuid
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F
+from django.dispatch import Signal
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from .errors import AlreadyErased
+from .exports import pseudonym
 from .models import AnnotatorProfile, Ranking, RankingTask
 from .study_models import Erasure, Participation, QuotaSeat
+
+# Sent with ``pseudonym=`` inside the transaction that deletes the rankings: a receiver
+# removes what it keeps under that pseudonym, or the erasure rolls back.
+annotator_erased = Signal()
 
 
 def erase_annotator(profile: AnnotatorProfile, via: str) -> Erasure:
@@ -78,6 +88,7 @@ def erase_annotator(profile: AnnotatorProfile, via: str) -> Erasure:
             )
     with transaction.atomic():
         removed = _delete_rankings(profile)
+        annotator_erased.send(sender=Erasure, pseudonym=pseudonym(profile.user_id))
         return Erasure.objects.create(rankings_removed=removed, via=via)
 
 

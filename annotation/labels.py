@@ -2,27 +2,33 @@
 
 An item's label from one ranking of K items is ``position / (K - 1)`` (0 = most
 stereotypical, 1 = least); its label is the mean over the rankings that contain
-it; a group label uses only that group's rankings. The functions over rows are
-pure; ``annotation.selectors.label_rows`` is the one query that feeds them.
+it, or, with reliability weights (``quality.weights``, off by default), the mean
+weighted by each ranking's annotator; a group label uses only that group's
+rankings. The functions over rows are pure; ``annotation.selectors.label_rows``
+is the one query that feeds them.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .models import DemographicField
+from .quality.records import RankingRecord
 
 
 @dataclass(frozen=True)
 class LabelRow:
-    """One item's place in one ranking, with the ranking annotator's demographics."""
+    """One item's place in one ranking, with the ranking annotator's demographics (and,
+    for reliability weights, the annotator's user id and the task)."""
 
     ranking_id: int
     item_id: int
     position: int
     demographics: dict
+    annotator: int | None = None
+    task_id: int | None = None
 
 
 def _ranking_sizes(rows: Sequence[LabelRow]) -> dict[int, int]:
@@ -32,23 +38,55 @@ def _ranking_sizes(rows: Sequence[LabelRow]) -> dict[int, int]:
     return sizes
 
 
-def item_labels(rows: Iterable[LabelRow]) -> dict[int, float]:
+def item_labels(
+    rows: Iterable[LabelRow], weights: Mapping[int | None, float] | None = None
+) -> dict[int, float]:
     """``{item_id: mean position / (K - 1)}`` over the rankings in ``rows``.
 
     K is the number of rows of each ranking; a ranking of one item says nothing
-    about order and is ignored.
+    about order and is ignored. With ``weights`` (``{annotator: weight >= 0}``,
+    1 for an annotator not in it) the mean is weighted by each ranking's
+    annotator; an item whose rankings all weigh 0 keeps its unweighted mean.
     """
     rows = list(rows)
     sizes = _ranking_sizes(rows)
     sums: dict[int, float] = defaultdict(float)
     counts: dict[int, int] = defaultdict(int)
+    weighted: dict[int, float] = defaultdict(float)
+    totals: dict[int, float] = defaultdict(float)
     for r in rows:
         k = sizes[r.ranking_id]
         if k < 2:
             continue
-        sums[r.item_id] += r.position / (k - 1)
+        label = r.position / (k - 1)
+        sums[r.item_id] += label
         counts[r.item_id] += 1
-    return {item: sums[item] / counts[item] for item in sorted(counts)}
+        if weights is not None:
+            w = weights.get(r.annotator, 1.0)
+            weighted[r.item_id] += w * label
+            totals[r.item_id] += w
+    return {
+        item: weighted[item] / totals[item] if totals[item] > 0 else sums[item] / counts[item]
+        for item in sorted(counts)
+    }
+
+
+def ranking_records(rows: Iterable[LabelRow]) -> list[RankingRecord]:
+    """The rankings of ``rows`` as quality records (task, annotator, order), for
+    ``quality.weights``: the same rankings, and the same check cards left out, as
+    the labels they weigh."""
+    by_ranking: dict[int, list[LabelRow]] = defaultdict(list)
+    for r in rows:
+        by_ranking[r.ranking_id].append(r)
+    return [
+        RankingRecord(
+            task_id=ranked[0].task_id,
+            annotator=ranked[0].annotator,
+            occupation="",
+            order=tuple(r.item_id for r in sorted(ranked, key=lambda r: r.position)),
+        )
+        for _, ranked in sorted(by_ranking.items())
+    ]
 
 
 def group_of(demographics: dict, field: str) -> str | None:
@@ -62,8 +100,13 @@ def group_of(demographics: dict, field: str) -> str | None:
     return value.strip()
 
 
-def group_labels(rows: Iterable[LabelRow], fields: Sequence[str]) -> dict[str, dict[str, dict]]:
-    """``{field: {value: {item_id: label}}}``, each from that group's rankings only.
+def group_labels(
+    rows: Iterable[LabelRow],
+    fields: Sequence[str],
+    weights: Mapping[int | None, float] | None = None,
+) -> dict[str, dict[str, dict]]:
+    """``{field: {value: {item_id: label}}}``, each from that group's rankings only
+    (weighted as ``item_labels`` is, when ``weights`` are given).
 
     Unanswered fields and "prefer not to say" form no group (``group_of``).
     """
@@ -76,6 +119,6 @@ def group_labels(rows: Iterable[LabelRow], fields: Sequence[str]) -> dict[str, d
             value = group_of(r.demographics, field)
             if value is not None:
                 by_value[value].append(r)
-        groups = {value: item_labels(by_value[value]) for value in sorted(by_value)}
+        groups = {value: item_labels(by_value[value], weights) for value in sorted(by_value)}
         out[field] = groups
     return out

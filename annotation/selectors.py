@@ -83,13 +83,15 @@ def label_rows(include_synthetic: bool = False) -> list[LabelRow]:
             "item_id",
             "ranking__annotator__demographics",
             "ranking__task__check_item_id",
+            "ranking__annotator__user_id",
+            "ranking__task_id",
         )
     )
     rows, position = [], defaultdict(int)
-    for rid, iid, demo, card in values:
+    for rid, iid, demo, card, annotator, task in values:
         if iid == card:
             continue
-        rows.append(LabelRow(rid, iid, position[rid], demo or {}))
+        rows.append(LabelRow(rid, iid, position[rid], demo or {}, annotator, task))
         position[rid] += 1
     return rows
 

@@ -13,13 +13,16 @@ in a study without quality control. Then:
    applied; precision = |excluded and careless| / |excluded|, recall =
    |excluded and careless| / |careless|;
 3. snapshot POLICY: what the policy leaves (its misses in, its false alarms out);
-4. snapshot CLEAN: the careful annotators only (the truth the simulation knows):
-   the eval set both checkpoints are scored on.
+4. snapshot WEIGHTED: every ranking, as WITH, but labels weighted by reliability
+   (``annotation/quality/weights.py``): the alternative that excludes nobody;
+5. snapshot CLEAN: the careful annotators only (the truth the simulation knows):
+   the eval set every checkpoint is scored on.
 
-Two checkpoints, one trained on WITH's train split and one on POLICY's, are
+Three checkpoints, trained on WITH's, POLICY's and WEIGHTED's train splits, are
 evaluated on CLEAN's eval split and compared with ``evaluation.compare`` (paired
-group bootstrap over prompts: rho of each, difference WITH - POLICY, 95%
-interval). What makes it fair: the three snapshots share the split seed (the
+group bootstrap over prompts: rho of each, differences WITH - POLICY and
+WEIGHTED - WITH, 95% intervals); beside them, the mean weight the careless and
+the careful annotators got. What makes it fair: the three snapshots share the split seed (the
 seed's own, so each seed holds out different prompts) and
 label the same prompts, so ``group_split`` puts the same prompts in eval in all
 three (checked: the script stops otherwise), and no prompt either model trained
@@ -36,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -70,6 +74,7 @@ def one_seed(args: argparse.Namespace, folder: Path) -> dict:
 
     from annotation import standing
     from annotation.catalogue import load_catalogue, read_catalogue
+    from annotation.exports import pseudonym
     from annotation.models import AnnotatorProfile, AnnotatorStatus, SyntheticKind
     from annotation.simulation import simulate
     from annotation.tasks_builder import build_check_tasks, build_gold_tasks, build_tasks
@@ -93,6 +98,7 @@ def one_seed(args: argparse.Namespace, folder: Path) -> dict:
     finally:
         study["QUALITY_POLICY"] = configured
     with_careless = create_snapshot(include_synthetic=True, seed=args.seed)
+    weighted = create_snapshot(include_synthetic=True, seed=args.seed, weighting="reliability")
     standing.apply_policy_to_all()
     policy_snap = create_snapshot(include_synthetic=True, seed=args.seed)
 
@@ -102,6 +108,14 @@ def one_seed(args: argparse.Namespace, folder: Path) -> dict:
     warned = {p.pk for p in profiles if p.status == AnnotatorStatus.WARNED}
     kinds = {p.pk: p.synthetic_kind for p in profiles}
     precision, recall = precision_recall(excluded, careless)
+    weights = weighted.label_weighting["annotators"]
+    by_name = {pseudonym(p.user_id): p.pk for p in profiles}
+    mean_weight = {
+        side: statistics.fmean(
+            w["weight"] for name, w in weights.items() if (by_name[name] in careless) == side
+        )
+        for side in (True, False)
+    }
     by_kind = {
         k: f"{sum(kinds[p] == k for p in excluded)}/{sum(v == k for v in kinds.values())}"
         for k in sorted({kinds[p] for p in careless})
@@ -115,13 +129,13 @@ def one_seed(args: argparse.Namespace, folder: Path) -> dict:
     clean = create_snapshot(include_synthetic=True, seed=args.seed)
 
     eval_groups = {r["group"] for r in clean.examples if r["split"] == EVAL}
-    for snap in (with_careless, policy_snap):
+    for snap in (with_careless, policy_snap, weighted):
         mine = {r["group"] for r in snap.examples if r["split"] == EVAL}
         if mine != eval_groups:
             raise SystemExit(f"snapshot {snap.pk}'s eval prompts differ from the clean one's")
 
     checkpoints, seconds = [], 0.0
-    for snap in (with_careless, policy_snap):
+    for snap in (with_careless, policy_snap, weighted):
         run = start_run(
             snap,
             encoder=args.encoder,
@@ -137,7 +151,8 @@ def one_seed(args: argparse.Namespace, folder: Path) -> dict:
             raise SystemExit(f"run {run.pk} made no checkpoint: {run.status} {run.error}")
         checkpoints.append(run.checkpoint)
         evaluate(run.checkpoint, clean)
-    paired = compare(*checkpoints, snapshot=clean, n_boot=args.n_boot)
+    paired = compare(checkpoints[0], checkpoints[1], snapshot=clean, n_boot=args.n_boot)
+    reweighted = compare(checkpoints[2], checkpoints[0], snapshot=clean, n_boot=args.n_boot)
     return {
         "seed": args.seed,
         "annotators": args.annotators,
@@ -154,6 +169,11 @@ def one_seed(args: argparse.Namespace, folder: Path) -> dict:
         "rho_policy": paired["rho_b"],
         "diff": paired["diff"],
         "ci": paired["ci"],
+        "rho_weighted": reweighted["rho_a"],
+        "diff_weighted": reweighted["diff"],
+        "ci_weighted": reweighted["ci"],
+        "weight_careless": mean_weight[True],
+        "weight_careful": mean_weight[False],
         "train_seconds": seconds,
     }
 
@@ -240,6 +260,14 @@ def _table(rows: list[dict], args: argparse.Namespace) -> None:
             f"| {r['seed']} | {r['rankings']} | {'/'.join(map(str, r['examples']))} | "
             f"{r['eval_items']} | {r['rho_with']:.3f} | {r['rho_policy']:.3f} | "
             f"{r['diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] |"
+        )
+    print("\n| seed | mean weight careless / careful | rho WEIGHTED | WEIGHTED - WITH [95% CI] |")
+    print("| --- | --- | --- | --- |")
+    for r in rows:
+        lo, hi = r["ci_weighted"]
+        print(
+            f"| {r['seed']} | {r['weight_careless']:.2f} / {r['weight_careful']:.2f} | "
+            f"{r['rho_weighted']:.3f} | {r['diff_weighted']:+.3f} [{lo:+.3f}, {hi:+.3f}] |"
         )
 
 

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from . import perspective_export, selectors, services
 from .models import Checkpoint, DatasetSnapshot, TrainingRun
+from .snapshots import WEIGHTINGS
 from .steering import parse as parse_steering
 
 
@@ -38,6 +39,7 @@ class SnapshotSerializer(serializers.ModelSerializer):
             "example_count",
             "train_count",
             "eval_count",
+            "label_weighting",
             "erasures_after",
         ]
 
@@ -46,6 +48,12 @@ class SnapshotInSerializer(serializers.Serializer):
     include_synthetic = serializers.BooleanField(default=False)
     seed = serializers.IntegerField(default=0)
     eval_fraction = serializers.FloatField(default=0.2, min_value=0.01, max_value=0.99)
+    weighting = serializers.ChoiceField(
+        choices=WEIGHTINGS,
+        required=False,
+        help_text="How labels average rankings: none, or reliability (annotators weighted by "
+        "agreement with the others). Default: STEREORANK_LABEL_WEIGHTING.",
+    )
 
 
 class RunSerializer(serializers.ModelSerializer):

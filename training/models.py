@@ -39,6 +39,9 @@ class DatasetSnapshot(models.Model):
     # What the snapshot did not see and why (training.snapshots.exclusions): pseudonymous
     # annotators with their reason, ranking counts per reason, check cards dropped.
     exclusions = models.JSONField(default=dict, blank=True)
+    # How labels were averaged (training.snapshots.label_weights): {"method": "none"}, or
+    # reliability weights with each pseudonymous annotator's weight and its basis.
+    label_weighting = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-id"]

@@ -1,18 +1,21 @@
 """Dataset snapshots: the item labels frozen at one moment, hashed and split.
 
 One example per item with at least one ranking (text = its prompt's text,
-label = the mean of position / (K - 1), group = the original prompt, so a prompt
-and its paraphrases fall on one side of the split). The content hash is
+label = the mean of position / (K - 1), reliability-weighted when the snapshot
+asks for it, group = the original prompt, so a prompt and its paraphrases fall
+on one side of the split). The content hash is
 ``training.ml.data.data_hash`` over the examples: two snapshots of the same
 rankings share it.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 
 from annotation.exports import pseudonym
-from annotation.labels import LabelRow, group_labels, item_labels
+from annotation.labels import LabelRow, group_labels, item_labels, ranking_records
 from annotation.models import DemographicField, Item
 from annotation.selectors import (
     GOLD,
@@ -26,6 +29,8 @@ from training.ml.data import Example, data_hash, group_split
 from training.models import DatasetSnapshot
 
 TRAIN, EVAL = "train", "eval"
+NONE, RELIABILITY = "none", "reliability"
+WEIGHTINGS = (NONE, RELIABILITY)
 
 
 def example_key(item_id: int) -> str:
@@ -73,14 +78,44 @@ def split_examples(rows: list[dict], eval_fraction: float, seed: int) -> list[di
     return [{**r, "split": EVAL if r["group"] in eval_groups else TRAIN} for r in rows]
 
 
-def _group_labels_by_key(rows: list[LabelRow]) -> dict:
+def _group_labels_by_key(rows: list[LabelRow], weights: dict | None) -> dict:
     fields = list(DemographicField.objects.values_list("key", flat=True))
     return {
         field: {
             value: {example_key(item): label for item, label in labels.items()}
             for value, labels in groups.items()
         }
-        for field, groups in group_labels(rows, fields).items()
+        for field, groups in group_labels(rows, fields, weights).items()
+    }
+
+
+def label_weights(rows: list[LabelRow], weighting: str) -> tuple[dict | None, dict]:
+    """``(weights for item_labels, the snapshot's record of them)`` for ``weighting``.
+
+    The record names annotators by pseudonym only: ``{"method", "min_shared_tasks",
+    "annotators": {pseudonym: {"weight", "rho", "shared_tasks", "basis"}}}``.
+    """
+    if weighting == NONE:
+        return None, {"method": NONE}
+    if weighting != RELIABILITY:
+        raise SnapshotError(f"unknown label weighting {weighting!r}: use {' or '.join(WEIGHTINGS)}")
+    from annotation.quality.weights import reliability_weights  # scipy: only when asked
+
+    min_tasks = settings.STEREORANK["RELIABILITY_MIN_TASKS"]
+    weights = reliability_weights(ranking_records(rows), min_tasks)
+    record = {
+        pseudonym(a): {
+            "weight": round(w.weight, 6),
+            "rho": None if w.rho != w.rho else round(w.rho, 6),
+            "shared_tasks": w.shared_tasks,
+            "basis": w.basis,
+        }
+        for a, w in weights.items()
+    }
+    return {a: w.weight for a, w in weights.items()}, {
+        "method": RELIABILITY,
+        "min_shared_tasks": min_tasks,
+        "annotators": dict(sorted(record.items())),
     }
 
 
@@ -112,9 +147,17 @@ def create_snapshot(
     include_synthetic: bool = False,
     seed: int = 0,
     eval_fraction: float = 0.2,
+    weighting: str | None = None,
     user=None,
 ) -> DatasetSnapshot:
-    """Freeze today's labels into a new snapshot; ``SnapshotError`` and nothing made if unfit."""
+    """Freeze today's labels into a new snapshot; ``SnapshotError`` and nothing made if unfit.
+
+    ``weighting``: ``none`` or ``reliability`` (``label_weights``); by default
+    ``STEREORANK["LABEL_WEIGHTING"]``.
+    """
+    weighting = weighting or settings.STEREORANK["LABEL_WEIGHTING"]
+    if weighting not in WEIGHTINGS:
+        raise SnapshotError(f"unknown label weighting {weighting!r}: use {' or '.join(WEIGHTINGS)}")
     if not 0 < eval_fraction < 1:
         raise SnapshotError(f"eval_fraction must be between 0 and 1, not {eval_fraction}")
     rows = label_rows(include_synthetic=include_synthetic)
@@ -125,7 +168,8 @@ def create_snapshot(
             else " (synthetic annotators' rankings need --include-synthetic)"
         )
         raise NothingToSnapshot(f"no rankings to snapshot{hint}")
-    labels = item_labels(rows)
+    weights, weighting_record = label_weights(rows, weighting)
+    labels = item_labels(rows, weights)
     examples = split_examples(build_examples(labels), eval_fraction, seed)
     ranking_ids = {r.ranking_id for r in rows}
     left_out = exclusions(include_synthetic)
@@ -142,9 +186,26 @@ def create_snapshot(
             train_count=sum(r["split"] == TRAIN for r in examples),
             eval_count=sum(r["split"] == EVAL for r in examples),
             examples=examples,
-            group_labels=_group_labels_by_key(rows),
+            group_labels=_group_labels_by_key(rows, weights),
             exclusions=left_out,
+            label_weighting=weighting_record,
         )
+
+
+def forget(name: str) -> int:
+    """Remove the pseudonym ``name`` from every snapshot's lineage (who was left out,
+    reliability weights), for an erasure; returns how many snapshots named it. Labels,
+    hash and split stay as frozen: they are aggregates."""
+    named = DatasetSnapshot.objects.filter(
+        Q(exclusions__annotators__has_key=name) | Q(label_weighting__annotators__has_key=name)
+    )
+    changed = 0
+    for snapshot in named.select_for_update().only("pk", "exclusions", "label_weighting"):
+        for lineage in (snapshot.exclusions, snapshot.label_weighting):
+            lineage.get("annotators", {}).pop(name, None)
+        snapshot.save(update_fields=["exclusions", "label_weighting"])
+        changed += 1
+    return changed
 
 
 def rows_of(snapshot: DatasetSnapshot, split: str | None = None) -> list[dict]:

@@ -299,6 +299,11 @@ STEREORANK = {
     # Overrides of annotation.quality.policy.Policy, whose defaults are documented there,
     # e.g. STEREORANK_QUALITY_POLICY='{"gold_min_score": 0.2}'.
     "QUALITY_POLICY": env.json("STEREORANK_QUALITY_POLICY", default={}),
+    # How snapshot labels average rankings: "none" (a plain mean) or "reliability" (each
+    # annotator weighted by agreement with the others: annotation/quality/weights.py),
+    # estimated for annotators who share at least RELIABILITY_MIN_TASKS tasks.
+    "LABEL_WEIGHTING": env.str("STEREORANK_LABEL_WEIGHTING", default="none"),
+    "RELIABILITY_MIN_TASKS": env.int("STEREORANK_RELIABILITY_MIN_TASKS", default=3),
     # Bootstrap draws of the quality report's intervals.
     "QUALITY_N_BOOT": env.int("STEREORANK_QUALITY_N_BOOT", default=1000),
     # The scoring API, the optimiser and the prompt checker (scoring/).

@@ -142,6 +142,31 @@ def test_erasure_removes_the_person_and_their_rankings_from_everything_built_aft
     assert new_rankings_since(before) == 0
 
 
+def test_erasure_removes_the_pseudonym_from_every_snapshots_lineage(ranked):
+    from annotation.models import AnnotatorStatus
+
+    alice, bob, carol = ranked["alice"], ranked["bob"], ranked["carol"]
+    names = {p: pseudonym(p.user_id) for p in (alice, bob, carol)}
+    # A weighted snapshot names all three; with bob excluded, another names him as left out.
+    weighted = create_snapshot(seed=0, eval_fraction=0.5, weighting="reliability")
+    assert set(weighted.label_weighting["annotators"]) == set(names.values())
+    type(bob).objects.filter(pk=bob.pk).update(status=AnnotatorStatus.EXCLUDED)
+    left_out = create_snapshot(seed=0, eval_fraction=0.5)
+    assert left_out.exclusions["annotators"] == {names[bob]: {"excluded annotator": 2}}
+    frozen = {s.pk: (s.content_hash, s.examples) for s in (weighted, left_out)}
+
+    erase_annotator(bob, via=Erasure.Via.STAFF)
+
+    weighted.refresh_from_db()
+    left_out.refresh_from_db()
+    assert set(weighted.label_weighting["annotators"]) == {names[alice], names[carol]}
+    assert weighted.label_weighting["method"] == "reliability"
+    assert left_out.exclusions["annotators"] == {}
+    assert left_out.exclusions["rankings"] == {"excluded annotator": 2}  # a count, not a name
+    for snapshot in (weighted, left_out):
+        assert (snapshot.content_hash, snapshot.examples) == frozen[snapshot.pk]
+
+
 def test_freed_slots_go_to_other_annotators(ranked):
     dave = _person("dave")
     assert services.next_task(dave) is None  # overlap 3 reached on both tasks

@@ -181,8 +181,12 @@ def test_system_check_reports_bad_quality_settings(settings):
         "GOLD_RATE": 1.0,
         "GROUP_K": 0,
         "QUALITY_POLICY": {"untouched_max_rate": 2},
+        "LABEL_WEIGHTING": "votes",
+        "RELIABILITY_MIN_TASKS": 0,
     }
     messages = [e.msg for e in quality_settings(None)]
-    assert len(messages) == 3
+    assert len(messages) == 5
+    assert "STEREORANK['LABEL_WEIGHTING'] must be 'none' or 'reliability', not 'votes'" in messages
+    assert "STEREORANK['RELIABILITY_MIN_TASKS'] must be at least 1" in messages
     assert any("GOLD_RATE" in m for m in messages) and any("GROUP_K" in m for m in messages)
     assert any("untouched_max_rate must be in [0, 1]" in m for m in messages)

@@ -124,3 +124,98 @@ def test_new_rankings_are_counted_from_the_last_snapshot(make_tasks, annotator):
     assert new_rankings_since(snap, include_synthetic=True) == 0
     rank(people[1], tasks[2])
     assert new_rankings_since(snap) == 1
+
+
+@pytest.fixture
+def contrarian_study(make_tasks, annotator, store_ranking):
+    """Four occupations, one task of 3 items each, ranked by a, b and d in item order and
+    by c in reverse; e ranks the first task only."""
+    tasks = [make_tasks(n=1, k=3, overlap=5, occupation=o)[0] for o in ("nurse", "pilot", "chef")]
+    tasks.append(make_tasks(n=1, k=3, overlap=5, occupation="judge")[0])
+    people = {name: annotator(name).profile for name in "abcde"}
+    for task in tasks:
+        items = list(task.items.order_by("id").values_list("id", flat=True))
+        for name in "abd":
+            store_ranking(people[name], task, items, shown=items[::-1])
+        store_ranking(people["c"], task, items[::-1], shown=items)
+    first = sorted(tasks[0].items.values_list("id", flat=True))
+    store_ranking(people["e"], tasks[0], first, shown=first[::-1])
+    return people, tasks
+
+
+def test_reliability_weighted_snapshot_hand_case(contrarian_study, settings):
+    from annotation.exports import pseudonym
+
+    plain = create_snapshot()
+    weighted = create_snapshot(weighting="reliability")
+    assert plain.label_weighting == {"method": "none"}
+    # c (rho -1) weighs 0, the others 1: labels are the item-order positions exactly,
+    # where the plain mean is pulled to the middle by c (and the first task also by e).
+    labels = {r["item_id"]: r["label"] for r in weighted.examples}
+    for task in contrarian_study[1]:
+        items = sorted(task.items.values_list("id", flat=True))
+        assert [labels[i] for i in items] == [0.0, 0.5, 1.0]
+    by_key = {r["key"]: r["label"] for r in plain.examples}
+    moved = [r for r in weighted.examples if r["label"] != pytest.approx(by_key[r["key"]])]
+    assert len(moved) == 8  # the first and last item of each of the 4 tasks
+    assert weighted.content_hash != plain.content_hash
+
+    record = weighted.label_weighting
+    assert record["method"] == "reliability" and record["min_shared_tasks"] == 3
+    user = {name: p.user_id for name, p in contrarian_study[0].items()}
+    annotators = record["annotators"]
+    assert set(annotators) == {pseudonym(uid) for uid in user.values()}  # pseudonyms only
+    assert annotators[pseudonym(user["c"])] == {
+        "weight": 0.0,
+        "rho": -1.0,
+        "shared_tasks": 4,
+        "basis": "estimated",
+    }
+    assert annotators[pseudonym(user["e"])]["basis"] == "too few shared tasks"
+    assert annotators[pseudonym(user["e"])]["weight"] == 1.0  # the median of 1, 1, 1, 0
+
+    settings.STEREORANK = {**settings.STEREORANK, "LABEL_WEIGHTING": "reliability"}
+    assert create_snapshot().content_hash == weighted.content_hash  # the setting's default
+
+
+def test_unknown_weighting_is_refused_and_nothing_is_made(contrarian_study):
+    with pytest.raises(SnapshotError, match="unknown label weighting 'votes': use none or rel"):
+        create_snapshot(weighting="votes")
+    assert DatasetSnapshot.objects.count() == 0
+
+
+def test_weighting_through_the_api_the_command_and_the_dashboard(contrarian_study, staff):
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+    from django.test import Client
+    from django.urls import reverse
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.force_authenticate(staff)
+    r = api.post("/api/training/snapshots/", {"weighting": "votes"}, format="json")
+    assert r.status_code == 400 and "weighting" in r.json()
+    r = api.post("/api/training/snapshots/", {"weighting": "reliability"}, format="json")
+    assert r.status_code == 201, r.json()
+    assert r.json()["label_weighting"]["method"] == "reliability"
+    listed = api.get("/api/training/snapshots/").json()
+    assert listed[0]["label_weighting"]["min_shared_tasks"] == 3
+
+    out, err = io.StringIO(), io.StringIO()
+    call_command("snapshot", "--weighting", "reliability", stdout=out, stderr=err)
+    made = DatasetSnapshot.objects.get(pk=int(out.getvalue()))
+    assert made.label_weighting["method"] == "reliability"
+    assert "labels weighted: reliability" in err.getvalue()
+    with pytest.raises(CommandError, match="invalid choice: 'votes'"):
+        call_command("snapshot", "--weighting", "votes", stderr=io.StringIO())
+
+    page = Client()
+    page.force_login(staff)
+    response = page.post(reverse("dashboards:snapshot-create"), {"reliability": "on"}, follow=True)
+    newest = DatasetSnapshot.objects.latest()
+    assert newest.label_weighting["method"] == "reliability"
+    html = response.content.decode()
+    assert f"Snapshot {newest.pk} taken (12 items, reliability-weighted)" in html
+    assert f"#{newest.pk} · 12 items" in html and "reliability-weighted</option>" in html

@@ -61,6 +61,7 @@ def runs(request: HttpRequest) -> HttpResponse:
             "snapshots": selectors.snapshots()[:20],
             "default_encoder": settings.TRAINING["DEFAULT_ENCODER"],
             "default_epochs": ScheduleSettings.epochs,
+            "reliability_default": settings.STEREORANK["LABEL_WEIGHTING"] == "reliability",
             "section": "runs",
         },
     )
@@ -86,8 +87,12 @@ def runs_progress(request: HttpRequest) -> JsonResponse:
 def snapshot_create(request: HttpRequest) -> HttpResponse:
     """Freeze today's labels as a new snapshot."""
     include_synthetic = request.POST.get("include_synthetic") == "on"
-    snap = services.create_snapshot(include_synthetic=include_synthetic, user=request.user)
-    messages.success(request, f"Snapshot {snap.pk} taken ({snap.example_count} items).")
+    weighting = "reliability" if request.POST.get("reliability") == "on" else "none"
+    snap = services.create_snapshot(
+        include_synthetic=include_synthetic, weighting=weighting, user=request.user
+    )
+    weighted = ", reliability-weighted" if weighting == "reliability" else ""
+    messages.success(request, f"Snapshot {snap.pk} taken ({snap.example_count} items{weighted}).")
     return redirect("dashboards:runs")
 
 

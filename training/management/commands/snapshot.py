@@ -1,4 +1,5 @@
 from training.services import create_snapshot
+from training.snapshots import WEIGHTINGS
 from web.errors import ServiceCommand
 
 
@@ -11,14 +12,23 @@ class Command(ServiceCommand):
         )
         parser.add_argument("--seed", type=int, default=0, help="Seed of the grouped split.")
         parser.add_argument("--eval-fraction", type=float, default=0.2)
+        parser.add_argument(
+            "--weighting",
+            choices=WEIGHTINGS,
+            help="How labels average rankings (default: STEREORANK_LABEL_WEIGHTING, none).",
+        )
 
-    def handle(self, *args, include_synthetic, seed, eval_fraction, **options):
+    def handle(self, *args, include_synthetic, seed, eval_fraction, weighting, **options):
         snap = create_snapshot(
-            include_synthetic=include_synthetic, seed=seed, eval_fraction=eval_fraction
+            include_synthetic=include_synthetic,
+            seed=seed,
+            eval_fraction=eval_fraction,
+            weighting=weighting,
         )
         self.stderr.write(
             f"snapshot {snap.pk}: {snap.example_count} items ({snap.train_count} train, "
             f"{snap.eval_count} eval) from {snap.ranking_count} rankings, "
-            f"hash {snap.content_hash[:12]}"
+            f"hash {snap.content_hash[:12]}, labels weighted: "
+            f"{snap.label_weighting.get('method', 'none')}"
         )
         self.stdout.write(str(snap.pk))
