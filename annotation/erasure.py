@@ -2,8 +2,10 @@
 
 What goes: the demographics, the external ids of a recruitment (the keyed hash
 and the platform's submission ids), the quota seats (they say which group the
-person is in), the rankings with their ranked items, the reservations, the API
-tokens; the account is deactivated and renamed, its e-mail and names blanked.
+person is in), the quality standing and its history (``StatusChange``: staff's
+free-text reasons are about the person), the rankings with their ranked items,
+the reservations, the API tokens; the account is deactivated and renamed, its
+e-mail and names blanked.
 What stays: a deactivated account with no personal data (its consent history,
 so the lawful processing before withdrawal can be shown) and one ``Erasure``
 row that says when and how many rankings, never whose.
@@ -59,7 +61,7 @@ from rest_framework.authtoken.models import Token
 
 from .errors import AlreadyErased
 from .exports import pseudonym
-from .models import AnnotatorProfile, Ranking, RankingTask
+from .models import AnnotatorProfile, AnnotatorStatus, Ranking, RankingTask, StatusChange
 from .study_models import Erasure, Participation, QuotaSeat
 
 # Sent with ``pseudonym=`` inside the transaction that deletes the rankings: a receiver
@@ -80,7 +82,8 @@ def erase_annotator(profile: AnnotatorProfile, via: str) -> Erasure:
             profile.consents.active().update(withdrawn_at=profile.erased_at)
             _delete_personal_links(profile)
             profile.demographics = {}
-            profile.save(update_fields=["demographics", "erased_at"])
+            profile.status = AnnotatorStatus.OK
+            profile.save(update_fields=["demographics", "erased_at", "status"])
             _deactivate(profile.user)
         elif not (profile.rankings.exists() or profile.assignments.exists()):
             raise AlreadyErased(
@@ -110,10 +113,11 @@ def _delete_rankings(profile: AnnotatorProfile) -> int:
 
 def _delete_personal_links(profile: AnnotatorProfile) -> None:
     """Rows that tie the profile to a person: the crowd platform's ids (the participant
-    could then take part again; the platforms keep their own record) and the quota
-    seats (they say which group the person is in)."""
+    could then take part again; the platforms keep their own record), the quota
+    seats (they say which group the person is in) and the standing's history."""
     Participation.objects.filter(annotator=profile).delete()
     QuotaSeat.objects.filter(annotator=profile).delete()
+    StatusChange.objects.filter(annotator=profile).delete()
 
 
 def _deactivate(user: AbstractBaseUser) -> None:

@@ -22,13 +22,13 @@ Three checkpoints, trained on WITH's, POLICY's and WEIGHTED's train splits, are
 evaluated on CLEAN's eval split and compared with ``evaluation.compare`` (paired
 group bootstrap over prompts: rho of each, differences WITH - POLICY and
 WEIGHTED - WITH, 95% intervals); beside them, the mean weight the careless and
-the careful annotators got. What makes it fair: the three snapshots share the split seed (the
-seed's own, so each seed holds out different prompts) and
-label the same prompts, so ``group_split`` puts the same prompts in eval in all
-three (checked: the script stops otherwise), and no prompt either model trained
-on is in the eval set; both runs have the same hyper-parameters and training
-seed; both are scored on the same items against the same labels (the careful
-annotators'), so only the training labels differ.
+the careful annotators got. What makes it fair: the four snapshots share the
+split seed (the seed's own, so each seed holds out different prompts) and label
+the same prompts, so ``group_split`` puts the same prompts in eval in all four
+(checked: the script stops otherwise), and no prompt any model trained on is in
+the eval set; all runs have the same hyper-parameters and training seed; all
+are scored on the same items against the same labels (the careful annotators'),
+so only the training labels differ.
 
     .venv/bin/python benchmarks/careless.py
     .venv/bin/python benchmarks/careless.py --seeds 0 --annotators 12 --tasks 12 --epochs 3
@@ -97,10 +97,11 @@ def one_seed(args: argparse.Namespace, folder: Path) -> dict:
         sim = simulate(args.annotators, args.tasks, seed=args.seed, careless=args.careless)
     finally:
         study["QUALITY_POLICY"] = configured
-    with_careless = create_snapshot(include_synthetic=True, seed=args.seed)
+    # weighting named on every snapshot: STEREORANK_LABEL_WEIGHTING must not change an arm
+    with_careless = create_snapshot(include_synthetic=True, seed=args.seed, weighting="none")
     weighted = create_snapshot(include_synthetic=True, seed=args.seed, weighting="reliability")
     standing.apply_policy_to_all()
-    policy_snap = create_snapshot(include_synthetic=True, seed=args.seed)
+    policy_snap = create_snapshot(include_synthetic=True, seed=args.seed, weighting="none")
 
     profiles = list(AnnotatorProfile.objects.filter(is_synthetic=True))
     careless = {p.pk for p in profiles if p.synthetic_kind != SyntheticKind.CAREFUL}
@@ -110,12 +111,10 @@ def one_seed(args: argparse.Namespace, folder: Path) -> dict:
     precision, recall = precision_recall(excluded, careless)
     weights = weighted.label_weighting["annotators"]
     by_name = {pseudonym(p.user_id): p.pk for p in profiles}
-    mean_weight = {
-        side: statistics.fmean(
-            w["weight"] for name, w in weights.items() if (by_name[name] in careless) == side
-        )
-        for side in (True, False)
-    }
+    mean_weight = {}
+    for side in (True, False):
+        mine = [w["weight"] for name, w in weights.items() if (by_name[name] in careless) == side]
+        mean_weight[side] = statistics.fmean(mine) if mine else float("nan")
     by_kind = {
         k: f"{sum(kinds[p] == k for p in excluded)}/{sum(v == k for v in kinds.values())}"
         for k in sorted({kinds[p] for p in careless})
@@ -126,7 +125,7 @@ def one_seed(args: argparse.Namespace, folder: Path) -> dict:
         AnnotatorProfile.objects.filter(
             pk__in=[p.pk for p in profiles if (p.pk in careless) == careless_one]
         ).update(status=truth[careless_one])
-    clean = create_snapshot(include_synthetic=True, seed=args.seed)
+    clean = create_snapshot(include_synthetic=True, seed=args.seed, weighting="none")
 
     eval_groups = {r["group"] for r in clean.examples if r["split"] == EVAL}
     for snap in (with_careless, policy_snap, weighted):

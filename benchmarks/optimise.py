@@ -82,7 +82,7 @@ def train_quick_checkpoint(images: int, epochs: int):
     load_catalogue(images)
     tasks = build_tasks(6, 1)
     simulate(-(-tasks // 20), 20, seed=0)
-    snapshot = services.create_snapshot(include_synthetic=True)
+    snapshot = services.create_snapshot(include_synthetic=True, weighting="none")
     run = services.start_run(
         snapshot,
         encoder="all-MiniLM-L6-v2",

@@ -61,7 +61,9 @@ def study(seed: int, epochs: int = 12) -> dict:
 
         RankingTask.objects.update(ranking_count=0)
     simulate(60, 14, seed=seed, planted=PLANTED)
-    snapshot = create_snapshot(include_synthetic=True, seed=seed, eval_fraction=0.5)
+    snapshot = create_snapshot(
+        include_synthetic=True, seed=seed, eval_fraction=0.5, weighting="none"
+    )
     minority = "65-74"
     steering = {
         "pooled": None,

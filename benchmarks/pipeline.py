@@ -114,7 +114,7 @@ def main() -> None:
         )
         snap = s.run(
             "snapshot",
-            lambda: services.create_snapshot(include_synthetic=True),
+            lambda: services.create_snapshot(include_synthetic=True, weighting="none"),
             lambda x: f"{x.example_count} examples ({x.train_count} train / {x.eval_count} eval)",
         )
         s.run("load encoder", lambda: encoding.encoder(args.encoder, device="cpu"), lambda e: "")

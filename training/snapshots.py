@@ -16,7 +16,7 @@ from django.db.models import Q
 
 from annotation.exports import pseudonym
 from annotation.labels import LabelRow, group_labels, item_labels, ranking_records
-from annotation.models import DemographicField, Item
+from annotation.models import AnnotatorProfile, DemographicField, Item
 from annotation.selectors import (
     GOLD,
     check_cards_left_out,
@@ -174,6 +174,11 @@ def create_snapshot(
     ranking_ids = {r.ranking_id for r in rows}
     left_out = exclusions(include_synthetic)
     with transaction.atomic():
+        # An erasure that committed while the labels were read: its ``forget`` ran before
+        # this row existed, so its pseudonym is dropped here (erased_at commits first).
+        for name in erased_pseudonyms():
+            for lineage in (left_out, weighting_record):
+                lineage.get("annotators", {}).pop(name, None)
         return DatasetSnapshot.objects.create(
             created_by=user,
             include_synthetic=include_synthetic,
@@ -190,6 +195,13 @@ def create_snapshot(
             exclusions=left_out,
             label_weighting=weighting_record,
         )
+
+
+def erased_pseudonyms() -> set[str]:
+    """The pseudonyms of every erased annotator (an HMAC each: cheap for a study's
+    thousands)."""
+    erased = AnnotatorProfile.objects.filter(erased_at__isnull=False)
+    return {pseudonym(uid) for uid in erased.values_list("user_id", flat=True)}
 
 
 def forget(name: str) -> int:

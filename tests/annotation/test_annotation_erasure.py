@@ -22,6 +22,7 @@ from annotation.models import (
     RankedItem,
     Ranking,
     RankingTask,
+    StatusChange,
     TaskItem,
 )
 from annotation.study_models import Erasure
@@ -154,6 +155,9 @@ def test_erasure_removes_the_pseudonym_from_every_snapshots_lineage(ranked):
     left_out = create_snapshot(seed=0, eval_fraction=0.5)
     assert left_out.exclusions["annotators"] == {names[bob]: {"excluded annotator": 2}}
     frozen = {s.pk: (s.content_hash, s.examples) for s in (weighted, left_out)}
+    StatusChange.objects.create(
+        annotator=bob, previous="ok", status="excluded", reason="staff: copied a neighbour"
+    )
 
     erase_annotator(bob, via=Erasure.Via.STAFF)
 
@@ -165,6 +169,70 @@ def test_erasure_removes_the_pseudonym_from_every_snapshots_lineage(ranked):
     assert left_out.exclusions["rankings"] == {"excluded annotator": 2}  # a count, not a name
     for snapshot in (weighted, left_out):
         assert (snapshot.content_hash, snapshot.examples) == frozen[snapshot.pk]
+    # the standing and its history (staff's words about him) went too
+    bob.refresh_from_db()
+    assert bob.status == AnnotatorStatus.OK and not StatusChange.objects.filter(annotator=bob)
+
+
+def test_an_erasure_whose_lineage_cleanup_fails_rolls_back(ranked):
+    from annotation.erasure import annotator_erased
+
+    bob = ranked["bob"]
+    weighted = create_snapshot(seed=0, eval_fraction=0.5, weighting="reliability")
+
+    def broken(sender, pseudonym, **kwargs):
+        raise RuntimeError("disk full")
+
+    annotator_erased.connect(broken, dispatch_uid="test-broken")
+    try:
+        with pytest.raises(RuntimeError, match="disk full"):
+            erase_annotator(bob, via=Erasure.Via.STAFF)
+    finally:
+        annotator_erased.disconnect(dispatch_uid="test-broken")
+    assert Ranking.objects.filter(annotator=bob).count() == 2 and not Erasure.objects.exists()
+    weighted.refresh_from_db()
+    assert pseudonym(bob.user_id) in weighted.label_weighting["annotators"]
+    erase_annotator(bob, via=Erasure.Via.STAFF)  # run again, it finishes
+    weighted.refresh_from_db()
+    assert pseudonym(bob.user_id) not in weighted.label_weighting["annotators"]
+
+
+def test_a_snapshot_never_names_an_annotator_erased_while_it_was_taken(ranked):
+    from django.utils import timezone
+
+    from annotation.models import AnnotatorProfile
+
+    bob = ranked["bob"]
+    # The erasure's first step has committed (erased_at), its deletion not yet.
+    AnnotatorProfile.objects.filter(pk=bob.pk).update(erased_at=timezone.now())
+    snapshot = create_snapshot(seed=0, eval_fraction=0.5, weighting="reliability")
+    assert pseudonym(bob.user_id) not in snapshot.label_weighting["annotators"]
+    assert len(snapshot.label_weighting["annotators"]) == 2
+
+
+def test_the_backfill_migration_forgets_earlier_erasures_and_names_the_method(ranked):
+    import importlib
+
+    from django.apps import apps
+
+    from training.models import DatasetSnapshot
+
+    bob = ranked["bob"]
+    weighted = create_snapshot(seed=0, eval_fraction=0.5, weighting="reliability")
+    old = create_snapshot(seed=0, eval_fraction=0.5)
+    DatasetSnapshot.objects.filter(pk=old.pk).update(label_weighting={})  # made before 0008
+    erase_annotator(bob, via=Erasure.Via.STAFF)
+    # as an erasure made before erasure reached snapshots left it:
+    DatasetSnapshot.objects.filter(pk=weighted.pk).update(label_weighting=weighted.label_weighting)
+    weighted.refresh_from_db()
+    assert pseudonym(bob.user_id) in weighted.label_weighting["annotators"]
+    migration = importlib.import_module("training.migrations.0009_snapshot_lineage_backfill")
+    migration.backfill(apps, None)
+    weighted.refresh_from_db()
+    old.refresh_from_db()
+    assert pseudonym(bob.user_id) not in weighted.label_weighting["annotators"]
+    assert len(weighted.label_weighting["annotators"]) == 2
+    assert old.label_weighting == {"method": "none"}
 
 
 def test_freed_slots_go_to_other_annotators(ranked):

@@ -3,7 +3,16 @@
 import subprocess
 import sys
 
-MODULES = ["agreement", "bootstrap", "breakdown", "gold", "policy", "position_bias", "records"]
+MODULES = [
+    "agreement",
+    "bootstrap",
+    "breakdown",
+    "gold",
+    "policy",
+    "position_bias",
+    "records",
+    "weights",
+]
 
 
 def test_quality_modules_import_neither_django_nor_torch():

@@ -69,6 +69,9 @@ def test_weighted_item_labels_hand_case():
     # An annotator missing from the weights counts 1; all-zero weights keep the plain mean.
     assert item_labels(rows, {8: 0.5}) == pytest.approx(labels)
     assert item_labels(rows, {7: 0.0, 8: 0.0}) == pytest.approx(item_labels(rows))
+    # A ranking of one item says nothing about order, weighted or not.
+    single = [*rows, LabelRow(3, 10, 0, {}, annotator=9)]
+    assert item_labels(single, {7: 1.0, 8: 0.5, 9: 5.0}) == pytest.approx(labels)
     # Group labels take the same weights (each group here is one annotator).
     by_group = group_labels(rows, ["g"], {7: 0.0, 8: 1.0})
     assert by_group["g"]["x"] == pytest.approx({10: 0.0, 11: 0.5, 12: 1.0})

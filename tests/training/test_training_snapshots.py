@@ -129,7 +129,7 @@ def test_new_rankings_are_counted_from_the_last_snapshot(make_tasks, annotator):
 @pytest.fixture
 def contrarian_study(make_tasks, annotator, store_ranking):
     """Four occupations, one task of 3 items each, ranked by a, b and d in item order and
-    by c in reverse; e ranks the first task only."""
+    by c in reverse; e ranks the first task only; f alone ranks a fifth."""
     tasks = [make_tasks(n=1, k=3, overlap=5, occupation=o)[0] for o in ("nurse", "pilot", "chef")]
     tasks.append(make_tasks(n=1, k=3, overlap=5, occupation="judge")[0])
     people = {name: annotator(name).profile for name in "abcde"}
@@ -140,6 +140,11 @@ def contrarian_study(make_tasks, annotator, store_ranking):
         store_ranking(people["c"], task, items[::-1], shown=items)
     first = sorted(tasks[0].items.values_list("id", flat=True))
     store_ranking(people["e"], tasks[0], first, shown=first[::-1])
+    # f alone ranks a task of its own: no shared task, no rho.
+    (alone,) = make_tasks(n=1, k=3, overlap=5, occupation="baker")
+    people["f"] = annotator("f").profile
+    items = sorted(alone.items.values_list("id", flat=True))
+    store_ranking(people["f"], alone, items, shown=items[::-1])
     return people, tasks
 
 
@@ -157,7 +162,7 @@ def test_reliability_weighted_snapshot_hand_case(contrarian_study, settings):
         assert [labels[i] for i in items] == [0.0, 0.5, 1.0]
     by_key = {r["key"]: r["label"] for r in plain.examples}
     moved = [r for r in weighted.examples if r["label"] != pytest.approx(by_key[r["key"]])]
-    assert len(moved) == 8  # the first and last item of each of the 4 tasks
+    assert len(moved) == 8  # the first and last item of each of the 4 tasks (not f's)
     assert weighted.content_hash != plain.content_hash
 
     record = weighted.label_weighting
@@ -173,6 +178,12 @@ def test_reliability_weighted_snapshot_hand_case(contrarian_study, settings):
     }
     assert annotators[pseudonym(user["e"])]["basis"] == "too few shared tasks"
     assert annotators[pseudonym(user["e"])]["weight"] == 1.0  # the median of 1, 1, 1, 0
+    assert annotators[pseudonym(user["f"])] == {
+        "weight": 1.0,
+        "rho": None,  # NaN is not JSON
+        "shared_tasks": 0,
+        "basis": "too few shared tasks",
+    }
 
     settings.STEREORANK = {**settings.STEREORANK, "LABEL_WEIGHTING": "reliability"}
     assert create_snapshot().content_hash == weighted.content_hash  # the setting's default
@@ -217,5 +228,5 @@ def test_weighting_through_the_api_the_command_and_the_dashboard(contrarian_stud
     newest = DatasetSnapshot.objects.latest()
     assert newest.label_weighting["method"] == "reliability"
     html = response.content.decode()
-    assert f"Snapshot {newest.pk} taken (12 items, reliability-weighted)" in html
-    assert f"#{newest.pk} · 12 items" in html and "reliability-weighted</option>" in html
+    assert f"Snapshot {newest.pk} taken (15 items, reliability-weighted)" in html
+    assert f"#{newest.pk} · 15 items" in html and "reliability-weighted</option>" in html

@@ -4,7 +4,7 @@ The worker (``celery -A web worker -Q default,gpu -P solo``) is a subprocess
 against this test database (rows are committed: ``transactional_db``) and the
 broker in REDIS_URL; its queues are purged first. Its node name is fixed, so a
 worker started after a SIGKILL is the dead one's successor on this host and
-recovers its run at start-up (training/runs.py).
+recovers its run at start-up (training/recovery.py, training/runs.py).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 from training import selectors, services
 from training.models import TrainingRun
 from training.schedules import ScheduleSettings
+from training.snapshots import NONE, RELIABILITY
 from training.steering import parse as parse_steering
 from web.errors import refusals_as_messages
 
@@ -61,7 +62,7 @@ def runs(request: HttpRequest) -> HttpResponse:
             "snapshots": selectors.snapshots()[:20],
             "default_encoder": settings.TRAINING["DEFAULT_ENCODER"],
             "default_epochs": ScheduleSettings.epochs,
-            "reliability_default": settings.STEREORANK["LABEL_WEIGHTING"] == "reliability",
+            "reliability_default": settings.STEREORANK["LABEL_WEIGHTING"] == RELIABILITY,
             "section": "runs",
         },
     )
@@ -87,11 +88,11 @@ def runs_progress(request: HttpRequest) -> JsonResponse:
 def snapshot_create(request: HttpRequest) -> HttpResponse:
     """Freeze today's labels as a new snapshot."""
     include_synthetic = request.POST.get("include_synthetic") == "on"
-    weighting = "reliability" if request.POST.get("reliability") == "on" else "none"
+    weighting = RELIABILITY if request.POST.get("reliability") == "on" else NONE
     snap = services.create_snapshot(
         include_synthetic=include_synthetic, weighting=weighting, user=request.user
     )
-    weighted = ", reliability-weighted" if weighting == "reliability" else ""
+    weighted = ", reliability-weighted" if weighting == RELIABILITY else ""
     messages.success(request, f"Snapshot {snap.pk} taken ({snap.example_count} items{weighted}).")
     return redirect("dashboards:runs")
 
