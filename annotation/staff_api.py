@@ -1,4 +1,5 @@
-"""Staff-only, read-only REST views of the catalogue, items, tasks, rankings and quality.
+"""Staff-only REST views of the catalogue, items, tasks, rankings and quality (read-only),
+and reinstatement, the one write: an annotator back to ``ok`` with a recorded reason.
 
 Annotators are pseudonymous here as in the exports; demographics are only in the
 exports. Every list runs a fixed number of queries whatever its length.
@@ -13,8 +14,9 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from . import standing
 from .api import query_flag
-from .exports import pseudonym
+from .exports import annotator_for_pseudonym, pseudonym
 from .models import Item, Occupation, Prompt, PromptType, Ranking, RankingTask, TaskItem
 
 
@@ -267,3 +269,47 @@ class QualityView(APIView):
         from .quality_report import quality_report  # scipy: not with the URL conf
 
         return Response(quality_report(synthetic, n_boot=n_boot))
+
+
+class ReinstateSerializer(serializers.Serializer):
+    reason = serializers.CharField(
+        allow_blank=True, help_text="Why the annotator is reinstated: recorded with the change."
+    )
+
+
+class StatusChangeSerializer(serializers.Serializer):
+    annotator = serializers.CharField(help_text="The annotator's pseudonym.")
+    previous = serializers.ChoiceField(["ok", "warned", "excluded"])
+    status = serializers.ChoiceField(["ok", "warned", "excluded"])
+    reason = serializers.CharField()
+    by = serializers.CharField(help_text="The staff member's username.")
+    created_at = serializers.DateTimeField()
+
+
+class ReinstateView(APIView):
+    """Lift a warned or excluded annotator back to ``ok``, as the Quality dashboard does.
+
+    400 without a reason, 404 for an unknown pseudonym, 409 when the annotator is
+    neither warned nor excluded (or a concurrent change came first).
+    """
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(request=ReinstateSerializer, responses=StatusChangeSerializer)
+    def post(self, request, name: str):
+        data = ReinstateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        profile = annotator_for_pseudonym(name)
+        change = standing.reinstate(profile, request.user, data.validated_data["reason"])
+        return Response(
+            StatusChangeSerializer(
+                {
+                    "annotator": pseudonym(profile.user_id),
+                    "previous": change.previous,
+                    "status": change.status,
+                    "reason": change.reason,
+                    "by": request.user.get_username(),
+                    "created_at": change.created_at,
+                }
+            ).data
+        )

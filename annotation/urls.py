@@ -20,5 +20,10 @@ urlpatterns = [
     path("export/rankings/", api.ExportView.as_view(), name="api-export-rankings"),
     path("export/pairs/", api.PairsExportView.as_view(), name="api-export-pairs"),
     path("staff/quality/", staff_api.QualityView.as_view(), name="api-staff-quality"),
+    path(
+        "staff/annotators/<str:name>/reinstate/",
+        staff_api.ReinstateView.as_view(),
+        name="api-staff-reinstate",
+    ),
     path("staff/", include(staff.urls)),
 ]

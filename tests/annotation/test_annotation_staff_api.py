@@ -190,3 +190,39 @@ def test_no_annotator_reads_another_annotators_data_anywhere(make_tasks, annotat
             else:
                 assert response.status_code in (403, 404), (url, response.status_code)
     assert reached >= 1, "bob reads at least his own /api/me/"
+
+
+def test_staff_reinstate_an_excluded_annotator_with_a_reason(annotator, client):
+    from annotation.models import AnnotatorProfile, AnnotatorStatus, StatusChange
+
+    ann = annotator("ann").profile
+    AnnotatorProfile.objects.filter(pk=ann.pk).update(status=AnnotatorStatus.EXCLUDED)
+    url = f"/api/staff/annotators/{pseudonym(ann.user_id)}/reinstate/"
+    staff = annotator("boss", staff=True)
+    assert annotator("other").post(url, {"reason": "x"}, format="json").status_code == 403
+    assert APIClient().post(url, {"reason": "x"}, format="json").status_code in (401, 403)
+
+    r = staff.post(url, {"reason": "  "}, format="json")
+    assert r.status_code == 400 and "Say why the annotator is reinstated" in r.json()["detail"]
+    r = staff.post(url, {}, format="json")
+    assert r.status_code == 400 and "reason" in r.json()
+    r = staff.post(
+        "/api/staff/annotators/a-000000000000/reinstate/", {"reason": "x"}, format="json"
+    )
+    assert r.status_code == 404 and "No annotator has the pseudonym" in r.json()["detail"]
+    assert not StatusChange.objects.exists()
+
+    r = staff.post(url, {"reason": "appeal upheld: the gold task was ambiguous"}, format="json")
+    assert r.status_code == 200, r.json()
+    body = r.json()
+    assert body["annotator"] == pseudonym(ann.user_id) and body["by"] == "boss"
+    assert (body["previous"], body["status"]) == ("excluded", "ok")
+    ann.refresh_from_db()
+    change = StatusChange.objects.get()
+    assert ann.status == AnnotatorStatus.OK and change.by == staff.profile.user
+    assert change.reason == "appeal upheld: the gold task was ambiguous"
+
+    r = staff.post(url, {"reason": "again"}, format="json")
+    assert r.status_code == 409 and "nothing to reinstate" in r.json()["detail"]
+    schema = yaml.safe_load(client.get("/api/schema/").content)
+    assert "post" in schema["paths"]["/api/staff/annotators/{name}/reinstate/"]
