@@ -17,7 +17,16 @@ from rest_framework.views import APIView
 from . import standing
 from .api import query_flag
 from .exports import annotator_for_pseudonym, pseudonym
-from .models import Item, Occupation, Prompt, PromptType, Ranking, RankingTask, TaskItem
+from .models import (
+    AnnotatorStatus,
+    Item,
+    Occupation,
+    Prompt,
+    PromptType,
+    Ranking,
+    RankingTask,
+    TaskItem,
+)
 
 
 class PromptSerializer(serializers.ModelSerializer):
@@ -224,7 +233,7 @@ class AnnotatorQualitySerializer(serializers.Serializer):
     consensus_tasks = serializers.IntegerField()
     median_seconds = serializers.FloatField(allow_null=True)
     untouched_rate = serializers.FloatField(allow_null=True)
-    status = serializers.ChoiceField(["ok", "warned", "excluded"])
+    status = serializers.ChoiceField(AnnotatorStatus.choices)
     status_reason = serializers.CharField()
     synthetic = serializers.BooleanField()
     synthetic_kind = serializers.CharField()
@@ -279,8 +288,8 @@ class ReinstateSerializer(serializers.Serializer):
 
 class StatusChangeSerializer(serializers.Serializer):
     annotator = serializers.CharField(help_text="The annotator's pseudonym.")
-    previous = serializers.ChoiceField(["ok", "warned", "excluded"])
-    status = serializers.ChoiceField(["ok", "warned", "excluded"])
+    previous = serializers.ChoiceField(AnnotatorStatus.choices)
+    status = serializers.ChoiceField(AnnotatorStatus.choices)
     reason = serializers.CharField()
     by = serializers.CharField(help_text="The staff member's username.")
     created_at = serializers.DateTimeField()

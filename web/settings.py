@@ -196,6 +196,8 @@ SPECTACULAR_SETTINGS = {
     # Request bodies get their own components: read-only fields out, non-blank strings
     # with minLength 1.
     "COMPONENT_SPLIT_REQUEST": True,
+    # One name for the annotator status wherever a field carries it.
+    "ENUM_NAME_OVERRIDES": {"AnnotatorStatusEnum": "annotation.models.AnnotatorStatus"},
     # Swagger UI and Redoc from the drf-spectacular-sidecar package: /api/docs/ works offline.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
