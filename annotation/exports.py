@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import io
 import json
+import re
 from collections.abc import Callable, Iterator
 from itertools import combinations
 
@@ -15,6 +16,8 @@ from .errors import UnknownAnnotator
 from .models import AnnotatorProfile, DemographicField, Item, RankingTask
 from .quality.gold import AttentionCheck, gold_score
 from .selectors import consented_rankings, counted_rankings
+
+PSEUDONYM = re.compile(r"a-[0-9a-f]{12}")
 
 
 def pseudonym(user_id: int) -> str:
@@ -27,6 +30,8 @@ def annotator_for_pseudonym(name: str) -> AnnotatorProfile:
     """The annotator behind an export's pseudonym (an HMAC cannot be inverted, so every
     profile's pseudonym is computed: fine for the thousands of a study)."""
     name = name.strip()
+    if not PSEUDONYM.fullmatch(name):
+        raise UnknownAnnotator(f"'{name}' is not a pseudonym (a- and 12 hex digits).")
     for profile in AnnotatorProfile.objects.select_related("user").order_by("pk").iterator():
         if hmac.compare_digest(pseudonym(profile.user_id), name):
             return profile

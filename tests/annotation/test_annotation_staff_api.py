@@ -210,6 +210,8 @@ def test_staff_reinstate_an_excluded_annotator_with_a_reason(annotator, client):
         "/api/staff/annotators/a-000000000000/reinstate/", {"reason": "x"}, format="json"
     )
     assert r.status_code == 404 and "No annotator has the pseudonym" in r.json()["detail"]
+    r = staff.post("/api/staff/annotators/°ÿ/reinstate/", {"reason": "x"}, format="json")
+    assert r.status_code == 404 and "is not a pseudonym" in r.json()["detail"]  # fuzz-found 500
     assert not StatusChange.objects.exists()
 
     r = staff.post(url, {"reason": "appeal upheld: the gold task was ambiguous"}, format="json")
