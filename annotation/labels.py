@@ -4,7 +4,7 @@ An item's label from one ranking of K items is ``position / (K - 1)`` (0 = most
 stereotypical, 1 = least); its label is the mean over the rankings that contain
 it, or, with reliability weights (``quality.weights``, off by default), the mean
 weighted by each ranking's annotator; a group label uses only that group's
-rankings. The functions over rows are pure; ``annotation.selectors.label_rows``
+rankings, unweighted. The functions over rows are pure; ``annotation.selectors.label_rows``
 is the one query that feeds them.
 """
 
@@ -100,15 +100,13 @@ def group_of(demographics: dict, field: str) -> str | None:
     return value.strip()
 
 
-def group_labels(
-    rows: Iterable[LabelRow],
-    fields: Sequence[str],
-    weights: Mapping[int | None, float] | None = None,
-) -> dict[str, dict[str, dict]]:
-    """``{field: {value: {item_id: label}}}``, each from that group's rankings only
-    (weighted as ``item_labels`` is, when ``weights`` are given).
+def group_labels(rows: Iterable[LabelRow], fields: Sequence[str]) -> dict[str, dict[str, dict]]:
+    """``{field: {value: {item_id: label}}}``, each from that group's rankings only.
 
-    Unanswered fields and "prefer not to say" form no group (``group_of``).
+    Unanswered fields and "prefer not to say" form no group (``group_of``). Never
+    reliability-weighted: weights measure agreement with everyone's consensus, and
+    would pull each group's labels toward the majority's, the very effect the
+    perspective reports measure.
     """
     rows = list(rows)
     out: dict[str, dict[str, dict]] = {}
@@ -119,6 +117,6 @@ def group_labels(
             value = group_of(r.demographics, field)
             if value is not None:
                 by_value[value].append(r)
-        groups = {value: item_labels(by_value[value], weights) for value in sorted(by_value)}
+        groups = {value: item_labels(by_value[value]) for value in sorted(by_value)}
         out[field] = groups
     return out

@@ -78,14 +78,14 @@ def split_examples(rows: list[dict], eval_fraction: float, seed: int) -> list[di
     return [{**r, "split": EVAL if r["group"] in eval_groups else TRAIN} for r in rows]
 
 
-def _group_labels_by_key(rows: list[LabelRow], weights: dict | None) -> dict:
+def _group_labels_by_key(rows: list[LabelRow]) -> dict:
     fields = list(DemographicField.objects.values_list("key", flat=True))
     return {
         field: {
             value: {example_key(item): label for item, label in labels.items()}
             for value, labels in groups.items()
         }
-        for field, groups in group_labels(rows, fields, weights).items()
+        for field, groups in group_labels(rows, fields).items()
     }
 
 
@@ -191,7 +191,7 @@ def create_snapshot(
             train_count=sum(r["split"] == TRAIN for r in examples),
             eval_count=sum(r["split"] == EVAL for r in examples),
             examples=examples,
-            group_labels=_group_labels_by_key(rows, weights),
+            group_labels=_group_labels_by_key(rows),
             exclusions=left_out,
             label_weighting=weighting_record,
         )

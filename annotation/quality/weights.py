@@ -16,6 +16,16 @@ An item's label is then the weighted mean of its rankings' ``position / (K - 1)`
 (``labels.item_labels``). With overlap 1 (no shared tasks), every weight is 1
 and the labels are the unweighted ones. Weights are figures about annotators,
 not demographics; a snapshot records them under pseudonyms.
+
+Why it is off by default: agreement with the consensus cannot tell a careless
+annotator from one who sees stereotypes differently. A group whose view departs
+from the majority's is weighted down with the careless, and the pooled labels
+move toward the majority. Group labels (``labels.group_labels``) are never
+weighted, so a perspective report on a weighted snapshot still shows each
+group's own view; compare it with one on an unweighted snapshot before relying
+on weights. With agreement overlap 2 the consensus is a single other annotator,
+so rho is symmetric and a careful annotator paired with a careless one is
+marked down too: use 3 or more.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from annotation.labels import LabelRow, group_labels, item_labels, ranking_records
+from annotation.labels import LabelRow, item_labels, ranking_records
 from annotation.quality.agreement import annotator_reliability
 from annotation.quality.weights import ESTIMATED, TOO_FEW, reliability_weights
 from tests.quality.test_quality_agreement import random_study, rec
@@ -72,9 +72,6 @@ def test_weighted_item_labels_hand_case():
     # A ranking of one item says nothing about order, weighted or not.
     single = [*rows, LabelRow(3, 10, 0, {}, annotator=9)]
     assert item_labels(single, {7: 1.0, 8: 0.5, 9: 5.0}) == pytest.approx(labels)
-    # Group labels take the same weights (each group here is one annotator).
-    by_group = group_labels(rows, ["g"], {7: 0.0, 8: 1.0})
-    assert by_group["g"]["x"] == pytest.approx({10: 0.0, 11: 0.5, 12: 1.0})
 
 
 def test_ranking_records_are_the_label_rows_rankings_in_position_order():

@@ -150,16 +150,25 @@ def contrarian_study(make_tasks, annotator, store_ranking):
 
 def test_reliability_weighted_snapshot_hand_case(contrarian_study, settings):
     from annotation.exports import pseudonym
+    from annotation.models import AnnotatorProfile, DemographicField
 
+    DemographicField.objects.create(key="age_band", label="Age band")
+    c = contrarian_study[0]["c"]
+    AnnotatorProfile.objects.filter(pk=c.pk).update(demographics={"age_band": "65-74"})
     plain = create_snapshot()
     weighted = create_snapshot(weighting="reliability")
     assert plain.label_weighting == {"method": "none"}
     # c (rho -1) weighs 0, the others 1: labels are the item-order positions exactly,
     # where the plain mean is pulled to the middle by c (and the first task also by e).
     labels = {r["item_id"]: r["label"] for r in weighted.examples}
+    key = {r["item_id"]: r["key"] for r in weighted.examples}
+    c_group = weighted.group_labels["age_band"]["65-74"]
     for task in contrarian_study[1]:
         items = sorted(task.items.values_list("id", flat=True))
         assert [labels[i] for i in items] == [0.0, 0.5, 1.0]
+        # c's group keeps c's own view: group labels are never weighted (c weighs 0)
+        assert [c_group[key[i]] for i in items] == [1.0, 0.5, 0.0]
+    assert weighted.group_labels == plain.group_labels
     by_key = {r["key"]: r["label"] for r in plain.examples}
     moved = [r for r in weighted.examples if r["label"] != pytest.approx(by_key[r["key"]])]
     assert len(moved) == 8  # the first and last item of each of the 4 tasks (not f's)
