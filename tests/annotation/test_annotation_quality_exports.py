@@ -133,8 +133,10 @@ def test_export_pairs_command_writes_the_same_pairs(exported, tmp_path):
         {k: v for k, v in p.items() if k not in strip} for p in served
     ]
     assert written[0]["chosen_image_url"].startswith("https://rank.example.org/media/items/")
-    call_command("export_pairs", "--out", str(out), "--keep-identical-texts", stdout=io.StringIO())
+    said = io.StringIO()
+    call_command("export_pairs", "--out", str(out), "--keep-identical-texts", stderr=said)
     assert len(out.read_text().splitlines()) == len(written) + 1
+    assert said.getvalue().startswith(f"{len(written) + 1} pairs written to {out}")
 
 
 def test_pairs_leave_two_images_of_one_prompt_out_whatever_their_positions(

@@ -33,4 +33,10 @@ class Command(BaseCommand):
             keep_identical_texts=keep_identical_texts,
             image_url=lambda name: base_url.rstrip("/") + storage.url(name),
         )
-        write_lines(jsonl_lines(rows), out)
+        written = write_lines(jsonl_lines(rows), out)
+        hint = (
+            ""
+            if include_synthetic
+            else " (synthetic annotators' rankings need --include-synthetic)"
+        )
+        self.stderr.write(f"{written} pairs written to {out or 'standard output'}{hint}")
