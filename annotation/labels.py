@@ -14,8 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .models import DemographicField
-from .quality.records import RankingRecord
+from .quality.records import RankingRecord, group_of
 
 
 @dataclass(frozen=True)
@@ -87,17 +86,6 @@ def ranking_records(rows: Iterable[LabelRow]) -> list[RankingRecord]:
         )
         for _, ranked in sorted(by_ranking.items())
     ]
-
-
-def group_of(demographics: dict, field: str) -> str | None:
-    """The annotator's group for ``field``: the stripped answer; None when unanswered or
-    "prefer not to say" (no group), so labels and perspective reports agree on groups."""
-    value = demographics.get(field)
-    if not isinstance(value, str) or not value.strip():
-        return None
-    if value.strip().lower() == DemographicField.PREFER_NOT_TO_SAY:
-        return None
-    return value.strip()
 
 
 def group_labels(rows: Iterable[LabelRow], fields: Sequence[str]) -> dict[str, dict[str, dict]]:

@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from .quality.gold import GoldReference
+from .quality.records import PREFER_NOT_TO_SAY
 
 
 class PromptType(models.TextChoices):
@@ -213,7 +214,7 @@ class DemographicField(models.Model):
     order = models.PositiveSmallIntegerField(default=0)
     active = models.BooleanField(default=True)
 
-    PREFER_NOT_TO_SAY = "prefer not to say"
+    PREFER_NOT_TO_SAY = PREFER_NOT_TO_SAY  # quality.records: the answer that forms no group
 
     class Meta:
         ordering = ["order", "key"]

@@ -71,7 +71,10 @@ def consensus_reliability(records: list[RankingRecord], excluded: set) -> dict[o
     for user in excluded:
         own = [r for r in records if r.annotator == user]
         if own:
-            out[user] = annotator_reliability(counted + own)[user]
+            # rho is per task: only the tasks this annotator ranked matter
+            tasks = {r.task_id for r in own}
+            shared = [r for r in counted if r.task_id in tasks]
+            out[user] = annotator_reliability(shared + own)[user]
     return out
 
 

@@ -31,8 +31,8 @@ from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from annotation.labels import group_of
 from annotation.models import DemographicField
+from annotation.quality.records import group_of
 from training import encoding, selectors
 from training.errors import PerspectiveError, PerspectivesPending, UnknownField
 from training.ml.data import json_safe

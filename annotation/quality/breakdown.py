@@ -30,21 +30,7 @@ import numpy as np
 from scipy import stats
 
 from .agreement import Agreement, agreement, agreement_from_blocks
-from .records import RankingRecord, by_task
-
-# annotation.models.DemographicField.PREFER_NOT_TO_SAY, repeated to stay Django-free.
-NON_ANSWERS: tuple[str, ...] = ("prefer not to say",)
-
-
-def group_of(
-    record: RankingRecord, field: str, non_answers: Sequence[str] = NON_ANSWERS
-) -> str | None:
-    """The record's answer to ``field``, stripped; ``None`` when unanswered or declined."""
-    value = record.group.get(field)
-    if not isinstance(value, str) or not value.strip():
-        return None
-    value = value.strip()
-    return None if value.lower() in {n.lower() for n in non_answers} else value
+from .records import RankingRecord, by_task, group_of
 
 
 @dataclass(frozen=True)
@@ -64,13 +50,13 @@ def _check_k(k: int) -> None:
 
 
 def _groups(
-    records: Sequence[RankingRecord], field: str, k: int, non_answers: Sequence[str]
+    records: Sequence[RankingRecord], field: str, k: int
 ) -> tuple[dict[str, list[RankingRecord]], dict[str, Suppressed]]:
     """Records per group of ``field``: the groups of ``k`` or more annotators, and the rest."""
     _check_k(k)
     members: dict[str, list[RankingRecord]] = defaultdict(list)
     for r in records:
-        value = group_of(r, field, non_answers)
+        value = group_of(r.group, field)
         if value is not None:
             members[value].append(r)
     kept, suppressed = {}, {}
@@ -97,12 +83,11 @@ def within_groups(
     field: str,
     *,
     k: int = 5,
-    non_answers: Sequence[str] = NON_ANSWERS,
     n_boot: int = 1000,
     seed: int = 0,
 ) -> dict[str, Agreement | Suppressed]:
     """``{group: Agreement}`` from each group's own rankings; small groups suppressed."""
-    kept, suppressed = _groups(list(records), field, k, non_answers)
+    kept, suppressed = _groups(list(records), field, k)
     out: dict[str, Agreement | Suppressed] = dict(suppressed)
     for value, rs in kept.items():
         out[value] = agreement(rs, n_boot=n_boot, seed=seed)
@@ -147,13 +132,12 @@ def between_groups(
     field: str,
     *,
     k: int = 5,
-    non_answers: Sequence[str] = NON_ANSWERS,
     n_boot: int = 1000,
     seed: int = 0,
 ) -> BetweenGroups:
     """W and alpha of the group consensus orders on tasks two or more groups ranked."""
     records = list(records)
-    kept, _ = _groups(records, field, k, non_answers)
+    kept, _ = _groups(records, field, k)
     group_by_record = {id(r): g for g, rs in kept.items() for r in rs}
     blocks, annotators = [], set()
     for rankings in by_task(records).values():
@@ -174,7 +158,6 @@ def breakdown(
     fields: Sequence[str],
     *,
     k: int = 5,
-    non_answers: Sequence[str] = NON_ANSWERS,
     n_boot: int = 1000,
     seed: int = 0,
 ) -> dict:
@@ -186,7 +169,7 @@ def breakdown(
     """
     records = list(records)
     opts = {"n_boot": n_boot, "seed": seed}
-    group_opts = {"k": k, "non_answers": non_answers, **opts}
+    group_opts = {"k": k, **opts}
     return {
         "overall": agreement(records, **opts).as_dict(),
         "per_occupation": {o: a.as_dict() for o, a in per_occupation(records, **opts).items()},

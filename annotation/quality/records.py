@@ -14,6 +14,20 @@ ItemId = Hashable
 TaskId = Hashable
 Annotator = Hashable
 
+# The answer that forms no group (``DemographicField.PREFER_NOT_TO_SAY`` is this one).
+PREFER_NOT_TO_SAY = "prefer not to say"
+
+
+def group_of(demographics: Mapping, field: str) -> str | None:
+    """An annotator's group for ``field``: the stripped answer; None when unanswered or
+    "prefer not to say" (no group). The one rule, so labels, agreement breakdowns and
+    perspective reports agree on groups."""
+    value = demographics.get(field)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    value = value.strip()
+    return None if value.lower() == PREFER_NOT_TO_SAY else value
+
 
 @dataclass(frozen=True)
 class RankingRecord:
