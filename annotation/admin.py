@@ -4,6 +4,8 @@ instructions."""
 from django import forms
 from django.contrib import admin
 
+from web.admin import ReadOnlyAdmin
+
 from . import models
 
 
@@ -156,20 +158,11 @@ class RankingAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Erasure)
-class ErasureAdmin(admin.ModelAdmin):
+class ErasureAdmin(ReadOnlyAdmin):
     """Read-only: when data were erased and how many rankings went, never whose."""
 
     list_display = ["erased_at", "rankings_removed", "via"]
     list_filter = ["via"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(models.Study)

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 
 from django import forms
 
+from . import services
 from .models import DemographicField
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
 OTHER_CHOICE = "__other__"
-MAX_LENGTH = 200
 
 
 def other_key(field: DemographicField) -> str:
@@ -59,11 +59,14 @@ def demographics_form_class(fields: Sequence[DemographicField]) -> type[Demograp
                 form_fields[other_key(field)] = forms.CharField(
                     label=f"{field.label}, in your own words",
                     required=False,
-                    max_length=MAX_LENGTH,
+                    max_length=services.MAX_ANSWER_LENGTH,
                 )
         else:
             form_fields[field.key] = forms.CharField(
-                label=field.label, help_text=field.help_text, required=False, max_length=MAX_LENGTH
+                label=field.label,
+                help_text=field.help_text,
+                required=False,
+                max_length=services.MAX_ANSWER_LENGTH,
             )
             form_fields[prefer_not_key(field)] = forms.BooleanField(
                 label=f"{field.label}: {PREFER_NOT}", required=False

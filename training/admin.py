@@ -4,18 +4,9 @@ here the records are read-only, so no invariant can be bypassed by a form."""
 
 from django.contrib import admin
 
+from web.admin import ReadOnlyAdmin
+
 from . import models, selectors
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(models.DatasetSnapshot)

@@ -8,10 +8,9 @@ runs on the gpu worker (``request_evaluations``), never inside a web request.
 
 from __future__ import annotations
 
-from celery import current_app
 from django.db import IntegrityError, transaction
 
-from training import encoding
+from training import encoding, queue
 from training.errors import EvaluationPending, RegistryError
 from training.ml.data import json_safe
 from training.models import Checkpoint, DatasetSnapshot, Evaluation
@@ -72,10 +71,7 @@ def request_evaluations(snapshot: DatasetSnapshot, checkpoints: list[Checkpoint]
     """Queue each evaluation on the gpu worker once the caller's transaction commits
     (scoring loads an encoder: never inside a web request)."""
     for checkpoint in checkpoints:
-        signature = current_app.signature(
-            "training.tasks.evaluate_checkpoint", (checkpoint.pk, snapshot.pk), immutable=True
-        )
-        transaction.on_commit(signature.apply_async)
+        queue.after_commit("training.tasks.evaluate_checkpoint", checkpoint.pk, snapshot.pk)
 
 
 def compare(

@@ -27,13 +27,12 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 
-from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from annotation.models import DemographicField
 from annotation.quality.records import group_of
-from training import encoding, selectors
+from training import encoding, queue, selectors
 from training.errors import PerspectiveError, PerspectivesPending, UnknownField
 from training.ml.data import json_safe
 from training.models import Checkpoint, DatasetSnapshot, PerspectiveReport, PerspectiveSummary
@@ -90,12 +89,9 @@ def request_reports(
 ) -> None:
     """Queue the report on the gpu worker once the caller's transaction commits (by name:
     no service imports the task module)."""
-    signature = current_app.signature(
-        TASK,
-        (checkpoint.pk, snapshot.pk, list(fields) if fields is not None else None),
-        immutable=True,
+    queue.after_commit(
+        TASK, checkpoint.pk, snapshot.pk, list(fields) if fields is not None else None
     )
-    transaction.on_commit(signature.apply_async)
 
 
 def _study(snapshot: DatasetSnapshot):
@@ -168,6 +164,7 @@ def compute_reports(
 def store(checkpoint, snapshot, field: str, report, ranked) -> PerspectiveSummary:
     """Write one field's report (summary and group rows) in one transaction; a report a
     concurrent worker stored first is kept and returned."""
+    figures = report.to_dict()
     try:
         with transaction.atomic():
             summary = PerspectiveSummary.objects.create(
@@ -180,8 +177,8 @@ def store(checkpoint, snapshot, field: str, report, ranked) -> PerspectiveSummar
                 seed=report.seed,
                 n_rankings=len(ranked),
                 n_annotators=len({r.annotator for r in ranked}),
-                friedman=json_safe(report.to_dict()["friedman"]),
-                divergence=json_safe(report.to_dict()["divergence"]),
+                friedman=json_safe(figures["friedman"]),
+                divergence=json_safe(figures["divergence"]),
             )
             rows = [
                 PerspectiveReport(

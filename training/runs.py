@@ -16,13 +16,12 @@ import socket
 import time
 import uuid
 
-from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from training import encoding
+from training import encoding, queue
 from training.errors import AugmentationError, RunConflict, RunError
 from training.evaluation import store_evaluation
 from training.ml.data import Example, data_hash, json_safe
@@ -143,14 +142,12 @@ def enqueue_run(
 
     Tasks are named, not imported: ``training.tasks`` calls this module, not the reverse.
     """
-    train = current_app.signature("training.tasks.train_run", (run_id,), immutable=True)
+    train = queue.task("training.tasks.train_run", run_id)
     if after_augmentation is None:
         train.apply_async(task_id=task_id)
     else:
-        augment = current_app.signature(
-            "training.tasks.augment_snapshot",
-            (after_augmentation, encoder_for_run(run_id)),
-            immutable=True,
+        augment = queue.task(
+            "training.tasks.augment_snapshot", after_augmentation, encoder_for_run(run_id)
         )
         (augment | train.set(task_id=task_id)).apply_async()
 

