@@ -24,7 +24,8 @@ from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Su
 from django.db.models.functions import Coalesce
 
 from .errors import GroupFull
-from .models import AnnotatorProfile, Assignment, Consent, DemographicField, Ranking
+from .models import AnnotatorProfile, Assignment, DemographicField, Ranking
+from .selectors import consent_stands
 from .study_models import GroupQuota, QuotaSeat
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
@@ -69,7 +70,7 @@ def occupied_seats(now: datetime) -> QuerySet[QuotaSeat]:
     """Seats that count: consent stands, and a ranking or a live reservation."""
     annotator = OuterRef("annotator")
     return QuotaSeat.objects.filter(
-        Exists(Consent.objects.active().filter(annotator=annotator)),
+        consent_stands(),
         Exists(Ranking.objects.filter(annotator=annotator))
         | Exists(Assignment.objects.filter(annotator=annotator, reserved_until__gt=now)),
     )

@@ -46,12 +46,17 @@ from .study_models import Erasure
 log = logging.getLogger(__name__)
 
 
+def consent_stands(annotator: str = "annotator") -> Exists:
+    """``EXISTS`` an active consent of the profile the outer query's ``annotator`` field
+    (``"pk"`` for profiles) names: its consent stands (any version)."""
+    return Exists(Consent.objects.active().filter(annotator=OuterRef(annotator)))
+
+
 def consented_rankings(include_synthetic: bool = False) -> QuerySet[Ranking]:
     """Rankings whose annotator's consent stands (a withdrawal takes them out), synthetic
     annotators' only when asked for: what the quality report reads, gold tasks and
     excluded annotators included. Labels read ``counted_rankings``."""
-    consented = Consent.objects.active().filter(annotator=OuterRef("annotator"))
-    rankings = Ranking.objects.filter(Exists(consented))
+    rankings = Ranking.objects.filter(consent_stands())
     if not include_synthetic:
         rankings = rankings.filter(annotator__is_synthetic=False)
     return rankings
@@ -109,7 +114,7 @@ def left_out_rankings(include_synthetic: bool, last_ranking_id: int | None) -> l
     (one query): ``[{"user_id", "reason", "rankings"}]``. A ranking's reason is the first
     that applies of: consent withdrawn, excluded annotator, synthetic annotator (when
     not included), gold task; the complement of ``counted_rankings``."""
-    consented = Exists(Consent.objects.active().filter(annotator=OuterRef("annotator")))
+    consented = consent_stands()
     reasons = [
         When(~consented, then=Value(CONSENT_WITHDRAWN)),
         When(annotator__status=AnnotatorStatus.EXCLUDED, then=Value(EXCLUDED)),
@@ -249,7 +254,7 @@ def annotators() -> QuerySet[AnnotatorProfile]:
 
 def active_annotators() -> QuerySet[AnnotatorProfile]:
     """Annotators whose consent stands (any version): not withdrawn, not erased."""
-    return annotators().filter(Exists(Consent.objects.active().filter(annotator=OuterRef("pk"))))
+    return annotators().filter(consent_stands("pk"))
 
 
 def annotator_status_counts() -> dict[str, int]:
@@ -257,7 +262,7 @@ def annotator_status_counts() -> dict[str, int]:
 
     Withdrawn: gave consent once, none stands now, data kept. Erased: data gone.
     """
-    stands = Exists(Consent.objects.active().filter(annotator=OuterRef("pk")))
+    stands = consent_stands("pk")
     gave = Exists(Consent.objects.filter(annotator=OuterRef("pk")))
     return (
         annotators()

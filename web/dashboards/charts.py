@@ -33,6 +33,22 @@ def _figure(**kwargs) -> Figure:
     return Figure(layout="constrained", **kwargs)
 
 
+def _interval(ax, y: float, value: float, low, high, colour: str, label: str | None, marker: str):
+    """A point at ``value`` on row ``y`` with its horizontal 95% interval, if known."""
+    if low is not None and high is not None:
+        xerr = [[max(value - low, 0.0)], [max(high - value, 0.0)]]
+        ax.errorbar([value], [y], xerr=xerr, fmt=marker, color=colour, capsize=3, label=label)
+    else:
+        ax.plot([value], [y], marker, color=colour, label=label)
+
+
+def _empty(fig, ax, text: str):
+    """The figure with only ``text`` in its middle: nothing to plot yet."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", color=MUTED)
+    ax.set_axis_off()
+    return fig
+
+
 FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
 # Bump when a drawing function changes, so cached images are not served stale.
 STYLE_VERSION = 2
@@ -56,9 +72,7 @@ def rho_across_versions(points: Sequence[RhoPoint], title: str = "") -> Figure:
     fig = _figure(figsize=(7, 3.2))
     ax = fig.subplots()
     if not points:
-        ax.text(0.5, 0.5, "No evaluated versions yet", ha="center", va="center", color=MUTED)
-        ax.set_axis_off()
-        return fig
+        return _empty(fig, ax, "No evaluated versions yet")
     xs = range(len(points))
     for x, p in zip(xs, points, strict=True):
         colour = ACCENT if p.active else PRIMARY
@@ -95,9 +109,7 @@ def occupations_side_by_side(
     fig = _figure(figsize=(7, height))
     ax = fig.subplots()
     if not names:
-        ax.text(0.5, 0.5, "No per-occupation figures", ha="center", va="center", color=MUTED)
-        ax.set_axis_off()
-        return fig
+        return _empty(fig, ax, "No per-occupation figures")
     bar = 0.4
     missing = 0
     for offset, per, colour, label in (
@@ -136,15 +148,9 @@ def estimates_with_intervals(points: Sequence[IntervalPoint], xlabel: str) -> Fi
     fig = _figure(figsize=(7, height))
     ax = fig.subplots()
     if not points:
-        ax.text(0.5, 0.5, "Nothing measured yet", ha="center", va="center", color=MUTED)
-        ax.set_axis_off()
-        return fig
+        return _empty(fig, ax, "Nothing measured yet")
     for y, p in enumerate(points):
-        if p.low is not None and p.high is not None:
-            xerr = [[max(p.value - p.low, 0.0)], [max(p.high - p.value, 0.0)]]
-            ax.errorbar([p.value], [y], xerr=xerr, fmt="o", color=PRIMARY, capsize=3)
-        else:
-            ax.plot([p.value], [y], "o", color=PRIMARY)
+        _interval(ax, y, p.value, p.low, p.high, PRIMARY, None, "o")
     ax.set_yticks(list(range(len(points))), [p.label for p in points])
     ax.invert_yaxis()
     ax.axvline(0.0, color=MUTED, linewidth=0.8)
@@ -161,9 +167,7 @@ def position_heatmap(table: Sequence[Sequence[int]], title: str = "") -> Figure:
     ax = fig.subplots()
     k = len(table)
     if not k:
-        ax.text(0.5, 0.5, "No rankings", ha="center", va="center", color=MUTED)
-        ax.set_axis_off()
-        return fig
+        return _empty(fig, ax, "No rankings")
     from matplotlib.colors import TwoSlopeNorm
 
     expected = max(sum(table[0]) / k, 0.5)
@@ -199,23 +203,13 @@ class GroupPoint:
     baseline_high: float | None = None
 
 
-def _interval(ax, y: float, value: float, low, high, colour: str, label: str, marker: str):
-    if low is not None and high is not None:
-        xerr = [[max(value - low, 0.0)], [max(high - value, 0.0)]]
-        ax.errorbar([value], [y], xerr=xerr, fmt=marker, color=colour, capsize=3, label=label)
-    else:
-        ax.plot([value], [y], marker, color=colour, label=label)
-
-
 def groups_alignment(points: Sequence[GroupPoint], title: str = "") -> Figure:
     """Each group's alignment with the model (blue) beside its human baseline (orange),
     95% intervals, groups in the order given (best aligned first, at the top)."""
     fig = _figure(figsize=(7, max(2.5, 0.42 * len(points) + 1.3)))
     ax = fig.subplots()
     if not points:
-        ax.text(0.5, 0.5, "No group of k or more", ha="center", va="center", color=MUTED)
-        ax.set_axis_off()
-        return fig
+        return _empty(fig, ax, "No group of k or more")
     for y, p in enumerate(points):
         _interval(ax, y - 0.12, p.alignment, p.low, p.high, PRIMARY, "the model", "o")
         if p.baseline is not None:
@@ -240,9 +234,7 @@ def groups_across_versions(
     fig = _figure(figsize=(7, 3.4))
     ax = fig.subplots()
     if not versions or not series:
-        ax.text(0.5, 0.5, "No perspective reports yet", ha="center", va="center", color=MUTED)
-        ax.set_axis_off()
-        return fig
+        return _empty(fig, ax, "No perspective reports yet")
     xs = list(range(len(versions)))
     for group in sorted(series):
         ys = [float("nan") if v is None else v for v in series[group]]
