@@ -16,11 +16,20 @@ def get_snapshot(snapshot_id: int) -> DatasetSnapshot:
         raise CommandError(f"there is no snapshot {snapshot_id}") from None
 
 
-def fmt_rho(metrics: dict) -> str:
-    rho, ci = metrics.get("spearman"), metrics.get("spearman_ci")
-    if rho is None:
+def fmt_num(value, digits: int = 3) -> str:
+    """A figure, or "-" when there is none."""
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_ci(value, ci) -> str:
+    """A figure with its 95% interval when it has one: ``0.512 [0.401, 0.610]``."""
+    if value is None:
         return "-"
-    return f"{rho:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+    return fmt_num(value) + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+
+def fmt_rho(metrics: dict) -> str:
+    return fmt_ci(metrics.get("spearman"), metrics.get("spearman_ci"))
 
 
 def command_actor(command: str) -> str:

@@ -2,11 +2,7 @@ from training.selectors import not_evaluated_on
 from training.services import compare, evaluate, get_version
 from web.errors import ServiceCommand
 
-from ._common import get_snapshot
-
-
-def _num(value) -> str:
-    return "-" if value is None else f"{value:.3f}"
+from ._common import fmt_num, get_snapshot
 
 
 class Command(ServiceCommand):
@@ -32,8 +28,8 @@ class Command(ServiceCommand):
         ci = r["ci"]
         out = self.stdout
         out.write(f"snapshot {r['snapshot']}, {r['n_items']} eval items")
-        out.write(f"v{a}: rho {_num(r['rho_a'])}")
-        out.write(f"v{b}: rho {_num(r['rho_b'])}")
+        out.write(f"v{a}: rho {fmt_num(r['rho_a'])}")
+        out.write(f"v{b}: rho {fmt_num(r['rho_b'])}")
         interval = f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "-"
         out.write(
             f"diff (v{a} - v{b}): {r['diff']:+.3f}, 95% CI {interval}, p = {r['p_value']:.4f}"
@@ -41,4 +37,4 @@ class Command(ServiceCommand):
         occ_a, occ_b = r["per_occupation_a"], r["per_occupation_b"]
         out.write(f"{'occupation':<30} {'v' + str(a):>8} {'v' + str(b):>8}")
         for occ in sorted(set(occ_a) | set(occ_b)):
-            out.write(f"{occ:<30} {_num(occ_a.get(occ)):>8} {_num(occ_b.get(occ)):>8}")
+            out.write(f"{occ:<30} {fmt_num(occ_a.get(occ)):>8} {fmt_num(occ_b.get(occ)):>8}")

@@ -3,11 +3,7 @@ from training.quantization import run_gate
 from training.services import get_version
 from web.errors import ServiceCommand
 
-from ._common import get_snapshot
-
-
-def _num(value) -> str:
-    return "-" if value is None else f"{value:.4f}"
+from ._common import fmt_num, get_snapshot
 
 
 class Command(ServiceCommand):
@@ -31,8 +27,9 @@ class Command(ServiceCommand):
         m = gate.metrics
         self.stdout.write(
             f"v{version} {backend}/{quantization} on snapshot {gate.snapshot_id}: passed "
-            f"({m['n']} prompts; rank rho {_num(m['rank_rho'])}; rho {_num(m['rho_fp32'])} -> "
-            f"{_num(m['rho_quantized'])}; drift {_num(m['rho_drift'])} <= "
+            f"({m['n']} prompts; rank rho {fmt_num(m['rank_rho'], 4)}; "
+            f"rho {fmt_num(m['rho_fp32'], 4)} -> "
+            f"{fmt_num(m['rho_quantized'], 4)}; drift {fmt_num(m['rho_drift'], 4)} <= "
             f"{m['max_rho_drift']}; {m['flips']} flags flipped ({m['flip_share']:.2%} <= "
             f"{m['max_flip_share']:.2%}) at threshold {m['threshold']:.4f})"
         )

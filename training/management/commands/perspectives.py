@@ -3,13 +3,7 @@ import json
 from training import perspective_export, services
 from web.errors import ServiceCommand
 
-from ._common import get_snapshot
-
-
-def _fig(value, ci) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+from ._common import fmt_ci, get_snapshot
 
 
 class Command(ServiceCommand):
@@ -60,9 +54,9 @@ class Command(ServiceCommand):
             )
             for g in f["groups"]:
                 out.write(
-                    f"  {g['group']:<24} {_fig(g['alignment'], g['alignment_ci']):<26} "
-                    f"{_fig(g['human_baseline'], g['human_baseline_ci']):<26} "
-                    f"{_fig(g['spearman'], g['spearman_ci']):<26} "
+                    f"  {g['group']:<24} {fmt_ci(g['alignment'], g['alignment_ci']):<26} "
+                    f"{fmt_ci(g['human_baseline'], g['human_baseline_ci']):<26} "
+                    f"{fmt_ci(g['spearman'], g['spearman_ci']):<26} "
                     f"{g['n_annotators']:>10} {g['n_rankings']:>8}"
                 )
             if f["fewer_than_k"]:
