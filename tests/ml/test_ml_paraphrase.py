@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from openai_test_server import ChatServer, Reply
 
+from training.ml.chat import MalformedAnswer, RateLimiter, retry_after_seconds
 from training.ml.paraphrase import (
     BudgetExceeded,
     Candidate,
@@ -24,12 +25,7 @@ from training.ml.paraphrase import (
     make_backend,
 )
 from training.ml.paraphrase.offline import split_lead_in
-from training.ml.paraphrase.openai_compat import (
-    MalformedAnswer,
-    RateLimiter,
-    parse_answer,
-    retry_after_seconds,
-)
+from training.ml.paraphrase.openai_compat import parse_answer
 from training.ml.paraphrase.quality import (
     attribute_terms,
     filter_candidates,

@@ -145,17 +145,9 @@ class LLMRewriter:
 
     name = "openai"
 
-    def __init__(
-        self,
-        base_url: str = "https://api.openai.com/v1",
-        model: str = "gpt-4o-mini",
-        api_key: str = "",
-        *,
-        template: str = DEFAULT_TEMPLATE,
-        **client_options,
-    ) -> None:
+    def __init__(self, *, template: str = DEFAULT_TEMPLATE, **client_options) -> None:
         self.template = check_template(template)
-        self.client = ChatClient(base_url, model, api_key, **client_options)
+        self.client = ChatClient(**client_options)
         self.model = self.client.model
         self.usage = self.client.usage
 

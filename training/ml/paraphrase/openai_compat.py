@@ -18,19 +18,11 @@ from training.ml.chat import (
     ChatClient,
     ChatError,
     MalformedAnswer,
-    RateLimiter,
     loads_lenient,
-    retry_after_seconds,
 )
 from training.ml.paraphrase.base import BudgetExceeded, Candidate, Original, ParaphraseError
 
-__all__ = [
-    "MalformedAnswer",
-    "OpenAIBackend",
-    "RateLimiter",
-    "parse_answer",
-    "retry_after_seconds",
-]
+__all__ = ["OpenAIBackend", "parse_answer"]
 
 PROMPT_VERSION = "chat-v1"
 SYSTEM_PROMPT = (
@@ -100,19 +92,10 @@ class OpenAIBackend:
 
     name = "openai"
 
-    def __init__(
-        self,
-        base_url: str = "https://api.openai.com/v1",
-        model: str = "gpt-4o-mini",
-        api_key: str = "",
-        *,
-        batch_size: int = 8,
-        oversample: float = 0.5,
-        **client_options,
-    ) -> None:
+    def __init__(self, *, batch_size: int = 8, oversample: float = 0.5, **client_options) -> None:
         if batch_size < 1 or oversample < 0:
             raise ValueError("batch_size must be >= 1 and oversample >= 0")
-        self.client = ChatClient(base_url, model, api_key, **client_options)
+        self.client = ChatClient(**client_options)
         self.model = self.client.model
         self.batch_size, self.oversample = batch_size, oversample
         self.usage = self.client.usage
