@@ -45,9 +45,10 @@ def sort_key(group: dict) -> tuple:
 def report(checkpoint: Checkpoint, snapshot: DatasetSnapshot, fields: Sequence[str]) -> dict:
     """The stored report of ``fields`` (all stored ones when empty), one entry per field."""
     summaries = selectors.perspective_summaries(checkpoint, snapshot)
-    if fields:
-        summaries = summaries.filter(field__in=fields)
     rows = selectors.perspective_reports_of(checkpoint, snapshot)
+    if fields:  # the dashboards ask for one field: leave the others' figures unread
+        summaries = summaries.filter(field__in=fields)
+        rows = rows.filter(field__in=fields)
     by_field: dict[str, list[dict]] = {}
     for row in rows:
         by_field.setdefault(row.field, []).append(_group(row))
@@ -97,12 +98,10 @@ def columns() -> list[str]:
     return base + figures + list(COUNTS) + ["temperature", "k"]
 
 
-def to_csv(rows: Iterable[dict], fieldnames: Sequence[str] | None = None) -> str:
-    """CSV text with a header; missing cells empty."""
-    rows = list(rows)
-    names = list(fieldnames or columns())
+def to_csv(rows: Iterable[dict]) -> str:
+    """CSV text with a header (``columns()``); missing cells empty."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=names, restval="", extrasaction="ignore")
+    writer = csv.DictWriter(buffer, fieldnames=columns(), restval="", extrasaction="ignore")
     writer.writeheader()
     writer.writerows(rows)
     return buffer.getvalue()

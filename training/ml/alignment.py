@@ -176,9 +176,9 @@ class PositionDistributions:
     annotators: frozenset
     rankings: frozenset
 
-    def per_prompt_alignment(self, other: np.ndarray | None = None) -> np.ndarray:
-        """Per-prompt ``1 - W1 / L`` of ``human`` against ``other`` (default: the model)."""
-        return np.asarray(alignment(self.human, self.model if other is None else other))
+    def per_prompt_alignment(self) -> np.ndarray:
+        """Per-prompt ``1 - W1 / L`` of ``human`` against the model."""
+        return np.asarray(alignment(self.human, self.model))
 
 
 def _prompt_occupations(rankings: Iterable[RankedList], item_prompt: Mapping) -> dict:

@@ -311,16 +311,17 @@ def paired_alignment(
     db = position_distributions(
         mine, item_prompt, scores_b, temperature=temperatures[1], prompts=prompts
     )
+    per_a, per_b = da.per_prompt_alignment(), db.per_prompt_alignment()
     diff, ci, p_value, n_prompts = paired_per_prompt(
-        dict(zip(da.prompts, da.per_prompt_alignment().tolist(), strict=True)),
-        dict(zip(db.prompts, db.per_prompt_alignment().tolist(), strict=True)),
+        dict(zip(da.prompts, per_a.tolist(), strict=True)),
+        dict(zip(db.prompts, per_b.tolist(), strict=True)),
         n_boot=n_boot,
         seed=seed,
     )
     return PairedAlignment(
         group=group,
-        alignment_a=_mean(da.per_prompt_alignment()),
-        alignment_b=_mean(db.per_prompt_alignment()),
+        alignment_a=_mean(per_a),
+        alignment_b=_mean(per_b),
         diff=diff,
         ci=ci,
         p_value=p_value,
