@@ -335,11 +335,6 @@ class StatusChange(models.Model):
     def __str__(self) -> str:
         return f"{self.annotator}: {self.previous} -> {self.status}"
 
-    @property
-    def is_reinstatement(self) -> bool:
-        """Staff lifted an annotator back to ok."""
-        return self.by_id is not None and self.status == AnnotatorStatus.OK
-
 
 class ConsentQuerySet(models.QuerySet):
     def active(self) -> "ConsentQuerySet":

@@ -201,21 +201,6 @@ def agreement(records: Iterable[RankingRecord], *, n_boot: int = 1000, seed: int
     return agreement_from_blocks(blocks, len(annotators), n_boot=n_boot, seed=seed)
 
 
-def overall_kendall_w(
-    records: Iterable[RankingRecord], *, n_boot: int = 1000, seed: int = 0
-) -> Estimate:
-    """Mean Kendall's W over tasks with two or more rankings, task-bootstrap interval."""
-    return bootstrap_mean([t.w for t in task_agreement(records)], n_boot=n_boot, seed=seed)
-
-
-def krippendorff_alpha(
-    records: Iterable[RankingRecord], level: Level, *, n_boot: int = 1000, seed: int = 0
-) -> Estimate:
-    """Krippendorff's alpha of the values ``position / (K - 1)``, task-bootstrap interval."""
-    blocks = [np.asarray(rank_matrix(rs)[1]) for rs in _blocks(records).values()]
-    return alpha_from_blocks(blocks, level, n_boot=n_boot, seed=seed)
-
-
 @dataclass(frozen=True)
 class Reliability:
     """An annotator's mean Spearman rho with the leave-one-out consensus.

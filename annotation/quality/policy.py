@@ -24,11 +24,9 @@ follows Prolific's attention-check rules (anchors-notes.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from .gold import AnnotatorQuality
-from .records import Annotator
 
 OK, WARNED, EXCLUDED = "ok", "warned", "excluded"
 _SEVERITY = {OK: 0, WARNED: 1, EXCLUDED: 2}
@@ -126,9 +124,3 @@ class Policy:
         ]
         status = max((s for s, _ in fired), key=_SEVERITY.__getitem__, default=OK)
         return Decision(status=status, reasons=tuple(reason for _, reason in fired))
-
-    def decide_all(
-        self, qualities: Mapping[Annotator, AnnotatorQuality]
-    ) -> dict[Annotator, Decision]:
-        """``{annotator: Decision}`` for every summary."""
-        return {a: self.decide(q) for a, q in qualities.items()}

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from .bootstrap import Estimate, bootstrap_mean, cluster_bootstrap
+from .bootstrap import Estimate, cluster_bootstrap
 from .records import Annotator, RankingRecord
 
 
@@ -164,25 +164,4 @@ def position_bias(
 
         tau = cluster_bootstrap(clusters, mean_of, n_boot=n_boot, seed=seed)
         out[k] = _figures(rankings, tau)
-    return out
-
-
-def position_bias_by_annotator(
-    records: Iterable[RankingRecord], *, n_boot: int = 1000, seed: int = 0
-) -> dict[Annotator, dict[int, PositionBias]]:
-    """``{annotator: {K: PositionBias}}``; tau's interval resamples their rankings.
-
-    With few rankings per annotator the chi-square is only indicative; the
-    binomial test on the untouched count is exact.
-    """
-    mine: dict[Annotator, list[RankingRecord]] = defaultdict(list)
-    for r in records:
-        mine[r.annotator].append(r)
-    out = {}
-    for annotator, rs in mine.items():
-        per_k = {}
-        for k, rankings in _usable(rs).items():
-            taus = [shown_final_tau(r) for r in rankings]
-            per_k[k] = _figures(rankings, bootstrap_mean(taus, n_boot=n_boot, seed=seed))
-        out[annotator] = per_k
     return out

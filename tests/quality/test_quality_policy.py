@@ -102,11 +102,7 @@ def test_thresholds_are_configurable():
     assert one_strike.decide(quality(checks=3, failed=1)).status == EXCLUDED
 
 
-def test_decide_all_and_bad_policies():
-    assert Policy().decide_all({"a": quality(), "b": quality(checks=2, failed=2)}) == {
-        "a": Policy().decide(quality()),
-        "b": Policy().decide(quality(checks=2, failed=2)),
-    }
+def test_bad_policies():
     with pytest.raises(ValueError, match="gold_min_tasks must be >= 1"):
         Policy(gold_min_tasks=0)
     with pytest.raises(ValueError, match="untouched_max_rate"):
