@@ -26,7 +26,7 @@ size K (rankings without a known shown order, and K < 2, are left out):
 3. **Shown-final Kendall tau**: per ranking, ``tau = sum_{i<j} sign(s_i - s_j)
    sign(f_i - f_j) / (K (K - 1) / 2)`` over its items' shown and final positions
    (no ties, so tau-a = tau-b); its mean, 0 under no bias, with a bootstrap
-   interval resampling annotators (overall) or rankings (per annotator).
+   interval resampling annotators.
 """
 
 from __future__ import annotations
