@@ -223,6 +223,13 @@ def synthetic_examples(
     return examples
 
 
+def seeded_rng(*parts) -> random.Random:
+    """A ``random.Random`` seeded by ``parts`` the same way in every process (SHA-256 of
+    their ``\0``-joined text; Python's ``hash`` of a string changes per process)."""
+    digest = hashlib.sha256("\0".join(str(p) for p in parts).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
 def json_safe(value):
     """``value`` with NaN and infinities as ``None`` and numpy scalars as Python ones
     (JSON and PostgreSQL's jsonb refuse non-finite numbers)."""

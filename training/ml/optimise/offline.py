@@ -22,11 +22,11 @@ come from a generator seeded by ``(seed, prompt, occupation)``.
 
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 from dataclasses import dataclass
 
+from training.ml.data import seeded_rng
 from training.ml.optimise.base import ASPECTS, Rewrite
 from training.ml.paraphrase.quality import names_occupation, normalise, occupation_regex
 
@@ -197,11 +197,6 @@ class Site:
         return p[: self.occ_end] + f" who is {phrase}{comma}" + rest
 
 
-def _rng(seed: int, prompt: str, occupation: str) -> random.Random:
-    digest = hashlib.sha256(f"{seed}\0{occupation}\0{prompt}".encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
-
-
 class OfflineRewriter:
     """Rule-based rewrites adding 1 to ``max_aspects`` aspects (see the module docstring)."""
 
@@ -220,7 +215,7 @@ class OfflineRewriter:
             raise ValueError(f"n must be at least 1, not {n}")
         site = Site.find(prompt, occupation)
         forms = site.forms()
-        rng = _rng(seed, prompt, occupation)
+        rng = seeded_rng(seed, occupation, prompt)
         seen = {normalise(prompt)}
         out: list[Rewrite] = []
         for _ in range(50 * n):

@@ -16,12 +16,11 @@ seeded by ``(seed, text)``: the same original always gets the same candidates.
 
 from __future__ import annotations
 
-import hashlib
 import math
-import random
 import re
 from collections.abc import Sequence
 
+from training.ml.data import seeded_rng
 from training.ml.paraphrase.base import Candidate, Original
 from training.ml.paraphrase.quality import normalise
 
@@ -116,11 +115,6 @@ def _bodies(body: str) -> dict[str, str]:
     return out
 
 
-def _rng(seed: int, text: str) -> random.Random:
-    digest = hashlib.sha256(f"{seed}\0{text}".encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
-
-
 class OfflineBackend:
     """Rule-based paraphrases (see the module docstring); ``oversample`` extra per ``n``."""
 
@@ -135,7 +129,7 @@ class OfflineBackend:
 
     def candidates(self, original: Original) -> list[Candidate]:
         """Every distinct candidate for ``original``, in its seeded order."""
-        rng = _rng(original.seed, original.text)
+        rng = seeded_rng(original.seed, original.text)
         _, body = split_lead_in(original.text)
         bodies = list(_bodies(body).items())
         orders = []
