@@ -31,6 +31,7 @@ COPY pyproject.toml README.md ./
 RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
 print('\n'.join(p['dependencies'] + p['optional-dependencies']['minilm']))" > /tmp/requirements.txt \
     && pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt
+COPY core core
 COPY web web
 COPY annotation annotation
 COPY training training

@@ -4,7 +4,7 @@ instructions."""
 from django import forms
 from django.contrib import admin
 
-from web.admin import ReadOnlyAdmin
+from core.admin import ReadOnlyAdmin
 
 from . import models
 

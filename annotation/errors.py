@@ -1,6 +1,6 @@
-"""The annotation side's refusals (kinds and translation: ``web.errors``)."""
+"""The annotation side's refusals (kinds and translation: ``core.errors``)."""
 
-from web.errors import Conflict, Forbidden, NotFound, StereorankError
+from core.errors import Conflict, Forbidden, NotFound, StereorankError
 
 
 class AnnotationError(StereorankError):

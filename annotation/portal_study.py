@@ -16,7 +16,7 @@ from annotation import recruitment, services
 from annotation.erasure import erase_annotator
 from annotation.errors import AnnotationError, ConsentRequired, GroupFull
 from annotation.study_models import Erasure, Participation, Study
-from web.errors import http_status
+from core.errors import http_status
 
 STOP, ERASE = "stop", "erase"
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 
 from django.conf import settings
 
-from training.ml.data import json_safe
+from core.json import json_safe
 
 from . import selectors, standing
 from .exports import pseudonym

@@ -1,6 +1,6 @@
-"""The scoring side's refusals (kinds and translation: ``web.errors``)."""
+"""The scoring side's refusals (kinds and translation: ``core.errors``)."""
 
-from web.errors import Conflict, NotFound, StereorankError
+from core.errors import Conflict, NotFound, StereorankError
 
 
 class ScoringError(StereorankError):

@@ -4,7 +4,7 @@ here the records are read-only, so no invariant can be bypassed by a form."""
 
 from django.contrib import admin
 
-from web.admin import ReadOnlyAdmin
+from core.admin import ReadOnlyAdmin
 
 from . import models, selectors
 

@@ -19,9 +19,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.json import json_safe
 from training import encoding
 from training.errors import AugmentationError
-from training.ml.data import json_safe
 from training.models import Augmentation, DatasetSnapshot, Paraphrase, TrainingRun
 from training.snapshots import rows_of
 

@@ -1,6 +1,6 @@
-"""The training side's refusals, one class per concept (kinds and translation: ``web.errors``)."""
+"""The training side's refusals, one class per concept (kinds and translation: ``core.errors``)."""
 
-from web.errors import Conflict, NotFound, StereorankError
+from core.errors import Conflict, NotFound, StereorankError
 
 
 class TrainingError(StereorankError):

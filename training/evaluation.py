@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
+from core.json import json_safe
 from training import encoding, queue
 from training.errors import EvaluationPending, RegistryError
-from training.ml.data import json_safe
 from training.models import Checkpoint, DatasetSnapshot, Evaluation
 from training.registry import load_model
 from training.selectors import not_evaluated_on

@@ -11,8 +11,8 @@ import csv
 import io
 from collections.abc import Iterable, Sequence
 
+from core.json import json_safe
 from training import selectors
-from training.ml.data import json_safe
 from training.models import Checkpoint, DatasetSnapshot, PerspectiveReport
 
 INTERNAL = ("per_prompt",)

@@ -32,9 +32,9 @@ from django.db import IntegrityError, transaction
 
 from annotation.models import DemographicField
 from annotation.quality.records import group_of
+from core.json import json_safe
 from training import encoding, queue, selectors
 from training.errors import PerspectiveError, PerspectivesPending, UnknownField
-from training.ml.data import json_safe
 from training.models import Checkpoint, DatasetSnapshot, PerspectiveReport, PerspectiveSummary
 from training.registry import load_model
 from training.snapshots import EVAL

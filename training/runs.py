@@ -21,10 +21,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.json import json_safe
 from training import encoding, queue
 from training.errors import AugmentationError, RunConflict, RunError
 from training.evaluation import store_evaluation
-from training.ml.data import Example, data_hash, json_safe
+from training.ml.data import Example, data_hash
 from training.models import Augmentation, DatasetSnapshot, TrainingRun
 from training.perspectives import request_reports
 from training.recovery import claim, is_lost, write_off

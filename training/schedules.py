@@ -38,7 +38,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from web.errors import StereorankError
+from core.errors import StereorankError
 
 from . import services
 from .errors import ScheduleError

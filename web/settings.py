@@ -167,7 +167,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "web.errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
     # The API speaks JSON (form encodings cannot send null or lists); the log-in view
     # (DRF's ObtainAuthToken) keeps its own parsers, forms included.
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],

@@ -104,7 +104,7 @@ def _versions(tmp_path) -> None:
     """A small study, a snapshot, two evaluated versions, a run, schedules, a decision."""
     from training_study import make_study
 
-    from training.ml.data import json_safe
+    from core.json import json_safe
     from training.ml.metrics import evaluate
     from training.models import Checkpoint, Evaluation, RetrainDecision, TrainingRun
     from training.snapshots import EVAL, create_snapshot, rows_of

@@ -62,7 +62,7 @@ def study(db, tmp_path):
 def registry_rows(study):
     """registry_rows(noise=[...]) -> (snapshot, [checkpoints]): one version per noise level,
     each evaluated on the snapshot with predictions = label + seeded noise (ORM rows)."""
-    from training.ml.data import json_safe
+    from core.json import json_safe
     from training.ml.metrics import evaluate
     from training.snapshots import EVAL, create_snapshot, rows_of
 

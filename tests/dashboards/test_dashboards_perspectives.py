@@ -6,8 +6,8 @@ from dataclasses import asdict
 import pytest
 from django.urls import reverse
 
+from core.json import json_safe
 from training.ml.alignment_report import GroupPerspective
-from training.ml.data import json_safe
 from training.models import Checkpoint, PerspectiveReport, PerspectiveSummary
 
 PNG = b"\x89PNG\r\n\x1a\n"

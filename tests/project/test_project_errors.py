@@ -7,14 +7,14 @@ from django.core.management.base import CommandError
 from django.test import RequestFactory
 
 from annotation.errors import AlreadyRanked, ConsentRequired, InvalidAnswer, TaskNotFound
-from training.errors import EvaluationPending, RegistryConflict, RunError, VersionNotFound
-from web.errors import (
-    ServiceCommand,
+from core.commands import ServiceCommand
+from core.errors import (
     StereorankError,
     api_exception_handler,
     http_status,
     refusals_as_messages,
 )
+from training.errors import EvaluationPending, RegistryConflict, RunError, VersionNotFound
 
 
 @pytest.mark.parametrize(

@@ -39,9 +39,9 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
+from core.json import json_safe
 from training.ml import __version__
 from training.ml.calibration import SEED_THRESHOLD
-from training.ml.data import json_safe
 from training.ml.encoders import (
     Encoder,
     EncoderIdentity,

@@ -10,9 +10,9 @@ from django import forms
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 
+from core.errors import refusals_as_messages
 from training import selectors, services
 from training.models import Checkpoint, DatasetSnapshot, Evaluation
-from web.errors import refusals_as_messages
 
 from .base import form_errors, staff_only
 from .charts import chart_response, occupations_side_by_side

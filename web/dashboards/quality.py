@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 from annotation import selectors, standing
 from annotation.exports import pseudonym
 from annotation.models import AnnotatorProfile
-from web.errors import refusals_as_messages
+from core.errors import refusals_as_messages
 
 from .base import form_errors, staff_only
 from .charts import IntervalPoint, chart_response, estimates_with_intervals, position_heatmap

@@ -11,9 +11,9 @@ from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBad
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from core.errors import refusals_as_messages
 from training import selectors, services
 from training.models import Checkpoint, DatasetSnapshot, Evaluation, RegistryEvent
-from web.errors import refusals_as_messages
 
 from .base import form_errors, snapshot_param, staff_only
 from .charts import RhoPoint, chart_response, rho_across_versions

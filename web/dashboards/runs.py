@@ -7,12 +7,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from core.errors import refusals_as_messages
 from training import selectors, services
 from training.models import TrainingRun
 from training.schedules import ScheduleSettings
 from training.snapshots import NONE, RELIABILITY
 from training.steering import parse as parse_steering
-from web.errors import refusals_as_messages
 
 from .base import form_errors, staff_only
 

@@ -5,7 +5,7 @@ from django.core.management.base import CommandError
 from annotation.erasure import erase_annotator
 from annotation.exports import annotator_for_pseudonym
 from annotation.study_models import Erasure
-from web.errors import ServiceCommand
+from core.commands import ServiceCommand
 
 
 class Command(ServiceCommand):

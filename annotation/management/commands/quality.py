@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.management.base import CommandError
 
 from annotation import standing
-from web.errors import ServiceCommand
+from core.commands import ServiceCommand
 
 
 def fmt(estimate: dict | None) -> str:

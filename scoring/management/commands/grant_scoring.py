@@ -2,9 +2,9 @@
 
 from django.contrib.auth import get_user_model
 
+from core.commands import ServiceCommand
 from scoring import roles
 from scoring.errors import UnknownUser
-from web.errors import ServiceCommand
 
 
 class Command(ServiceCommand):

@@ -2,9 +2,9 @@
 
 import json
 
+from core.commands import ServiceCommand
 from scoring import services
 from scoring.api import score_body
-from web.errors import ServiceCommand
 
 
 class Command(ServiceCommand):

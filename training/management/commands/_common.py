@@ -1,4 +1,4 @@
-"""What the training commands share: lookups and figures (errors: ``web.errors.ServiceCommand``)."""
+"""What the training commands share: lookups and figures (errors: ``core.commands``)."""
 
 from __future__ import annotations
 

@@ -2,10 +2,10 @@ import time
 
 from django.core.management.base import CommandError
 
+from core.commands import ServiceCommand
 from training.ml.paraphrase import BACKENDS
 from training.models import Augmentation
 from training.services import request_augmentation
-from web.errors import ServiceCommand
 
 from ._common import get_snapshot
 

@@ -1,5 +1,5 @@
+from core.commands import ServiceCommand
 from training.models import Checkpoint
-from web.errors import ServiceCommand
 
 from ._common import fmt_rho
 

@@ -1,6 +1,6 @@
+from core.commands import ServiceCommand
 from training.selectors import not_evaluated_on
 from training.services import compare, evaluate, get_version
-from web.errors import ServiceCommand
 
 from ._common import fmt_num, get_snapshot
 

@@ -1,7 +1,7 @@
+from core.commands import ServiceCommand
 from training.ml.identity import BACKENDS, QUANTIZATIONS
 from training.quantization import run_gate
 from training.services import get_version
-from web.errors import ServiceCommand
 
 from ._common import fmt_num, get_snapshot
 

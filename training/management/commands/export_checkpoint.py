@@ -1,7 +1,7 @@
 from pathlib import Path
 
+from core.commands import ServiceCommand
 from training.services import export_checkpoint, get_version
-from web.errors import ServiceCommand
 
 
 class Command(ServiceCommand):

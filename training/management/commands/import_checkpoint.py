@@ -1,7 +1,7 @@
 from pathlib import Path
 
+from core.commands import ServiceCommand
 from training.services import import_checkpoint
-from web.errors import ServiceCommand
 
 from ._common import command_actor
 

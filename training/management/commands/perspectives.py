@@ -1,7 +1,7 @@
 import json
 
+from core.commands import ServiceCommand
 from training import perspective_export, services
-from web.errors import ServiceCommand
 
 from ._common import fmt_ci, get_snapshot
 

@@ -1,5 +1,5 @@
+from core.commands import ServiceCommand
 from training.services import get_version, promote
-from web.errors import ServiceCommand
 
 from ._common import command_actor
 

@@ -2,8 +2,8 @@
 
 from django.core.management.base import CommandError
 
+from core.commands import ServiceCommand
 from training.schedules import ScheduleError, ensure_default_schedule
-from web.errors import ServiceCommand
 
 
 class Command(ServiceCommand):

@@ -1,6 +1,6 @@
+from core.commands import ServiceCommand
 from training.services import create_snapshot
 from training.snapshots import WEIGHTINGS
-from web.errors import ServiceCommand
 
 
 class Command(ServiceCommand):

@@ -3,10 +3,10 @@ import time
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
+from core.commands import ServiceCommand
 from training.models import Augmentation, TrainingRun
 from training.services import start_run
 from training.steering import parse as parse_steering
-from web.errors import ServiceCommand
 
 from ._common import fmt_rho, get_snapshot
 

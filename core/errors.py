@@ -8,7 +8,7 @@ and each interface translates it once:
 - the API: ``api_exception_handler`` (DRF's ``EXCEPTION_HANDLER``): 404, 403,
   409 or 400 with ``{"detail": message}``;
 - the dashboards: ``refusals_as_messages``: the message on the next page;
-- the commands: ``ServiceCommand``: one line on stderr, exit 1.
+- the commands: ``core.commands.ServiceCommand``: one line on stderr, exit 1.
 
 Any other exception is a bug and stays loud: a 500 page and a logged traceback.
 """
@@ -19,7 +19,6 @@ from collections.abc import Callable
 from functools import wraps
 
 from django.contrib import messages
-from django.core.management.base import BaseCommand, CommandError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from rest_framework import status
@@ -82,13 +81,3 @@ def refusals_as_messages(back: str) -> Callable[[Callable], Callable]:
         return wrapped
 
     return decorator
-
-
-class ServiceCommand(BaseCommand):
-    """A management command whose service refusals exit 1 with one line on stderr."""
-
-    def execute(self, *args, **options):
-        try:
-            return super().execute(*args, **options)
-        except StereorankError as error:
-            raise CommandError(error.message) from error
