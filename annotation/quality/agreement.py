@@ -88,31 +88,8 @@ def kendall_w(ranks: Sequence[Sequence[float]] | np.ndarray) -> KendallW:
     return KendallW(w=w, chi2=chi2, df=n - 1, p_value=p, m=m, n=n)
 
 
-@dataclass(frozen=True)
-class TaskAgreement:
-    """Kendall's W of one task's rankings."""
-
-    task_id: TaskId
-    occupation: str
-    m: int
-    n: int
-    w: float
-    chi2: float
-    df: int
-    p_value: float
-
-
 def _blocks(records: Iterable[RankingRecord]) -> dict[TaskId, list[RankingRecord]]:
     return {t: rs for t, rs in shared_tasks(records).items() if rs[0].k >= 2}
-
-
-def task_agreement(records: Iterable[RankingRecord]) -> list[TaskAgreement]:
-    """W, chi2 and p-value of every task with two or more rankings, in order of appearance."""
-    out = []
-    for task_id, rankings in _blocks(records).items():
-        res = kendall_w(rank_matrix(rankings)[1])
-        out.append(TaskAgreement(task_id, rankings[0].occupation, **asdict(res)))
-    return out
 
 
 def _values(block: np.ndarray) -> np.ndarray:

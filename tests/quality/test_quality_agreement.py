@@ -10,7 +10,6 @@ from annotation.quality.agreement import (
     alpha_from_blocks,
     annotator_reliability,
     kendall_w,
-    task_agreement,
 )
 from annotation.quality.records import RankingRecord
 
@@ -62,13 +61,15 @@ def test_w_ties_hand_worked():
 
 
 def test_w_is_one_for_identical_rankings_and_zero_for_a_latin_square():
-    same = [rec(1, a, "xyzw") for a in "abcd"]
-    (task,) = task_agreement(same)
-    assert task.w == pytest.approx(1.0)
-    assert task.chi2 == pytest.approx(4 * 3)
-    assert task.p_value == pytest.approx(stats.chi2.sf(12, 3))
+    same = kendall_w([[1, 2, 3, 4]] * 4)
+    assert same.w == pytest.approx(1.0)
+    assert same.chi2 == pytest.approx(4 * 3)
+    assert same.p_value == pytest.approx(stats.chi2.sf(12, 3))
+    assert agreement(
+        [rec(1, a, "xyzw") for a in "abcd"], n_boot=0
+    ).kendall_w.value == pytest.approx(1)
     latin = [rec(1, "a", "xyz"), rec(1, "b", "yzx"), rec(1, "c", "zxy")]
-    assert task_agreement(latin)[0].w == pytest.approx(0.0)
+    assert agreement(latin, n_boot=0).kendall_w.value == pytest.approx(0.0)
 
 
 def test_hand_worked_two_rankings_w_and_interval_alpha():
@@ -119,7 +120,7 @@ def test_tasks_with_one_ranking_do_not_count():
     records = random_study(5, n_tasks=10)
     lonely = [rec(100 + t, "solo", "uvwxyz") for t in range(5)]
     assert agreement(records + lonely, n_boot=0) == agreement(records, n_boot=0)
-    assert len(task_agreement(records + lonely)) == 10
+    assert agreement(records + lonely, n_boot=0).n_tasks == 10
 
 
 def test_bootstrap_interval_contains_the_estimate_and_is_reproducible_by_seed():
@@ -131,8 +132,15 @@ def test_bootstrap_interval_contains_the_estimate_and_is_reproducible_by_seed():
     assert agreement(records, n_boot=300, seed=11) == first
     other = agreement(records, n_boot=300, seed=12).kendall_w
     assert (other.ci_low, other.ci_high) != (first.kendall_w.ci_low, first.kendall_w.ci_high)
-    mean_w = np.mean([t.w for t in task_agreement(records)])
-    assert first.kendall_w.value == pytest.approx(mean_w)
+    # Per task, W = Friedman's statistic / (m (n - 1)) (no ties), computed by scipy.
+    per_task = []
+    for t in sorted({r.task_id for r in records}):
+        rs = [r for r in records if r.task_id == t]
+        items = sorted(rs[0].order)
+        ranks = np.array([[r.order.index(i) + 1 for i in items] for r in rs])
+        m, n = ranks.shape
+        per_task.append(stats.friedmanchisquare(*ranks.T).statistic / (m * (n - 1)))
+    assert first.kendall_w.value == pytest.approx(np.mean(per_task))
 
 
 def test_agreement_rises_with_less_noise():
@@ -144,9 +152,9 @@ def test_agreement_rises_with_less_noise():
 
 def test_bad_input_is_refused_clearly():
     with pytest.raises(ValueError, match="same items"):
-        task_agreement([rec(1, "a", "xyz"), rec(1, "b", "xyw")])
+        agreement([rec(1, "a", "xyz"), rec(1, "b", "xyw")], n_boot=0)
     with pytest.raises(ValueError, match="more than once"):
-        task_agreement([rec(1, "a", "xyz"), rec(1, "a", "zyx")])
+        agreement([rec(1, "a", "xyz"), rec(1, "a", "zyx")], n_boot=0)
     with pytest.raises(ValueError, match="2 or more rankings"):
         kendall_w([[1, 2, 3]])
     with pytest.raises(ValueError, match="repeats"):
