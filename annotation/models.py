@@ -11,6 +11,10 @@ from django.db.models import Q
 from .quality.gold import GoldReference
 from .quality.records import PREFER_NOT_TO_SAY
 
+# The study's own models (recruitment, quotas, erasure records) live in a module of their
+# own, which imports nothing from here; imported so that Django registers them with the app.
+from .study_models import Erasure, GroupQuota, Participation, QuotaSeat, Study  # noqa: F401
+
 
 class PromptType(models.TextChoices):
     STEREOTYPICAL = "stereotypical", "Stereotypical"
@@ -215,6 +219,7 @@ class DemographicField(models.Model):
     active = models.BooleanField(default=True)
 
     PREFER_NOT_TO_SAY = PREFER_NOT_TO_SAY  # quality.records: the answer that forms no group
+    OTHER = "other"  # the group of answers in the annotator's own words (annotation.quotas)
 
     class Meta:
         ordering = ["order", "key"]
@@ -231,6 +236,13 @@ class DemographicField(models.Model):
             raise ValidationError({"choices": "Each choice may appear only once."})
         if self.allow_other and not self.choices:
             raise ValidationError({"allow_other": "A field without choices is free text already."})
+
+    def quota_values(self) -> set[str] | None:
+        """The values a group quota of this field may name; None when any answer may
+        (free text). See ``annotation.quotas``."""
+        if not self.choices:
+            return None
+        return {*self.choices, self.PREFER_NOT_TO_SAY, self.OTHER}
 
 
 class ConsentText(models.Model):
@@ -415,14 +427,3 @@ class RankedItem(models.Model):
             models.UniqueConstraint(fields=["ranking", "item"], name="unique_ranked_item"),
             models.UniqueConstraint(fields=["ranking", "position"], name="unique_position"),
         ]
-
-
-# The study's own models (recruitment, quotas, erasure records) live beside these;
-# imported here so that Django registers them with the app.
-from .study_models import (  # noqa: E402, F401
-    Erasure,
-    GroupQuota,
-    Participation,
-    QuotaSeat,
-    Study,
-)

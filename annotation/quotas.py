@@ -6,7 +6,7 @@ ever required, so "prefer not to say" has a quota of its own); "other" for an
 answer in their own words; for a free-text field, the answer with case ignored.
 
 A newcomer (no ranking yet, no seat) takes a seat in every quota that matches
-their groups when they are given their first task, inside ``services.next_task``'s
+their groups when they are given their first task, inside ``assignment.next_task``'s
 transaction: the matching quota rows are locked (``SELECT ... FOR UPDATE``; SQLite
 serialises writers), their occupied seats counted, and ``GroupFull`` raised if any
 is full. Two newcomers of one group therefore never take its last place together.
@@ -29,7 +29,7 @@ from .selectors import consent_stands
 from .study_models import GroupQuota, QuotaSeat
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
-OTHER = "other"
+OTHER = DemographicField.OTHER
 
 
 def answer_group(field: DemographicField, answer: object) -> str:
@@ -48,13 +48,6 @@ def quota_group(field: DemographicField, value: str) -> str:
     if value.lower() in (PREFER_NOT, OTHER):
         return value.lower()
     return value if field.choices else value.casefold()
-
-
-def valid_quota_values(field: DemographicField) -> set[str] | None:
-    """The values a quota of ``field`` may name; None when any answer may (free text)."""
-    if not field.choices:
-        return None
-    return {*field.choices, PREFER_NOT, OTHER}
 
 
 def matching_quotas(quotas: list[GroupQuota], demographics: dict) -> list[GroupQuota]:

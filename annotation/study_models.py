@@ -1,7 +1,8 @@
 """Models of running a study: erasure records, recruitment, group quotas.
 
 Kept apart from ``annotation.models`` (which imports this module so that Django
-registers them) so that each concept has a home of its own.
+registers them) so that each concept has a home of its own; this module imports
+nothing from the app (other models are named by string), so no cycle.
 """
 
 from django.core.exceptions import ValidationError
@@ -149,9 +150,7 @@ class GroupQuota(models.Model):
         return f"{self.field.label}: {self.value} ({self.target})"
 
     def clean(self) -> None:
-        from .quotas import valid_quota_values
-
-        allowed = valid_quota_values(self.field) if self.field_id else None
+        allowed = self.field.quota_values() if self.field_id else None
         if allowed is not None and self.value not in allowed:
             raise ValidationError({"value": f"Use one of: {', '.join(sorted(allowed))}."})
 
