@@ -1,4 +1,5 @@
-"""DRF views: thin, they call annotation.services and annotation.exports."""
+"""DRF views: thin, they call annotation.services, annotation.assignment, the selectors
+and annotation.exports."""
 
 from collections.abc import Iterator
 
@@ -19,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from . import services
+from . import assignment, selectors, services, task_selectors
 from .erasure import erase_annotator
 from .errors import ConsentRequired
 from .exports import csv_lines, jsonl_lines, pair_rows, ranking_rows
@@ -33,13 +34,13 @@ class TokenView(ObtainAuthToken):
 
 
 class ItemSerializer(serializers.Serializer):
-    """One card (``services.Card``): an attention-check card's prompt is its instruction."""
+    """One card (``task_selectors.Card``): an attention-check card's prompt is its instruction."""
 
     id = serializers.IntegerField(source="item.id")
     prompt = serializers.CharField(source="text")
     image_url = serializers.SerializerMethodField()
 
-    def get_image_url(self, card: services.Card) -> str:
+    def get_image_url(self, card: task_selectors.Card) -> str:
         return self.context["request"].build_absolute_uri(card.item.image.url)
 
 
@@ -49,9 +50,9 @@ class TaskSerializer(serializers.Serializer):
     items = serializers.SerializerMethodField()
     reserved_until = serializers.DateTimeField()
 
-    def get_items(self, assignment) -> list[dict]:
+    def get_items(self, reservation) -> list[dict]:
         return ItemSerializer(
-            services.shown_cards(assignment), many=True, context=self.context
+            task_selectors.shown_cards(reservation), many=True, context=self.context
         ).data
 
 
@@ -92,10 +93,10 @@ class NextTaskView(APIView):
     @extend_schema(request=None, responses={200: TaskSerializer, 204: None})
     def post(self, request):
         profile = services.get_profile(request.user)
-        assignment = services.next_task(profile)
-        if assignment is None:
+        reservation = assignment.next_task(profile)
+        if reservation is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(TaskSerializer(assignment, context={"request": request}).data)
+        return Response(TaskSerializer(reservation, context={"request": request}).data)
 
 
 class SubmitRankingView(APIView):
@@ -136,9 +137,9 @@ class MeView(APIView):
         return Response(
             {
                 "username": request.user.username,
-                "consent": services.has_consent(profile),
+                "consent": selectors.has_consent(profile),
                 "demographics": profile.demographics,
-                "progress": services.progress(profile),
+                "progress": selectors.progress(profile),
             }
         )
 
@@ -169,7 +170,7 @@ class MyDemographicsView(APIView):
     """The annotator's own demographics: read, replace (PUT) or change some (PATCH)."""
 
     def _answer(self, profile) -> Response:
-        questions = DemographicField.objects.filter(active=True)
+        questions = selectors.demographic_questions()
         data = {"demographics": profile.demographics, "questions": questions}
         return Response(DemographicsOutSerializer(data).data)
 
@@ -181,7 +182,7 @@ class MyDemographicsView(APIView):
         data = DemographicsSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         profile = services.get_profile(request.user)
-        if not services.has_consent(profile):
+        if not selectors.has_consent(profile):
             raise ConsentRequired("Agree to the current consent text before answering.")
         services.save_demographics(profile, data.validated_data["demographics"], merge=merge)
         return self._answer(profile)

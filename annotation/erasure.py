@@ -37,12 +37,12 @@ Rankings are deleted, not anonymised:
 
 Two transactions, so that nothing can slip in between: the first marks the
 profile erased (consent withdrawn, account closed, demographics and external ids
-gone), after which ``services.next_task`` refuses it and ``services.submit_ranking``
+gone), after which ``assignment.next_task`` refuses it and ``services.submit_ranking``
 finds no reservation of an erased annotator; the second deletes the reservations
 and rankings. A submit already holding its reservation's row lock finishes
 first, and its ranking is then deleted with the others. A ``next_task`` that passed
 its consent check just before the first step may still leave a reservation; it
-holds no slot (``services.live_reservations`` leaves erased annotators out) and no
+holds no slot (``task_selectors.live_reservations`` leaves erased annotators out) and no
 submit accepts it. Should the second step
 not run (a crash), the rankings already do not count (no consent), and erasing
 again finishes it.

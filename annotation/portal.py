@@ -15,12 +15,14 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from annotation import demographics_forms, practice, recruitment, services
+from annotation import demographics_forms, practice, recruitment, selectors, services
+from annotation.assignment import next_task
 from annotation.catalogue import ensure_consent_text, ensure_instructions
 from annotation.errors import AnnotationError, GroupFull
 from annotation.exports import pseudonym
-from annotation.models import AnnotatorStatus, DemographicField
+from annotation.models import AnnotatorStatus
 from annotation.portal_study import turned_away
+from annotation.task_selectors import shown_cards
 
 
 def consent_required(view):
@@ -30,7 +32,7 @@ def consent_required(view):
     @wraps(view)
     def wrapped(request, *args, **kwargs):
         profile = services.get_profile(request.user)
-        if not services.has_consent(profile):
+        if not selectors.has_consent(profile):
             return redirect("portal:consent")
         request.profile = profile
         return view(request, *args, **kwargs)
@@ -101,7 +103,7 @@ def consent(request):
 @require_http_methods(["GET", "POST"])
 def demographics(request):
     profile = request.profile
-    fields = list(DemographicField.objects.filter(active=True))
+    fields = list(selectors.demographic_questions())
     form_class = demographics_forms.demographics_form_class(fields)
     if request.method == "POST":
         form = form_class(request.POST)
@@ -121,7 +123,7 @@ def demographics(request):
 
 @consent_required
 def home(request):
-    stats = services.progress(request.profile)
+    stats = selectors.progress(request.profile)
     percent = round(100 * stats["done"] / stats["quota"]) if stats["quota"] else 100
     return render(
         request,
@@ -132,7 +134,7 @@ def home(request):
             "percent": min(percent, 100),
             "finished": stats["done"] >= stats["quota"],
             "participant": recruitment.participation_of(request.profile) is not None,
-            "excluded": services.excluded_message(request.profile)
+            "excluded": selectors.excluded_message(request.profile)
             if request.profile.status == AnnotatorStatus.EXCLUDED
             else "",
             "first_time": stats["done"] == 0 and not request.session.get("instructions_read"),
@@ -225,7 +227,7 @@ def rank(request):
         return redirect("portal:rank")
 
     try:
-        assignment = services.next_task(profile)
+        assignment = next_task(profile)
     except GroupFull as error:
         return turned_away(request, profile, error)
     except AnnotationError as error:
@@ -243,9 +245,9 @@ def rank(request):
             "label": f"Image {chr(ord('A') + i)}",
             "position": i + 1,
         }
-        for i, card in enumerate(services.shown_cards(assignment))
+        for i, card in enumerate(shown_cards(assignment))
     ]
-    stats = services.progress(profile)
+    stats = selectors.progress(profile)
     return render(
         request,
         "portal/rank.html",

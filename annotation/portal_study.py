@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation import recruitment, services
+from annotation.assignment import next_task
 from annotation.erasure import erase_annotator
 from annotation.errors import AnnotationError, ConsentRequired, GroupFull
 from annotation.study_models import Erasure, Participation, Study
@@ -108,7 +109,7 @@ def complete(request):
         return redirect("portal:screened_out")
     if participation.outcome != Participation.Outcome.COMPLETED:
         try:
-            if services.next_task(participation.annotator) is not None:
+            if next_task(participation.annotator) is not None:
                 return redirect("portal:rank")
         except ConsentRequired:
             return redirect("portal:consent")

@@ -36,7 +36,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework.throttling import SimpleRateThrottle
 
-from . import services
+from . import selectors
 from .errors import AlreadyTookPart, InvalidLink, StudyClosed
 from .exports import pseudonym
 from .models import AnnotatorProfile
@@ -150,7 +150,7 @@ def landing(participation: Participation) -> str:
         return "portal:complete"
     if participation.outcome == Participation.Outcome.SCREENED_OUT:
         return "portal:screened_out"
-    if not services.has_consent(participation.annotator):
+    if not selectors.has_consent(participation.annotator):
         return "portal:consent"
     return "portal:home"
 

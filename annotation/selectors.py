@@ -26,12 +26,15 @@ from django.db.models import (
     Value,
     When,
 )
+from rest_framework.authtoken.models import Token
 
 from .labels import LabelRow
 from .models import (
     AnnotatorProfile,
     AnnotatorStatus,
     Consent,
+    ConsentText,
+    DemographicField,
     Occupation,
     RankedItem,
     Ranking,
@@ -50,6 +53,52 @@ def consent_stands(annotator: str = "annotator") -> Exists:
     """``EXISTS`` an active consent of the profile the outer query's ``annotator`` field
     (``"pk"`` for profiles) names: its consent stands (any version)."""
     return Exists(Consent.objects.active().filter(annotator=OuterRef(annotator)))
+
+
+def current_consent_text() -> Subquery:
+    """The newest consent text's id, as a subquery (a new version needs consent again)."""
+    return Subquery(ConsentText.objects.order_by("-version").values("pk")[:1])
+
+
+def consents_to_current_text(annotator) -> Exists:
+    """Whether ``annotator`` (a profile or an ``OuterRef``) agreed to the newest text and
+    has not withdrawn; an older version's consent still makes its rankings count
+    (``counted_rankings``) but gives no new task."""
+    return Exists(
+        Consent.objects.active().filter(annotator=annotator, text_id=current_consent_text())
+    )
+
+
+def has_consent(profile: AnnotatorProfile) -> bool:
+    """An active consent to the newest consent text."""
+    return (
+        Consent.objects.active().filter(annotator=profile, text_id=current_consent_text()).exists()
+    )
+
+
+def progress(profile: AnnotatorProfile) -> dict:
+    """The annotator's rankings so far against their quota: ``{"done", "quota"}``."""
+    return {"done": profile.rankings.count(), "quota": profile.quota}
+
+
+def excluded_message(profile: AnnotatorProfile) -> str:
+    """What an excluded annotator is told, with the recorded reason."""
+    change = profile.status_changes.filter(status=AnnotatorStatus.EXCLUDED).first()
+    why = f" ({change.reason})" if change else ""
+    return (
+        f"The quality checks excluded you from this study{why}: you will get no more tasks, "
+        "and your rankings are not used. If you think this is a mistake, contact the study team."
+    )
+
+
+def token_with_profile(key: str) -> Token | None:
+    """The API token ``key`` with its user and the user's annotator profile (one query)."""
+    return Token.objects.select_related("user__annotator").filter(key=key).first()
+
+
+def demographic_questions() -> QuerySet[DemographicField]:
+    """The questions of the demographics form (active fields, in their order)."""
+    return DemographicField.objects.filter(active=True)
 
 
 def consented_rankings(include_synthetic: bool = False) -> QuerySet[Ranking]:

@@ -1,47 +1,29 @@
-"""Writes of the annotation side: consent, demographics, assignment, submit.
+"""Writes of the annotation side: accounts, consent, demographics, submitting a ranking.
 
-Assignment is race-free: on PostgreSQL candidate tasks are locked with
-``SELECT ... FOR UPDATE SKIP LOCKED``, so two annotators never take the one
-remaining slot; SQLite serialises writers (``transaction_mode=IMMEDIATE``).
-It serves quality: gold tasks are mixed into each stream at ``GOLD_RATE``
-(``gold_is_due``), the occupations an annotator has seen least come first, and
-excluded annotators get nothing. Each stored ranking re-applies the quality
-policy to its annotator (``annotation.standing``).
+What an annotator ranks next is decided in ``annotation.assignment``. Each stored
+ranking re-applies the quality policy to its annotator (``annotation.standing``).
 """
 
-import math
-import random
-from dataclasses import dataclass
-
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
-from . import quotas, standing
+from . import standing
 from .catalogue import ensure_consent_text
-from .errors import (
-    AlreadyRanked,
-    AnnotatorExcluded,
-    ConsentRequired,
-    InvalidAnswer,
-    NotReserved,
-    TaskNotFound,
-)
+from .errors import AlreadyRanked, AnnotatorExcluded, InvalidAnswer, NotReserved, TaskNotFound
 from .models import (
     AnnotatorProfile,
     AnnotatorStatus,
     Assignment,
     Consent,
-    ConsentText,
     DemographicField,
-    Item,
     RankedItem,
     Ranking,
     RankingTask,
-    check_instruction,
 )
+from .selectors import demographic_questions, excluded_message
 
 
 def get_profile(user) -> AnnotatorProfile:
@@ -60,25 +42,20 @@ def get_profile(user) -> AnnotatorProfile:
         return profile
 
 
-def current_consent_text() -> Subquery:
-    """The newest consent text's id, as a subquery (a new version needs consent again)."""
-    return Subquery(ConsentText.objects.order_by("-version").values("pk")[:1])
-
-
-def consents_to_current_text(annotator) -> Exists:
-    """Whether ``annotator`` (a profile or an ``OuterRef``) agreed to the newest text and
-    has not withdrawn; an older version's consent still makes its rankings count
-    (``selectors.counted_rankings``) but gives no new task."""
-    return Exists(
-        Consent.objects.active().filter(annotator=annotator, text_id=current_consent_text())
-    )
-
-
-def has_consent(profile: AnnotatorProfile) -> bool:
-    """An active consent to the newest consent text."""
-    return (
-        Consent.objects.active().filter(annotator=profile, text_id=current_consent_text()).exists()
-    )
+@transaction.atomic
+def create_annotator(username: str, password: str, *, staff: bool, consent: bool) -> bool:
+    """Create an annotator account, or set the password of an existing one; with ``staff``
+    it gets staff and admin access, with ``consent`` a consent to the newest text.
+    True when the account is new."""
+    user, created = get_user_model().objects.get_or_create(username=username)
+    user.set_password(password)
+    if staff:
+        user.is_staff = user.is_superuser = True
+    user.save()
+    profile = get_profile(user)
+    if consent:
+        give_consent(profile)
+    return created
 
 
 @transaction.atomic
@@ -124,7 +101,7 @@ def clean_answer(field: DemographicField, value: object) -> str:
 def save_demographics(profile: AnnotatorProfile, answers: dict, merge: bool = False) -> None:
     """Store self-described answers, replacing the old ones (or, with ``merge``, only those
     given; a blank removes one); every field optional, unknown keys refused."""
-    fields = {f.key: f for f in DemographicField.objects.filter(active=True)}
+    fields = {f.key: f for f in demographic_questions()}
     if merge:
         kept = {k: v for k, v in profile.demographics.items() if k in fields}
         answers = {**kept, **answers}
@@ -136,198 +113,6 @@ def save_demographics(profile: AnnotatorProfile, answers: dict, merge: bool = Fa
             clean[key] = value
     profile.demographics = clean
     profile.save(update_fields=["demographics"])
-
-
-def progress(profile: AnnotatorProfile) -> dict:
-    return {"done": profile.rankings.count(), "quota": profile.quota}
-
-
-def live_reservations(now) -> QuerySet[Assignment]:
-    """Reservations that hold a slot: not expired, and not an erased annotator's (one that
-    a request racing the erasure left behind; see ``annotation.erasure``)."""
-    return Assignment.objects.filter(reserved_until__gt=now, annotator__erased_at__isnull=True)
-
-
-def _live_assignments(now) -> Subquery:
-    """Per task (``OuterRef("pk")``): how many reservations are still running."""
-    live = live_reservations(now).filter(task=OuterRef("pk"))
-    return Subquery(
-        live.order_by().values("task").annotate(n=Count("pk")).values("n"),
-        output_field=IntegerField(),
-    )
-
-
-def _count(rankings) -> Subquery:
-    """``rankings`` (filtered on ``OuterRef``s) counted, as a subquery."""
-    return Subquery(
-        rankings.order_by().values("annotator").annotate(n=Count("pk")).values("n"),
-        output_field=IntegerField(),
-    )
-
-
-def gold_phase(profile_pk: int) -> float:
-    """The annotator's fixed random start in [0, 1) for ``gold_is_due``."""
-    return random.Random(f"gold-phase:{profile_pk}").random()
-
-
-def gold_is_due(done: int, gold_done: int, rate: float, phase: float) -> bool:
-    """Whether the next task should be a gold one: systematic sampling with a random start.
-
-    After ``n`` tasks an annotator should have met ``floor(rate * n + phase)`` gold
-    tasks; the next is gold when ``gold_done`` is short of that at ``n = done + 1``.
-    So the share is ``rate`` in the long run, and where the gold tasks fall differs
-    between annotators (``phase``), so no fixed slot gives them away.
-    """
-    return gold_done < math.floor(rate * (done + 1) + phase)
-
-
-def excluded_message(profile: AnnotatorProfile) -> str:
-    """What an excluded annotator is told, with the recorded reason."""
-    change = profile.status_changes.filter(status=AnnotatorStatus.EXCLUDED).first()
-    why = f" ({change.reason})" if change else ""
-    return (
-        f"The quality checks excluded you from this study{why}: you will get no more tasks, "
-        "and your rankings are not used. If you think this is a mistake, contact the study team."
-    )
-
-
-def next_task(profile: AnnotatorProfile) -> Assignment | None:
-    """The annotator's reserved task (resume), or reserve a new one; None if none left.
-
-    A fixed number of queries whatever K and the number of tasks: the annotator's
-    state, the best candidate (locked), its live reservations, its items and one
-    upsert of the reservation; for a newcomer, up to four more that seat them in
-    their groups' quotas (``annotation.quotas``; ``GroupFull`` when one is full).
-    ``AnnotatorExcluded`` for an excluded annotator.
-    """
-    now = timezone.now()
-    mine = Ranking.objects.filter(annotator=OuterRef("pk"))
-    state = (
-        AnnotatorProfile.objects.filter(pk=profile.pk)
-        .annotate(
-            consented=consents_to_current_text(OuterRef("pk")),
-            done=_count(mine),
-            gold_done=_count(mine.filter(task__is_gold=True)),
-            current=Subquery(
-                Assignment.objects.filter(annotator=OuterRef("pk"), reserved_until__gt=now)
-                .order_by("-reserved_until")
-                .values("pk")[:1]
-            ),
-            seated=quotas.has_seat(OuterRef("pk")),
-            quotas_set=quotas.any_quota(),
-        )
-        .values("consented", "done", "gold_done", "current", "status", "seated", "quotas_set")
-        .get()
-    )
-    if not state["consented"]:
-        raise ConsentRequired("Give consent before ranking.")
-    if state["status"] == AnnotatorStatus.EXCLUDED:
-        raise AnnotatorExcluded(excluded_message(profile))
-    if state["current"] is not None:
-        return Assignment.objects.select_related("task__occupation").get(pk=state["current"])
-    done = state["done"] or 0
-    if done >= profile.quota:
-        return None
-    rate = settings.STEREORANK["GOLD_RATE"]
-    gold = gold_is_due(done, state["gold_done"] or 0, rate, gold_phase(profile.pk))
-    with transaction.atomic():
-        if state["quotas_set"] and not state["done"] and not state["seated"]:
-            quotas.take_seats(profile, now)  # balanced pools: GroupFull if a group is full
-        task = _take_task(profile, now, gold)
-        if task is None:
-            return None
-        items = list(Item.objects.filter(task_items__task=task).select_related("prompt"))
-        random.shuffle(items)
-        (assignment,) = Assignment.objects.bulk_create(
-            [
-                Assignment(
-                    task=task,
-                    annotator=profile,
-                    shown_order=[item.pk for item in items],
-                    reserved_until=now + settings.STEREORANK["RESERVATION"],
-                )
-            ],
-            update_conflicts=True,
-            unique_fields=["task", "annotator"],
-            update_fields=["shown_order", "reserved_at", "reserved_until"],
-        )
-    assignment.task = task
-    assignment.shown_items = items
-    return assignment
-
-
-def _take_task(
-    profile: AnnotatorProfile, now, gold: bool = False, tries: int = 20
-) -> RankingTask | None:
-    """Lock the best task this annotator has not ranked: a gold task first when one is
-    due (``gold``), then the occupation they have seen least, then the open task
-    furthest from its overlap.
-
-    Gold tasks ignore overlap (everyone may rank them). The best candidate is
-    locked in the query that finds it (PostgreSQL skips rows other transactions
-    hold); an ordinary task's live reservations are then counted again in a
-    statement of their own, so a reservation committed meanwhile is seen.
-    """
-    mine = Ranking.objects.filter(annotator=profile)
-    open_slot = Q(
-        is_gold=False,
-        ranking_count__lt=F("overlap"),
-        live__lt=F("overlap") - F("ranking_count"),
-    )
-    candidates = (
-        RankingTask.objects.select_related("occupation")
-        .exclude(Exists(mine.filter(task=OuterRef("pk"))))
-        .annotate(
-            live=Coalesce(_live_assignments(now), 0),
-            seen=Coalesce(_count(mine.filter(task__occupation=OuterRef("occupation"))), 0),
-        )
-        .filter(open_slot | Q(is_gold=True) if gold else open_slot)
-        .order_by(*(["-is_gold"] if gold else []), "seen", "ranking_count", "live", "id")
-    )
-    if connection.features.has_select_for_update_skip_locked:
-        candidates = candidates.select_for_update(skip_locked=True, of=("self",))
-    tried: list[int] = []
-    for _ in range(tries):
-        task = candidates.exclude(pk__in=tried).first()
-        if task is None or task.is_gold:
-            return task
-        live = live_reservations(now).filter(task=task).count()
-        if task.ranking_count + live < task.overlap:
-            return task
-        tried.append(task.pk)
-    return None
-
-
-def shown_items(assignment: Assignment) -> list[Item]:
-    """The assignment's items (with prompts) in the order shown to the annotator."""
-    cached = getattr(assignment, "shown_items", None)
-    if cached is None:
-        by_id = Item.objects.select_related("prompt").in_bulk(assignment.shown_order)
-        cached = assignment.shown_items = [by_id[i] for i in assignment.shown_order]
-    return cached
-
-
-@dataclass(frozen=True)
-class Card:
-    """One card as an annotator sees it: the item and its text (an attention-check
-    card shows its instruction instead of the prompt, and is otherwise alike)."""
-
-    item: Item
-    text: str
-
-
-def shown_cards(assignment: Assignment) -> list[Card]:
-    """The assignment's cards in the order shown (no query beyond ``shown_items``)."""
-    task = assignment.task
-    return [
-        Card(
-            item,
-            check_instruction(task.check_position)
-            if item.pk == task.check_item_id
-            else item.prompt.text,
-        )
-        for item in shown_items(assignment)
-    ]
 
 
 def submit_ranking(

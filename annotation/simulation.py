@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 
 from . import services
+from .assignment import next_task
 from .catalogue import prompt_aspects
 from .errors import AnnotatorExcluded
 from .models import AnnotatorStatus, DemographicField, Item, RankingTask, SyntheticKind
@@ -329,7 +330,7 @@ def simulate(
         done = profile.rankings.count()
         while done < tasks_per_annotator:
             try:
-                assignment = services.next_task(profile)
+                assignment = next_task(profile)
             except AnnotatorExcluded:
                 break
             if assignment is None:

@@ -6,7 +6,7 @@ exports. Every list runs a fixed number of queries whatever its length.
 """
 
 from django.conf import settings
-from django.db.models import Prefetch, QuerySet
+from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers, viewsets
 from rest_framework.exceptions import ParseError
@@ -14,19 +14,10 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import standing
+from . import standing, task_selectors
 from .api import query_flag
 from .exports import annotator_for_pseudonym, pseudonym
-from .models import (
-    AnnotatorStatus,
-    Item,
-    Occupation,
-    Prompt,
-    PromptType,
-    Ranking,
-    RankingTask,
-    TaskItem,
-)
+from .models import AnnotatorStatus, Item, Occupation, Prompt, PromptType, Ranking, RankingTask
 
 
 class PromptSerializer(serializers.ModelSerializer):
@@ -110,15 +101,6 @@ def _int_param(request, name: str) -> int | None:
         raise ParseError(f"{name}: '{raw}' is not a whole number (an id).") from None
 
 
-def _by_occupation(queryset: QuerySet, request, field: str) -> QuerySet:
-    """Filter on ``?occupation=`` given as a slug or an id."""
-    raw = request.query_params.get("occupation")
-    if not raw:
-        return queryset
-    lookup = f"{field}_id" if raw.isdigit() else f"{field}__slug"
-    return queryset.filter(**{lookup: int(raw) if raw.isdigit() else raw})
-
-
 OCCUPATION = OpenApiParameter("occupation", str, description="Occupation slug or id.")
 TASK = OpenApiParameter("task", int, description="Ranking task id.")
 PROMPT_TYPE = OpenApiParameter("prompt_type", str, enum=PromptType.values)
@@ -134,9 +116,9 @@ class OccupationViewSet(StaffViewSet):
     """The catalogue: occupations with all their prompts (originals and paraphrases)."""
 
     serializer_class = OccupationSerializer
-    queryset = Occupation.objects.prefetch_related(
-        Prefetch("prompts", queryset=Prompt.objects.order_by("prompt_type", "id"))
-    )
+
+    def get_queryset(self) -> QuerySet:
+        return task_selectors.occupations_with_prompts()
 
 
 @extend_schema_view(list=extend_schema(parameters=[OCCUPATION, PROMPT_TYPE]))
@@ -146,16 +128,12 @@ class ItemViewSet(StaffViewSet):
     serializer_class = StaffItemSerializer
 
     def get_queryset(self) -> QuerySet:
-        items = Item.objects.select_related("prompt__occupation").order_by("id")
-        items = _by_occupation(items, self.request, "prompt__occupation")
         prompt_type = self.request.query_params.get("prompt_type")
-        if prompt_type:
-            if prompt_type not in PromptType.values:
-                raise ParseError(
-                    f"prompt_type: '{prompt_type}' is not one of {', '.join(PromptType.values)}."
-                )
-            items = items.filter(prompt__prompt_type=prompt_type)
-        return items
+        if prompt_type and prompt_type not in PromptType.values:
+            raise ParseError(
+                f"prompt_type: '{prompt_type}' is not one of {', '.join(PromptType.values)}."
+            )
+        return task_selectors.items(self.request.query_params.get("occupation"), prompt_type)
 
 
 @extend_schema_view(list=extend_schema(parameters=[OCCUPATION]))
@@ -165,11 +143,7 @@ class TaskViewSet(StaffViewSet):
     serializer_class = StaffTaskSerializer
 
     def get_queryset(self) -> QuerySet:
-        links = TaskItem.objects.only("task_id", "item_id").order_by("id")
-        tasks = RankingTask.objects.select_related("occupation").prefetch_related(
-            Prefetch("task_items", queryset=links)
-        )
-        return _by_occupation(tasks.order_by("id"), self.request, "occupation")
+        return task_selectors.tasks(self.request.query_params.get("occupation"))
 
 
 @extend_schema_view(list=extend_schema(parameters=[OCCUPATION, TASK, SYNTHETIC]))
@@ -179,15 +153,11 @@ class RankingViewSet(StaffViewSet):
     serializer_class = StaffRankingSerializer
 
     def get_queryset(self) -> QuerySet:
-        rankings = Ranking.objects.select_related("annotator", "task__occupation").order_by("id")
-        rankings = _by_occupation(rankings, self.request, "task__occupation")
-        task = _int_param(self.request, "task")
-        if task is not None:
-            rankings = rankings.filter(task_id=task)
-        synthetic = query_flag(self.request, "synthetic")
-        if synthetic is not None:
-            rankings = rankings.filter(annotator__is_synthetic=synthetic)
-        return rankings
+        return task_selectors.rankings(
+            self.request.query_params.get("occupation"),
+            _int_param(self.request, "task"),
+            query_flag(self.request, "synthetic"),
+        )
 
 
 MAX_N_BOOT = 10_000

@@ -10,6 +10,7 @@ from django.db import connection
 from django.db.models import F
 
 from annotation import services
+from annotation.assignment import next_task
 from annotation.models import Ranking, RankingTask
 
 
@@ -30,7 +31,7 @@ def test_concurrent_assignment_never_overfills_and_loses_nothing(make_tasks):
         rng = random.Random(profile.pk)
         try:
             barrier.wait()
-            while (assignment := services.next_task(profile)) is not None:
+            while (assignment := next_task(profile)) is not None:
                 order = list(assignment.shown_order)
                 rng.shuffle(order)
                 ranking, created = services.submit_ranking(profile, assignment.task_id, order)
@@ -80,7 +81,7 @@ def test_concurrent_assignment_with_gold_tasks_and_the_policy(make_tasks, settin
         rng = random.Random(profile.pk)
         try:
             barrier.wait()
-            while (assignment := services.next_task(profile)) is not None:
+            while (assignment := next_task(profile)) is not None:
                 order = list(assignment.shown_order)
                 rng.shuffle(order)
                 services.submit_ranking(profile, assignment.task_id, order)

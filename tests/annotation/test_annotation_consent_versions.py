@@ -5,6 +5,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from annotation import selectors, services
+from annotation.assignment import next_task
 from annotation.errors import ConsentRequired
 from annotation.models import ConsentText
 
@@ -19,20 +20,20 @@ def _consenting(name: str):
 def test_a_new_consent_version_blocks_the_next_task_until_agreed_again(make_tasks):
     make_tasks(3, 2)
     profile = _consenting("a")
-    first = services.next_task(profile)
+    first = next_task(profile)
     services.submit_ranking(profile, first.task_id, first.shown_order)
     newest = ConsentText.objects.first()
     ConsentText.objects.create(version=newest.version + 1, text="Now also: erasure.")
 
-    assert not services.has_consent(profile)
+    assert not selectors.has_consent(profile)
     with pytest.raises(ConsentRequired):
-        services.next_task(profile)
+        next_task(profile)
     # the consent given to the earlier version still stands: its rankings count
     assert selectors.counted_rankings().filter(annotator=profile).count() == 1
 
     services.give_consent(profile)
-    assert services.has_consent(profile)
-    assert services.next_task(profile) is not None
+    assert selectors.has_consent(profile)
+    assert next_task(profile) is not None
     assert profile.consents.active().get().text.version == newest.version + 1
 
 

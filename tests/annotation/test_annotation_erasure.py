@@ -10,6 +10,7 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
 from annotation import selectors, services
+from annotation.assignment import next_task
 from annotation.erasure import erase_annotator
 from annotation.errors import AlreadyErased
 from annotation.exports import pseudonym, ranking_rows
@@ -58,7 +59,7 @@ def _person(name: str, gender: str | None = None):
 
 def _rank_all(profile, orders: dict[int, list[int]]) -> None:
     """Rank every task the annotator is given with the order fixed for it (by task id)."""
-    while (assignment := services.next_task(profile)) is not None:
+    while (assignment := next_task(profile)) is not None:
         services.submit_ranking(profile, assignment.task_id, orders[assignment.task_id])
 
 
@@ -237,9 +238,9 @@ def test_the_backfill_migration_forgets_earlier_erasures_and_names_the_method(ra
 
 def test_freed_slots_go_to_other_annotators(ranked):
     dave = _person("dave")
-    assert services.next_task(dave) is None  # overlap 3 reached on both tasks
+    assert next_task(dave) is None  # overlap 3 reached on both tasks
     erase_annotator(ranked["bob"], via=Erasure.Via.STAFF)
-    taken = {services.next_task(dave).task_id}
+    taken = {next_task(dave).task_id}
     assert taken <= {t.pk for t in ranked["tasks"].values()}
 
 
@@ -253,7 +254,7 @@ def test_erasing_twice_is_refused_and_changes_nothing(ranked):
 def test_reservations_are_released_and_withdrawn_but_not_erased_data_stays(ranked, make_tasks):
     make_tasks(1, 2, overlap=1)
     alice = ranked["alice"]
-    assert services.next_task(alice) is not None  # reserves the new task
+    assert next_task(alice) is not None  # reserves the new task
     erase_annotator(alice, via=Erasure.Via.STAFF)
     assert not alice.assignments.exists()
     bob = ranked["bob"]
@@ -290,17 +291,17 @@ def test_withdraw_page_asks_which_and_stop_keeps_the_data(portal_client, make_ta
     client = portal_client("p")
     response = client.post(reverse("portal:consent"), {"action": "withdraw"})
     assert response.url == reverse("portal:withdraw")  # nothing withdrawn yet
-    assert services.has_consent(client.profile)
+    assert selectors.has_consent(client.profile)
     page = client.get(reverse("portal:withdraw")).content.decode()
     assert "Stop taking part" in page and "erase my data" in page
     response = client.post(reverse("portal:withdraw"), {})
     assert (
         response.status_code == 200 and "Choose one of the two options" in response.content.decode()
     )
-    assert services.has_consent(client.profile)
+    assert selectors.has_consent(client.profile)
     response = client.post(reverse("portal:withdraw"), {"choice": "stop"})
     assert response.url == reverse("portal:consent")
-    assert not services.has_consent(client.profile)
+    assert not selectors.has_consent(client.profile)
     client.profile.refresh_from_db()
     assert client.profile.erased_at is None
 
@@ -308,7 +309,7 @@ def test_withdraw_page_asks_which_and_stop_keeps_the_data(portal_client, make_ta
 def test_withdraw_and_erase_in_the_portal_logs_out_for_good(portal_client, make_tasks):
     make_tasks(1, 2)
     client = portal_client("p")
-    assignment = services.next_task(client.profile)
+    assignment = next_task(client.profile)
     services.submit_ranking(client.profile, assignment.task_id, assignment.shown_order)
     response = client.post(reverse("portal:withdraw"), {"choice": "erase"})
     assert response.url == reverse("portal:erased")

@@ -9,13 +9,14 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from annotation import services
+from annotation.assignment import next_task
 from annotation.erasure import erase_annotator
 from annotation.errors import AnnotationError
 from annotation.models import Ranking, RankingTask
 
 
 def _rank_until_done(profile, rng) -> None:
-    while (assignment := services.next_task(profile)) is not None:
+    while (assignment := next_task(profile)) is not None:
         order = list(assignment.shown_order)
         rng.shuffle(order)
         services.submit_ranking(profile, assignment.task_id, order)

@@ -4,7 +4,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from annotation import services
+from annotation import selectors, services
 from annotation.models import Assignment, ConsentText, DemographicField, Ranking
 
 
@@ -35,14 +35,14 @@ def test_signup_logs_in_and_asks_for_consent(client, db):
     response = client.post(reverse("portal:consent"), {"action": "agree"})
     assert response.url == reverse("portal:demographics")
     profile = services.get_profile(get_user_model().objects.get(username="newbie"))
-    assert services.has_consent(profile)
+    assert selectors.has_consent(profile)
     assert profile.consents.get().text.version == 3
 
 
 def test_withdraw_consent_gates_again(portal_client):
     client = portal_client()
     client.post(reverse("portal:withdraw"), {"choice": "stop"})
-    assert not services.has_consent(client.profile)
+    assert not selectors.has_consent(client.profile)
     assert client.get(reverse("portal:home")).url == reverse("portal:consent")
 
 
@@ -96,7 +96,7 @@ def test_rank_page_shows_the_reserved_task_and_post_stores_ranking(portal_client
     ranking = Ranking.objects.get(annotator=client.profile)
     assert ranking.order == order
     assert ranking.seconds_spent == 4.5
-    assert services.progress(client.profile)["done"] == 1
+    assert selectors.progress(client.profile)["done"] == 1
     assert ranking.task_id in {t.pk for t in tasks}
 
 

@@ -9,6 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 
 from annotation import services, standing
+from annotation.assignment import gold_is_due, gold_phase, next_task
 from annotation.errors import AnnotatorExcluded, InvalidAnswer, StatusConflict
 from annotation.labels import item_labels
 from annotation.models import AnnotatorStatus, Assignment, RankingTask, StatusChange
@@ -104,14 +105,14 @@ def test_gold_is_due_at_the_rate_with_a_random_start(rate):
     for phase in (0.0, 0.3, 0.61, 0.99):
         gold = 0
         for done in range(60):
-            if services.gold_is_due(done, gold, rate, phase):
+            if gold_is_due(done, gold, rate, phase):
                 gold += 1
             # After n tasks, floor(rate * n + phase) of them were gold (the definition).
             assert gold == math.floor(rate * (done + 1) + phase)
         first = next(n for n in range(60) if math.floor(rate * (n + 1) + phase) == 1)
         starts.add(first)
     assert len(starts) > 1, "where the first gold task falls depends on the phase"
-    assert not services.gold_is_due(0, 0, 0.0, 0.99)
+    assert not gold_is_due(0, 0, 0.0, 0.99)
 
 
 def test_gold_tasks_are_mixed_in_at_the_rate_and_ignore_overlap(
@@ -126,13 +127,13 @@ def test_gold_tasks_are_mixed_in_at_the_rate_and_ignore_overlap(
     profile.quota = 12
     profile.save()
     served = []
-    while (assignment := services.next_task(profile)) is not None:
+    while (assignment := next_task(profile)) is not None:
         gold = assignment.task.is_gold
         served.append(gold)
         # Gold tasks in their reference order, so the policy has nothing to say.
         order = ids(assignment.task) if gold else assignment.shown_order[::-1]
         services.submit_ranking(profile, assignment.task_id, order)
-    phase = services.gold_phase(profile.pk)
+    phase = gold_phase(profile.pk)
     expected = [
         math.floor(0.25 * (n + 1) + phase) > math.floor(0.25 * n + phase) for n in range(12)
     ]
@@ -146,7 +147,7 @@ def test_assignment_prefers_the_occupations_seen_least(make_tasks, annotator, no
     profile = annotator("ann").profile
     seen = []
     for _ in range(6):
-        assignment = services.next_task(profile)
+        assignment = next_task(profile)
         seen.append(assignment.task.occupation.name)
         services.submit_ranking(profile, assignment.task_id, assignment.shown_order[::-1])
     assert sorted(seen[:3]) == ["ceo", "nurse", "pilot"]
@@ -156,11 +157,11 @@ def test_assignment_prefers_the_occupations_seen_least(make_tasks, annotator, no
 def test_excluded_annotators_get_no_task_and_are_told_why(make_tasks, annotator, no_gold):
     (task,) = make_tasks(1, k=3)
     client = annotator("ann")
-    assignment = services.next_task(client.profile)
+    assignment = next_task(client.profile)
     exclude(client.profile, "gold score -1.00 below 0.3 after 3 gold tasks")
     assert not Assignment.objects.filter(annotator=client.profile).exists()
     with pytest.raises(AnnotatorExcluded, match="gold score -1.00"):
-        services.next_task(client.profile)
+        next_task(client.profile)
     response = client.post(reverse("api-next-task"))
     assert response.status_code == 403
     assert "excluded you from this study" in response.json()["detail"]
@@ -204,7 +205,7 @@ def test_keeping_the_shown_order_warns_then_excludes(make_tasks, annotator, no_g
     profile = annotator("ann").profile
     statuses = []
     for _ in range(5):
-        assignment = services.next_task(profile)
+        assignment = next_task(profile)
         services.submit_ranking(profile, assignment.task_id, assignment.shown_order)
         profile.refresh_from_db()
         statuses.append(profile.status)
@@ -217,7 +218,7 @@ def test_keeping_the_shown_order_warns_then_excludes(make_tasks, annotator, no_g
     ]
     assert "5 of 5 rankings submitted in the shown order" in history[1].reason
     with pytest.raises(AnnotatorExcluded):
-        services.next_task(profile)
+        next_task(profile)
 
 
 def test_reversed_gold_tasks_exclude_and_staff_reinstate_with_a_fresh_start(

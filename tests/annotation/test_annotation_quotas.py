@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import quotas, services
+from annotation.assignment import next_task
 from annotation.erasure import erase_annotator
 from annotation.errors import GroupFull
 from annotation.models import Assignment, DemographicField
@@ -39,7 +40,7 @@ def _newcomer(name: str, answers: dict | None = None):
 
 
 def _rank_one(profile) -> None:
-    assignment = services.next_task(profile)
+    assignment = next_task(profile)
     services.submit_ranking(profile, assignment.task_id, assignment.shown_order)
 
 
@@ -61,7 +62,7 @@ def test_a_full_group_turns_newcomers_away_and_others_go_on(age, make_tasks):
     _rank_one(second)
     third = _newcomer("y3", {"age_band": "18-24"})
     with pytest.raises(GroupFull, match="18-24"):
-        services.next_task(third)
+        next_task(third)
     assert not Assignment.objects.filter(annotator=third).exists()
     # the seated go on past the target; other groups and the unlimited are not stopped
     _rank_one(first)
@@ -74,7 +75,7 @@ def test_prefer_not_to_say_and_skipped_questions_share_their_own_quota(age, make
     GroupQuota.objects.create(field=age, value=PREFER_NOT, target=1)
     _rank_one(_newcomer("skipped"))  # never answered: counts as prefer not to say
     with pytest.raises(GroupFull):
-        services.next_task(_newcomer("declined", {"age_band": PREFER_NOT}))
+        next_task(_newcomer("declined", {"age_band": PREFER_NOT}))
     _rank_one(_newcomer("answered", {"age_band": "25-34"}))
 
 
@@ -82,20 +83,20 @@ def test_places_free_up_on_expiry_withdrawal_and_erasure(age, make_tasks):
     make_tasks(4, 2, overlap=6)
     GroupQuota.objects.create(field=age, value="25-34", target=1)
     holder = _newcomer("holder", {"age_band": "25-34"})
-    assert services.next_task(holder) is not None  # a live reservation holds the place
+    assert next_task(holder) is not None  # a live reservation holds the place
     late = _newcomer("late", {"age_band": "25-34"})
     with pytest.raises(GroupFull):
-        services.next_task(late)
+        next_task(late)
     Assignment.objects.update(reserved_until=timezone.now() - timedelta(seconds=1))
     _rank_one(late)  # the holder left before ranking: the place went back
     nxt = _newcomer("next", {"age_band": "25-34"})
     with pytest.raises(GroupFull):
-        services.next_task(nxt)
+        next_task(nxt)
     services.withdraw_consent(late)
-    assert services.next_task(nxt) is not None
+    assert next_task(nxt) is not None
     erase_annotator(nxt, via="staff")
     assert not QuotaSeat.objects.filter(annotator=nxt).exists()  # the seat says the group
-    assert services.next_task(_newcomer("last", {"age_band": "25-34"})) is not None
+    assert next_task(_newcomer("last", {"age_band": "25-34"})) is not None
 
 
 def test_a_quota_added_mid_study_never_stops_someone_who_already_ranked(age, make_tasks):
@@ -105,7 +106,7 @@ def test_a_quota_added_mid_study_never_stops_someone_who_already_ranked(age, mak
     GroupQuota.objects.create(field=age, value="18-24", target=0)
     _rank_one(veteran)
     with pytest.raises(GroupFull):
-        services.next_task(_newcomer("newbie", {"age_band": "18-24"}))
+        next_task(_newcomer("newbie", {"age_band": "18-24"}))
 
 
 def test_quota_values_are_checked_against_the_field(age):
@@ -153,7 +154,7 @@ def _first_task_queries(name: str, n_tasks: int, make_tasks) -> int:
     make_tasks(n_tasks, 3, overlap=50)
     profile = _newcomer(name, {"age_band": "18-24"})
     with CaptureQueriesContext(connection) as queries:
-        assert services.next_task(profile) is not None
+        assert next_task(profile) is not None
     return len(queries)
 
 
@@ -180,7 +181,7 @@ def test_newcomers_racing_for_the_last_places_never_overfill(make_tasks):
     def arrive(profile):
         try:
             barrier.wait()
-            assignment = services.next_task(profile)
+            assignment = next_task(profile)
             order = list(assignment.shown_order)
             random.Random(profile.pk).shuffle(order)
             services.submit_ranking(profile, assignment.task_id, order)

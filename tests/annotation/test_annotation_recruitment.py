@@ -15,6 +15,7 @@ from django.urls import reverse
 from rest_framework.throttling import SimpleRateThrottle
 
 from annotation import recruitment, services
+from annotation.assignment import next_task
 from annotation.erasure import erase_annotator
 from annotation.models import AnnotatorProfile, Ranking
 from annotation.study_models import Participation, Study
@@ -238,7 +239,7 @@ def test_erasure_deletes_the_external_ids(prolific_study, make_tasks):
     pid = prolific.new_participant_id()
     client, _ = _arrive(prolific.link(pid))
     client.post(reverse("portal:consent"), {"action": "agree"})
-    assignment = services.next_task(Participation.objects.get().annotator)
+    assignment = next_task(Participation.objects.get().annotator)
     profile = assignment.annotator
     services.submit_ranking(profile, assignment.task_id, assignment.shown_order)
     erase_annotator(profile, via="participant")

@@ -4,6 +4,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotation import selectors, services
+from annotation.assignment import next_task
 from annotation.exports import ranking_rows
 from annotation.models import AnnotatorProfile
 from training.snapshots import new_rankings_since
@@ -15,7 +16,7 @@ def _rank(name: str, task, synthetic: bool = False, staff: bool = False):
     profile.is_synthetic = synthetic
     profile.save()
     services.give_consent(profile)
-    assignment = services.next_task(profile)
+    assignment = next_task(profile)
     assert assignment.task_id == task.pk
     services.submit_ranking(profile, task.pk, assignment.shown_order)
     return profile

@@ -6,7 +6,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 
-from annotation import services
+from annotation import selectors, services
+from annotation.assignment import next_task
 from annotation.errors import ConsentRequired, InvalidAnswer, NotReserved
 from annotation.models import Assignment, DemographicField, RankedItem, Ranking
 
@@ -22,10 +23,10 @@ def _profile(name):
 def test_expired_reservation_is_reusable(make_tasks):
     (task,) = make_tasks(1, 3, overlap=1)
     a, b = _profile("a"), _profile("b")
-    assert services.next_task(a).task_id == task.pk
-    assert services.next_task(b) is None  # the one slot is reserved
+    assert next_task(a).task_id == task.pk
+    assert next_task(b) is None  # the one slot is reserved
     Assignment.objects.update(reserved_until=timezone.now() - timedelta(seconds=1))
-    assert services.next_task(b).task_id == task.pk
+    assert next_task(b).task_id == task.pk
     with pytest.raises(NotReserved):
         services.submit_ranking(a, task.pk, list(task.items.values_list("id", flat=True)))
     assert not Ranking.objects.exists()
@@ -35,8 +36,8 @@ def test_expired_reservation_is_reusable(make_tasks):
 def test_submit_stores_long_form_and_resume(make_tasks):
     (task,) = make_tasks(1, 4, overlap=2)
     a = _profile("a")
-    assignment = services.next_task(a)
-    assert services.next_task(a).pk == assignment.pk  # resume, same shown order
+    assignment = next_task(a)
+    assert next_task(a).pk == assignment.pk  # resume, same shown order
     order = list(reversed(assignment.shown_order))
     ranking, created = services.submit_ranking(a, task.pk, order, seconds_spent=3.5)
     assert created and ranking.order == order and ranking.shown_order == assignment.shown_order
@@ -44,8 +45,8 @@ def test_submit_stores_long_form_and_resume(make_tasks):
     assert positions[order[0]] == (0, 3)
     task.refresh_from_db()
     assert task.ranking_count == 1
-    assert services.progress(a) == {"done": 1, "quota": a.quota}
-    assert services.next_task(a) is None  # already ranked its only task
+    assert selectors.progress(a) == {"done": 1, "quota": a.quota}
+    assert next_task(a) is None  # already ranked its only task
 
 
 @pytest.mark.django_db
@@ -54,13 +55,13 @@ def test_quota_and_withdrawn_consent(make_tasks):
     a = _profile("a")
     a.quota = 1
     a.save()
-    assignment = services.next_task(a)
+    assignment = next_task(a)
     services.submit_ranking(a, assignment.task_id, assignment.shown_order)
-    assert services.next_task(a) is None
+    assert next_task(a) is None
     services.withdraw_consent(a)
-    assert not services.has_consent(a)
+    assert not selectors.has_consent(a)
     with pytest.raises(ConsentRequired):
-        services.next_task(a)
+        next_task(a)
 
 
 @pytest.mark.django_db
@@ -80,7 +81,7 @@ def test_demographics_validated_against_fields():
 def test_export_rankings_command(make_tasks, tmp_path):
     (task,) = make_tasks(1, 3)
     a = _profile("a")
-    assignment = services.next_task(a)
+    assignment = next_task(a)
     services.submit_ranking(a, task.pk, assignment.shown_order)
     out = tmp_path / "rankings.jsonl"
     call_command("export_rankings", "--out", str(out))

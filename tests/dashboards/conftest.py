@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from annotation import services
+from annotation.assignment import next_task
 from training.models import Checkpoint, Evaluation
 
 
@@ -35,7 +36,7 @@ def rank():
 
     def do(profile, n: int) -> None:
         for _ in range(n):
-            assignment = services.next_task(profile)
+            assignment = next_task(profile)
             assert assignment is not None, "no task left to rank"
             services.submit_ranking(profile, assignment.task_id, list(assignment.shown_order))
 

@@ -85,11 +85,11 @@ def test_no_rankings_is_a_clear_error_and_nothing_is_made(db):
 
 
 def test_too_small_to_split_is_a_clear_error(make_tasks, annotator):
-    from annotation import services
+    from annotation import assignment, services
 
     (task,) = make_tasks(n=1, k=3)  # all items share one original prompt: one group
     client = annotator("alice")
-    services.next_task(client.profile)
+    assignment.next_task(client.profile)
     items = list(task.items.values_list("id", flat=True))
     services.submit_ranking(client.profile, task.pk, items)
     with pytest.raises(SnapshotError, match="too small to split"):
@@ -98,14 +98,14 @@ def test_too_small_to_split_is_a_clear_error(make_tasks, annotator):
 
 
 def test_new_rankings_are_counted_from_the_last_snapshot(make_tasks, annotator):
-    from annotation import services
+    from annotation import assignment, services
 
     tasks = make_tasks(n=3, k=3)
     robot = annotator("robot", synthetic=True)
     people = [annotator(name) for name in ("ann", "bob")]
 
     def rank(client, task):
-        services.next_task(client.profile)
+        assignment.next_task(client.profile)
         services.submit_ranking(client.profile, task.pk, [i.pk for i in task.items.all()])
 
     rank(people[0], tasks[0])

@@ -1,6 +1,4 @@
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
-from django.db import transaction
 
 from annotation import services
 
@@ -14,14 +12,6 @@ class Command(BaseCommand):
         parser.add_argument("--consent", action="store_true", help="record consent now")
         parser.add_argument("--staff", action="store_true", help="staff and admin access")
 
-    @transaction.atomic
     def handle(self, *args, username, password, consent, staff, **options):
-        user, created = get_user_model().objects.get_or_create(username=username)
-        user.set_password(password)
-        if staff:
-            user.is_staff = user.is_superuser = True
-        user.save()
-        profile = services.get_profile(user)
-        if consent:
-            services.give_consent(profile)
+        created = services.create_annotator(username, password, staff=staff, consent=consent)
         self.stdout.write(f"{'created' if created else 'updated'} {username}")

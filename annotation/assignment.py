@@ -1,0 +1,190 @@
+"""Assignment: the one place that decides which task an annotator ranks next.
+
+``next_task`` resumes the annotator's live reservation or reserves a new task.
+The choice serves quality: gold tasks are mixed into each stream at ``GOLD_RATE``
+(``gold_is_due``), excluded annotators get nothing, and a newcomer takes their
+seats in the group quotas first (``annotation.quotas``).
+
+Among the open tasks, the order is an *ordering*: a function in ``ORDERINGS``
+that turns the annotator's rankings into sort keys over candidate tasks, read
+from the database (today's ``uniform``: the occupation they have seen least, then
+the task with the fewest rankings). An ordering that ranks tasks by a stored
+priority (one per task, written by whoever computes it) plugs in by name; this
+module never computes one, so annotation never imports torch.
+
+Race-free: the best candidate is locked in the query that finds it (on
+PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``, so two annotators never take
+the one remaining slot); SQLite serialises writers (``transaction_mode=IMMEDIATE``).
+"""
+
+import math
+import random
+from collections.abc import Callable, Sequence
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.expressions import BaseExpression, OrderBy
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from . import quotas
+from .errors import AnnotatorExcluded, ConsentRequired
+from .models import AnnotatorProfile, AnnotatorStatus, Assignment, Item, Ranking, RankingTask
+from .selectors import consents_to_current_text, excluded_message
+from .task_selectors import live_reservations
+
+SortKey = str | BaseExpression | OrderBy
+Ordering = Callable[[QuerySet[Ranking]], Sequence[SortKey]]
+"""Sort keys over candidate ``RankingTask`` rows (first is most wanted), given the
+annotator's rankings; a key may refer to the candidate through ``OuterRef``."""
+
+
+def _count(rankings: QuerySet[Ranking]) -> Subquery:
+    """``rankings`` (filtered on ``OuterRef``s) counted, as a subquery."""
+    return Subquery(
+        rankings.order_by().values("annotator").annotate(n=Count("pk")).values("n"),
+        output_field=IntegerField(),
+    )
+
+
+def uniform(mine: QuerySet[Ranking]) -> list[SortKey]:
+    """The occupation the annotator has seen least first, then the task with the fewest
+    rankings (furthest from its overlap)."""
+    seen = Coalesce(_count(mine.filter(task__occupation=OuterRef("occupation"))), 0)
+    return [seen.asc(), "ranking_count"]
+
+
+ORDERINGS: dict[str, Ordering] = {"uniform": uniform}
+"""The orderings assignment may use, by name."""
+
+
+def gold_phase(profile_pk: int) -> float:
+    """The annotator's fixed random start in [0, 1) for ``gold_is_due``."""
+    return random.Random(f"gold-phase:{profile_pk}").random()
+
+
+def gold_is_due(done: int, gold_done: int, rate: float, phase: float) -> bool:
+    """Whether the next task should be a gold one: systematic sampling with a random start.
+
+    After ``n`` tasks an annotator should have met ``floor(rate * n + phase)`` gold
+    tasks; the next is gold when ``gold_done`` is short of that at ``n = done + 1``.
+    So the share is ``rate`` in the long run, and where the gold tasks fall differs
+    between annotators (``phase``), so no fixed slot gives them away.
+    """
+    return gold_done < math.floor(rate * (done + 1) + phase)
+
+
+def next_task(profile: AnnotatorProfile, ordering: str = "uniform") -> Assignment | None:
+    """The annotator's reserved task (resume), or reserve a new one, the open tasks in
+    ``ordering`` (a name in ``ORDERINGS``); None if none left.
+
+    A fixed number of queries whatever K and the number of tasks: the annotator's
+    state, the best candidate (locked), its live reservations, its items and one
+    upsert of the reservation; for a newcomer, up to four more that seat them in
+    their groups' quotas (``annotation.quotas``; ``GroupFull`` when one is full).
+    ``AnnotatorExcluded`` for an excluded annotator.
+    """
+    order = ORDERINGS[ordering]
+    now = timezone.now()
+    mine = Ranking.objects.filter(annotator=OuterRef("pk"))
+    state = (
+        AnnotatorProfile.objects.filter(pk=profile.pk)
+        .annotate(
+            consented=consents_to_current_text(OuterRef("pk")),
+            done=_count(mine),
+            gold_done=_count(mine.filter(task__is_gold=True)),
+            current=Subquery(
+                Assignment.objects.filter(annotator=OuterRef("pk"), reserved_until__gt=now)
+                .order_by("-reserved_until")
+                .values("pk")[:1]
+            ),
+            seated=quotas.has_seat(OuterRef("pk")),
+            quotas_set=quotas.any_quota(),
+        )
+        .values("consented", "done", "gold_done", "current", "status", "seated", "quotas_set")
+        .get()
+    )
+    if not state["consented"]:
+        raise ConsentRequired("Give consent before ranking.")
+    if state["status"] == AnnotatorStatus.EXCLUDED:
+        raise AnnotatorExcluded(excluded_message(profile))
+    if state["current"] is not None:
+        return Assignment.objects.select_related("task__occupation").get(pk=state["current"])
+    done = state["done"] or 0
+    if done >= profile.quota:
+        return None
+    rate = settings.STEREORANK["GOLD_RATE"]
+    gold = gold_is_due(done, state["gold_done"] or 0, rate, gold_phase(profile.pk))
+    with transaction.atomic():
+        if state["quotas_set"] and not state["done"] and not state["seated"]:
+            quotas.take_seats(profile, now)  # balanced pools: GroupFull if a group is full
+        task = _take_task(profile, now, order, gold)
+        if task is None:
+            return None
+        items = list(Item.objects.filter(task_items__task=task).select_related("prompt"))
+        random.shuffle(items)
+        (assignment,) = Assignment.objects.bulk_create(
+            [
+                Assignment(
+                    task=task,
+                    annotator=profile,
+                    shown_order=[item.pk for item in items],
+                    reserved_until=now + settings.STEREORANK["RESERVATION"],
+                )
+            ],
+            update_conflicts=True,
+            unique_fields=["task", "annotator"],
+            update_fields=["shown_order", "reserved_at", "reserved_until"],
+        )
+    assignment.task = task
+    assignment.shown_items = items
+    return assignment
+
+
+def _live_assignments(now) -> Subquery:
+    """Per task (``OuterRef("pk")``): how many reservations are still running."""
+    live = live_reservations(now).filter(task=OuterRef("pk"))
+    return Subquery(
+        live.order_by().values("task").annotate(n=Count("pk")).values("n"),
+        output_field=IntegerField(),
+    )
+
+
+def _take_task(
+    profile: AnnotatorProfile, now, order: Ordering, gold: bool = False, tries: int = 20
+) -> RankingTask | None:
+    """Lock the best task this annotator has not ranked: a gold task first when one is
+    due (``gold``), then the open tasks in ``order``, ties to the task with the fewest
+    live reservations, then the oldest.
+
+    Gold tasks ignore overlap (everyone may rank them). The best candidate is
+    locked in the query that finds it (PostgreSQL skips rows other transactions
+    hold); an ordinary task's live reservations are then counted again in a
+    statement of their own, so a reservation committed meanwhile is seen.
+    """
+    mine = Ranking.objects.filter(annotator=profile)
+    open_slot = Q(
+        is_gold=False,
+        ranking_count__lt=F("overlap"),
+        live__lt=F("overlap") - F("ranking_count"),
+    )
+    candidates = (
+        RankingTask.objects.select_related("occupation")
+        .exclude(Exists(mine.filter(task=OuterRef("pk"))))
+        .annotate(live=Coalesce(_live_assignments(now), 0))
+        .filter(open_slot | Q(is_gold=True) if gold else open_slot)
+        .order_by(*(["-is_gold"] if gold else []), *order(mine), "live", "id")
+    )
+    if connection.features.has_select_for_update_skip_locked:
+        candidates = candidates.select_for_update(skip_locked=True, of=("self",))
+    tried: list[int] = []
+    for _ in range(tries):
+        task = candidates.exclude(pk__in=tried).first()
+        if task is None or task.is_gold:
+            return task
+        live = live_reservations(now).filter(task=task).count()
+        if task.ranking_count + live < task.overlap:
+            return task
+        tried.append(task.pk)
+    return None

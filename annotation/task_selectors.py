@@ -1,0 +1,110 @@
+"""Reads of the catalogue and the tasks: what holds a task's slots, what an assignment
+shows, and the staff API's lists (each a fixed number of queries whatever its length).
+
+Reads of annotators and their rankings are in ``annotation.selectors``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Prefetch, QuerySet
+
+from .models import (
+    Assignment,
+    Item,
+    Occupation,
+    Prompt,
+    Ranking,
+    RankingTask,
+    TaskItem,
+    check_instruction,
+)
+
+
+def live_reservations(now) -> QuerySet[Assignment]:
+    """Reservations that hold a slot: not expired, and not an erased annotator's (one that
+    a request racing the erasure left behind; see ``annotation.erasure``)."""
+    return Assignment.objects.filter(reserved_until__gt=now, annotator__erased_at__isnull=True)
+
+
+def shown_items(assignment: Assignment) -> list[Item]:
+    """The assignment's items (with prompts) in the order shown to the annotator."""
+    cached = getattr(assignment, "shown_items", None)
+    if cached is None:
+        by_id = Item.objects.select_related("prompt").in_bulk(assignment.shown_order)
+        cached = assignment.shown_items = [by_id[i] for i in assignment.shown_order]
+    return cached
+
+
+@dataclass(frozen=True)
+class Card:
+    """One card as an annotator sees it: the item and its text (an attention-check
+    card shows its instruction instead of the prompt, and is otherwise alike)."""
+
+    item: Item
+    text: str
+
+
+def shown_cards(assignment: Assignment) -> list[Card]:
+    """The assignment's cards in the order shown (no query beyond ``shown_items``)."""
+    task = assignment.task
+    return [
+        Card(
+            item,
+            check_instruction(task.check_position)
+            if item.pk == task.check_item_id
+            else item.prompt.text,
+        )
+        for item in shown_items(assignment)
+    ]
+
+
+def _by_occupation(queryset: QuerySet, occupation: str | None, field: str) -> QuerySet:
+    """Filter on an occupation given as a slug or an id (digits); all when empty."""
+    if not occupation:
+        return queryset
+    if occupation.isdigit():
+        return queryset.filter(**{f"{field}_id": int(occupation)})
+    return queryset.filter(**{f"{field}__slug": occupation})
+
+
+def occupations_with_prompts() -> QuerySet[Occupation]:
+    """The catalogue: occupations with all their prompts (originals and paraphrases)."""
+    return Occupation.objects.prefetch_related(
+        Prefetch("prompts", queryset=Prompt.objects.order_by("prompt_type", "id"))
+    )
+
+
+def items(occupation: str | None = None, prompt_type: str | None = None) -> QuerySet[Item]:
+    """Items with their prompts and occupations, by id; of one occupation (slug or id)
+    and prompt type when given."""
+    found = Item.objects.select_related("prompt__occupation").order_by("id")
+    found = _by_occupation(found, occupation, "prompt__occupation")
+    if prompt_type:
+        found = found.filter(prompt__prompt_type=prompt_type)
+    return found
+
+
+def tasks(occupation: str | None = None) -> QuerySet[RankingTask]:
+    """Ranking tasks with their occupations and item links, by id; of one occupation
+    (slug or id) when given."""
+    links = TaskItem.objects.only("task_id", "item_id").order_by("id")
+    found = RankingTask.objects.select_related("occupation").prefetch_related(
+        Prefetch("task_items", queryset=links)
+    )
+    return _by_occupation(found.order_by("id"), occupation, "occupation")
+
+
+def rankings(
+    occupation: str | None = None, task: int | None = None, synthetic: bool | None = None
+) -> QuerySet[Ranking]:
+    """Rankings with their annotators and tasks, by id; of one occupation (slug or id),
+    one task, only synthetic or only real annotators' when given."""
+    found = Ranking.objects.select_related("annotator", "task__occupation").order_by("id")
+    found = _by_occupation(found, occupation, "task__occupation")
+    if task is not None:
+        found = found.filter(task_id=task)
+    if synthetic is not None:
+        found = found.filter(annotator__is_synthetic=synthetic)
+    return found

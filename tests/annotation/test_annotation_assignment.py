@@ -1,0 +1,51 @@
+"""Assignment's ordering seam: ``uniform`` is today's order, another plugs in by name."""
+
+import pytest
+from django.db import connection
+from django.db.models import F
+from django.test.utils import CaptureQueriesContext
+
+from annotation import services
+from annotation.assignment import ORDERINGS, next_task
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def no_gold(settings):
+    settings.STEREORANK = {**settings.STEREORANK, "GOLD_RATE": 0.0}
+
+
+def _rank(profile, task_pk=None):
+    reservation = next_task(profile)
+    assert task_pk is None or reservation.task_id == task_pk
+    services.submit_ranking(profile, reservation.task_id, reservation.shown_order)
+
+
+def test_uniform_takes_the_task_with_fewest_rankings_not_the_oldest(make_tasks, annotator, no_gold):
+    older, newer = make_tasks(2, k=3, overlap=3)
+    _rank(annotator("a").profile, older.pk)  # a tie: the oldest first
+    assert next_task(annotator("b").profile).task_id == newer.pk  # 0 rankings before 1
+
+
+def test_the_least_seen_occupation_comes_before_fewer_rankings(make_tasks, annotator, no_gold):
+    (nurse,) = make_tasks(1, k=3, overlap=3)
+    first_ceo, second_ceo = make_tasks(2, k=3, overlap=3, occupation="ceo")
+    _rank(annotator("x").profile, nurse.pk)  # nurse: 1 ranking, each ceo task: 0
+    profile = annotator("ann").profile
+    _rank(profile, first_ceo.pk)  # fewest rankings first while ann has seen nothing
+    assert next_task(profile).task_id == nurse.pk  # unseen nurse beats a ceo with 0 rankings
+    assert second_ceo.ranking_count == 0
+
+
+def test_a_registered_ordering_is_used_by_name_at_the_same_query_count(
+    make_tasks, annotator, no_gold, monkeypatch
+):
+    tasks = make_tasks(4, k=3)
+    monkeypatch.setitem(ORDERINGS, "newest", lambda mine: [F("id").desc()])
+    first, second = annotator("a").profile, annotator("b").profile
+    with CaptureQueriesContext(connection) as uniform:
+        assert next_task(first).task_id == tasks[0].pk
+    with CaptureQueriesContext(connection) as newest:
+        assert next_task(second, ordering="newest").task_id == tasks[-1].pk
+    assert len(newest) == len(uniform)
