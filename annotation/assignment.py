@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery
-from django.db.models.expressions import BaseExpression, OrderBy
+from django.db.models.expressions import BaseExpression
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -34,7 +34,7 @@ from .models import AnnotatorProfile, AnnotatorStatus, Assignment, Item, Ranking
 from .selectors import consents_to_current_text, excluded_message
 from .task_selectors import live_reservations
 
-SortKey = str | BaseExpression | OrderBy
+SortKey = str | BaseExpression
 Ordering = Callable[[QuerySet[Ranking]], Sequence[SortKey]]
 """Sort keys over candidate ``RankingTask`` rows (first is most wanted), given the
 annotator's rankings; a key may refer to the candidate through ``OuterRef``."""

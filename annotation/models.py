@@ -1,6 +1,7 @@
 """Who ranked what: the catalogue, items, ranking tasks, annotators and rankings.
 
-Glossary in ../shared/DESIGN.md. Writes go through ``annotation.services``.
+Glossary in ../shared/DESIGN.md. Writes go through ``annotation.services`` (reservations
+through ``annotation.assignment``).
 """
 
 from django.conf import settings

@@ -24,7 +24,7 @@ from core.json import json_safe
 
 from . import selectors, standing
 from .exports import pseudonym
-from .models import AnnotatorStatus, DemographicField
+from .models import AnnotatorStatus
 from .quality.agreement import Reliability, annotator_reliability
 from .quality.breakdown import breakdown
 from .quality.gold import AttentionCheck, annotator_quality
@@ -124,7 +124,7 @@ def quality_report(
     n_boot = study["QUALITY_N_BOOT"] if n_boot is None else n_boot
     counted = selectors.quality_inputs(selectors.counted_rankings(include_synthetic))
     records = without_check_cards(counted.records, counted.checks)
-    fields = list(DemographicField.objects.filter(active=True).values_list("key", flat=True))
+    fields = list(selectors.demographic_questions().values_list("key", flat=True))
     agreement = breakdown(records, fields, k=study["GROUP_K"], n_boot=n_boot, seed=seed)
     bias = position_bias(records, n_boot=n_boot, seed=seed)
     return json_safe(

@@ -1,4 +1,5 @@
-"""Reads of the annotation side, one function per question.
+"""Reads of annotators, their consent and their rankings, one function per question
+(the catalogue, tasks and cards: ``annotation.task_selectors``).
 
 "The rankings that count" is answered here and only here (``counted_rankings``):
 labels, snapshots, exports and the retraining schedule all read through it;

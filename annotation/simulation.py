@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
 
-from . import services
+from . import selectors, services
 from .assignment import next_task
 from .catalogue import prompt_aspects
 from .errors import AnnotatorExcluded
@@ -300,7 +300,7 @@ def simulate(
     An annotator the quality policy excludes stops there; ``excluded`` counts them.
     """
     User = get_user_model()
-    fields = list(DemographicField.objects.filter(active=True))
+    fields = list(selectors.demographic_questions())
     kinds = careless_kinds(count, careless, seed)
     views = planted.views if planted else DEFAULT_VIEWS
     groups = planted_groups(count, planted, seed) if planted else None
