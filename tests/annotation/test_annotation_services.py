@@ -1,3 +1,4 @@
+import io
 import json
 from datetime import timedelta
 
@@ -90,3 +91,21 @@ def test_export_rankings_command(make_tasks, tmp_path):
     assert rows[0]["annotator"].startswith("a-") and rows[0]["annotator"] != "a"
     call_command("export_rankings", "--format", "csv", "--out", str(out))
     assert out.read_text().splitlines()[0].startswith("task,")
+
+
+@pytest.mark.django_db
+def test_create_annotator_command_creates_then_updates():
+    out = io.StringIO()
+    call_command(
+        "create_annotator", "ada", "--password", "pw-1", "--consent", "--staff", stdout=out
+    )
+    user = get_user_model().objects.get(username="ada")
+    assert out.getvalue().strip() == "created ada"
+    assert user.is_staff and user.is_superuser and user.check_password("pw-1")
+    assert selectors.has_consent(user.annotator)
+    call_command("create_annotator", "bob", "--password", "pw-2", stdout=out)
+    bob = get_user_model().objects.get(username="bob")
+    assert not bob.is_staff and not selectors.has_consent(bob.annotator)
+    call_command("create_annotator", "ada", "--password", "pw-3", stdout=out)
+    user.refresh_from_db()
+    assert out.getvalue().splitlines()[-1] == "updated ada" and user.check_password("pw-3")
