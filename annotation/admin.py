@@ -1,12 +1,16 @@
 """Admin: staff manage the catalogue, tasks, demographic fields, consent texts,
 instructions."""
 
+from dataclasses import dataclass
+
 from django import forms
+from django.conf import settings
 from django.contrib import admin
+from django.utils.html import format_html
 
 from core.admin import ReadOnlyAdmin
 
-from . import models
+from . import models, recruitment
 
 
 @admin.register(models.Occupation)
@@ -169,23 +173,56 @@ class ErasureAdmin(ReadOnlyAdmin):
 class StudyAdmin(admin.ModelAdmin):
     """Recruitment: the entry link to paste into the platform, and the exit codes."""
 
-    list_display = ["name", "platform", "active", "entry_link", "created_at"]
+    list_display = ["name", "platform", "active", "created_at"]
     list_filter = ["platform", "active"]
     prepopulated_fields = {"slug": ["name"]}
-    readonly_fields = ["entry_link"]
 
-    @admin.display(description="entry link (paste into the platform)")
-    def entry_link(self, study: models.Study) -> str:
-        """The path with the platform's placeholders (prefix it with the site's address)."""
-        if not study.slug:
+    class Media:
+        js = ["annotation/copy_link.js"]
+
+    def get_list_display(self, request) -> list:
+        names = list(super().get_list_display(request))
+        return [*names[:3], entry_link_column(request), *names[3:]]
+
+    def get_readonly_fields(self, request, obj=None) -> list:
+        return [*super().get_readonly_fields(request, obj), entry_link_column(request)]
+
+
+ENTRY_LINK_HELP = {
+    models.Study.Platform.PROLIFIC: "Prolific: the study URL, with URL parameters on.",
+    models.Study.Platform.MTURK: "MTurk: the external question's URL; MTurk adds its ids.",
+    models.Study.Platform.GENERIC: "Put each participant's id in place of {pid}.",
+}
+
+
+@dataclass(frozen=True)
+class EntryLinkColumn:
+    """The study's full entry link in a read-only box with a copy button, as an admin
+    column or read-only field; equal for equal site URLs (the admin compares fields)."""
+
+    site_url: str
+    __name__ = "entry_link"
+    short_description = "entry link (paste into the platform)"
+
+    def __call__(self, study: models.Study) -> str:
+        if not study.pk or not study.slug:
             return "-"
-        placeholders = {
-            "prolific": "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
-            "&SESSION_ID={{%SESSION_ID%}}",
-            "mturk": "  (MTurk adds workerId, assignmentId, hitId)",
-            "generic": "?pid=PARTICIPANT_ID",
-        }
-        return f"/join/{study.slug}/{placeholders.get(study.platform, '')}"
+        box = f"entry-link-{study.pk}"
+        return format_html(
+            '<input type="text" readonly id="{}" value="{}" size="60" aria-label="{}">'
+            ' <button type="button" class="button" data-copy="{}">Copy</button>'
+            '<div class="help">{}</div>',
+            box,
+            recruitment.entry_link(study, self.site_url),
+            f"Entry link of {study.name}",
+            box,
+            ENTRY_LINK_HELP[study.platform],
+        )
+
+
+def entry_link_column(request) -> EntryLinkColumn:
+    """The column on ``STEREORANK["SITE_URL"]``, else on the host this request came to."""
+    return EntryLinkColumn(settings.STEREORANK["SITE_URL"] or request.build_absolute_uri("/"))
 
 
 @admin.register(models.Participation)

@@ -63,5 +63,9 @@ class AlreadyTookPart(AnnotationError, Conflict):
     """The participant took part in this study already (another session)."""
 
 
+class CannotReconsider(AnnotationError, Conflict):
+    """A screen-out that cannot be taken back (the participant left, or the group is full)."""
+
+
 class GroupFull(AnnotationError, Conflict):
     """The quota of the annotator's group is full: no first task for them."""

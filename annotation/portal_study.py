@@ -1,16 +1,18 @@
 """Portal pages of running a study: arriving by a crowd platform's link, leaving with
-a completion or screen-out code, withdrawing (with or without erasure).
+a completion or screen-out code (a declined consent can be taken back until then),
+logging out without a password, withdrawing (with or without erasure).
 
 Thin views over ``annotation.recruitment``, ``annotation.services`` and
 ``annotation.erasure``, as in ``annotation.portal``.
 """
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import recruitment, services
 from annotation.assignment import next_task
@@ -53,6 +55,56 @@ def withdraw(request):
         messages.info(request, "Your consent is withdrawn. You can agree again at any time.")
         return redirect("portal:consent")
     return render(request, "portal/withdraw.html", {"form": form})
+
+
+@login_required
+def decline(request):
+    """Asks a participant who tapped "I do not agree" to confirm, saying what it means;
+    the confirming form posts ``action=decline`` to the consent page."""
+    participation = _participation(request)
+    if participation is None or participation.outcome:
+        return redirect("portal:consent")
+    return render(request, "portal/decline.html", {"study": participation.study})
+
+
+@login_required
+@require_POST
+def reconsider(request):
+    """A participant who declined by mistake goes back to the consent text (before leaving)."""
+    participation = _participation(request)
+    if participation is None:
+        return redirect("portal:home")
+    try:
+        recruitment.reconsider(participation)
+    except AnnotationError as error:
+        messages.error(request, error.message)
+        return redirect("portal:screened_out")
+    messages.info(request, "Your answer is taken back: read the consent text again.")
+    return redirect("portal:consent")
+
+
+@login_required
+@require_POST
+def leave(request):
+    """Back to the platform with the screen-out code; from then on the answer stands."""
+    participation = _participation(request)
+    if participation is None or participation.outcome != Participation.Outcome.SCREENED_OUT:
+        return redirect("portal:home")
+    recruitment.leave(participation)
+    study = participation.study
+    link = recruitment.exit_link(study, study.screen_out_code, study.screen_out_url)
+    return redirect(link or "portal:screened_out")
+
+
+@require_POST
+def logout_view(request):
+    """Log out; a participant who came by an entry link (no password) is told how to come
+    back, anyone else goes to the log-in page."""
+    participation = _participation(request) if request.user.is_authenticated else None
+    logout(request)
+    if participation is None:
+        return redirect(settings.LOGOUT_REDIRECT_URL)
+    return render(request, "portal/left.html", {"study": participation.study})
 
 
 def erased(request):
@@ -151,6 +203,7 @@ def screened_out(request):
         {
             "study": study,
             "reason": participation.screen_out_reason,
+            "can_reconsider": recruitment.can_reconsider(participation),
             "code": study.screen_out_code,
             "link": recruitment.exit_link(study, study.screen_out_code, study.screen_out_url),
         },

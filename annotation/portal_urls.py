@@ -1,4 +1,3 @@
-from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from annotation import portal, portal_study
@@ -9,13 +8,16 @@ urlpatterns = [
     path("", portal.home, name="home"),
     path("signup/", portal.signup, name="signup"),
     path("login/", portal.PortalLoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("logout/", portal_study.logout_view, name="logout"),
     path("consent/", portal.consent, name="consent"),
     path("consent/withdraw/", portal_study.withdraw, name="withdraw"),
+    path("consent/decline/", portal_study.decline, name="decline"),
     path("erased/", portal_study.erased, name="erased"),
     path("join/<slug:slug>/", portal_study.join, name="join"),
     path("complete/", portal_study.complete, name="complete"),
     path("screened-out/", portal_study.screened_out, name="screened_out"),
+    path("screened-out/reconsider/", portal_study.reconsider, name="reconsider"),
+    path("screened-out/leave/", portal_study.leave, name="leave"),
     path("demographics/", portal.demographics, name="demographics"),
     path("rank/", portal.rank, name="rank"),
     path("instructions/", portal.instructions, name="instructions"),

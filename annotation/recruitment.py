@@ -12,8 +12,13 @@ A study's entry link is ``/join/<slug>/`` plus the platform's ids:
 A new participant gets an annotator with a random name and no password; the
 participant id is kept only as HMAC-SHA256(``STEREORANK["EXTERNAL_ID_KEY"]``,
 "platform:id"), and the platform's session id (Prolific SESSION_ID, MTurk
-assignmentId) beside it. The same link logs the participant back in (resume);
-the same participant id with another session is refused (take part once).
+assignmentId) beside it. The same link logs the participant back in (resume).
+The same participant id with another session: on Prolific, which admits a
+participant once per study and gives a new SESSION_ID only after the earlier one
+was returned or timed out, it is the same participation (resume, or the code
+again once finished); on MTurk, where each assignment is paid, it is refused.
+A participant who declined consent may take it back until they follow the link
+back to the platform.
 Whoever holds a participant's link can act as them, as with every crowd study
 that identifies people by URL; the link holds no personal data of ours.
 
@@ -37,7 +42,7 @@ from django.utils import timezone
 from rest_framework.throttling import SimpleRateThrottle
 
 from . import selectors
-from .errors import AlreadyTookPart, InvalidLink, StudyClosed
+from .errors import AlreadyTookPart, CannotReconsider, InvalidLink, StudyClosed
 from .exports import pseudonym
 from .models import AnnotatorProfile
 from .study_models import Participation, Study
@@ -95,15 +100,21 @@ def external_id_hash(platform: str, external_id: str) -> str:
 
 
 def returning(study: Study, arrival: Arrival) -> Participation | None:
-    """The participation this link resumes; None for a newcomer; ``AlreadyTookPart`` when the
-    participant comes back with another session (they take part once)."""
+    """The participation this link resumes; None for a newcomer. Another session resumes
+    on Prolific (one still taking part continues under the new session id) and raises
+    ``AlreadyTookPart`` elsewhere (each MTurk assignment is paid)."""
     found = (
         Participation.objects.select_related("annotator__user", "study")
         .filter(study=study, external_id_hash=external_id_hash(study.platform, arrival.external_id))
         .first()
     )
-    if found is not None and found.session_id != arrival.session_id:
+    if found is None or found.session_id == arrival.session_id:
+        return found
+    if study.platform != Study.Platform.PROLIFIC:
         raise AlreadyTookPart("You have already taken part in this study: thank you.")
+    if found.outcome == Participation.Outcome.TAKING_PART:
+        found.session_id = arrival.session_id
+        found.save(update_fields=["session_id"])
     return found
 
 
@@ -173,6 +184,54 @@ def screen_out(participation: Participation, reason: str) -> Participation:
         participation.finished_at = timezone.now()
         participation.save(update_fields=["outcome", "screen_out_reason", "finished_at"])
     return participation
+
+
+def can_reconsider(participation: Participation) -> bool:
+    """Whether a screen-out can be taken back: a declined consent, before leaving."""
+    return (
+        participation.outcome == Participation.Outcome.SCREENED_OUT
+        and participation.screen_out_reason == Participation.ScreenOut.DECLINED_CONSENT
+        and participation.left_at is None
+    )
+
+
+def reconsider(participation: Participation) -> Participation:
+    """Take back a declined consent (a mis-tap): the participant is taking part again and
+    goes back to the consent text; ``CannotReconsider`` once they left or for a full group."""
+    if not can_reconsider(participation):
+        raise CannotReconsider(
+            "You can no longer change this answer here: you went back to the platform."
+            if participation.left_at
+            else "There is no declined consent to take back."
+        )
+    participation.outcome = Participation.Outcome.TAKING_PART
+    participation.screen_out_reason = ""
+    participation.finished_at = None
+    participation.save(update_fields=["outcome", "screen_out_reason", "finished_at"])
+    return participation
+
+
+def leave(participation: Participation) -> Participation:
+    """Record that a finished participant followed the link back to the platform (once)."""
+    if participation.outcome != Participation.Outcome.TAKING_PART and not participation.left_at:
+        participation.left_at = timezone.now()
+        participation.save(update_fields=["left_at"])
+    return participation
+
+
+def entry_link(study: Study, site_url: str) -> str:
+    """The entry link to paste into the study's platform, on the site at ``site_url``
+    (scheme and host): Prolific's URL parameters, MTurk's bare address (MTurk appends
+    its ids), ``?pid={pid}`` elsewhere (whoever sends it puts each participant's id in
+    place of ``{pid}``; left as is, ``parse_arrival`` refuses it)."""
+    base = f"{site_url.rstrip('/')}/join/{study.slug}/"
+    if study.platform == Study.Platform.PROLIFIC:
+        return base + (
+            "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+        )
+    if study.platform == Study.Platform.MTURK:
+        return base
+    return base + "?pid={pid}"
 
 
 def exit_link(study: Study, code: str, url: str) -> str:

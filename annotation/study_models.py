@@ -112,6 +112,9 @@ class Participation(models.Model):
     outcome = models.CharField(max_length=20, choices=Outcome.choices, blank=True, default="")
     screen_out_reason = models.CharField(max_length=30, choices=ScreenOut.choices, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # When a screened-out participant followed the link back to the platform: until then a
+    # declined consent can be taken back (``recruitment.reconsider``).
+    left_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at"]

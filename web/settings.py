@@ -290,6 +290,9 @@ STEREORANK = {
     "PSEUDONYM_KEY": env.str("STEREORANK_PSEUDONYM_KEY", default=SECRET_KEY),
     # Secret of the keyed hash that is all we keep of a crowd platform's participant id.
     "EXTERNAL_ID_KEY": env.str("STEREORANK_EXTERNAL_ID_KEY", default=SECRET_KEY),
+    # Scheme and host participants reach, for the entry links shown in the admin
+    # (e.g. https://study.example.org); blank: the host the admin page was asked on.
+    "SITE_URL": env.str("STEREORANK_SITE_URL", default=""),
     # Quality (annotation/quality/). The agreement subset: this fraction of the tasks
     # build_tasks makes is ranked by AGREEMENT_OVERLAP annotators, the rest by TASK_OVERLAP.
     "AGREEMENT_FRACTION": env.float("STEREORANK_AGREEMENT_FRACTION", default=0.2),

@@ -105,7 +105,7 @@ def test_running_out_of_tasks_also_completes(prolific_study, make_tasks):
     assert client.get(reverse("portal:complete")).context["code"] == "C0MPL3T3"
 
 
-def test_the_same_link_resumes_and_another_session_is_refused(prolific_study, make_tasks):
+def test_the_same_link_and_another_prolific_session_resume(prolific_study, make_tasks):
     make_tasks(2, 2)
     prolific = FakeProlific(prolific_study.slug)
     pid = prolific.new_participant_id()
@@ -117,9 +117,13 @@ def test_the_same_link_resumes_and_another_session_is_refused(prolific_study, ma
     assert second.get(reverse("portal:home")).context["user"].pk == (
         Participation.objects.get().annotator.user_id
     )
-    _, response = _arrive(prolific.link(pid, session_id="another-session"))
-    assert response.status_code == 409
-    assert "already taken part" in response.content.decode()
+    # Another Prolific session (the earlier one returned or timed out) after 0 of 2
+    # tasks: the same participation resumes, under the new session id (issue 21).
+    third, response = _arrive(prolific.link(pid, session_id="another-session"))
+    assert response.status_code == 302 and response.url == reverse("portal:home")
+    assert third.get(reverse("portal:rank")).context["done"] == 0
+    participation = Participation.objects.get()
+    assert participation.session_id == "another-session"
     assert AnnotatorProfile.objects.count() == 1
 
 

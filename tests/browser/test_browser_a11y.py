@@ -84,7 +84,9 @@ def test_portal_pages_have_no_serious_violations(driver, live_server, portal_sit
     found += audit(driver, "rank")
     driver.find_element("id", "review-order").click()
     found += audit(driver, "rank, review dialog open")
-    click_and_wait(driver, "#confirm-submit")
+    driver.find_element("id", "confirm-submit").click()
+    found += audit(driver, "rank, asked about the order as shown")
+    click_and_wait(driver, "#unchanged-submit")
     assert "Ranking saved." in driver.find_element("css selector", ".messages").text
     found += audit(driver, "rank, with a message")
     go(driver, url + reverse("portal:consent"))

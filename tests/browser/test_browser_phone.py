@@ -1,5 +1,6 @@
 """Ranking on a 390x844 touch screen: swipes over a card scroll, the handle drags,
-images are large enough to judge, the review dialog's buttons stay in view."""
+the cards sit in two columns so that the whole order fits one screen (issue 21),
+the review dialog's buttons stay in view."""
 
 import pytest
 from django.urls import reverse
@@ -45,7 +46,7 @@ def _point_in(driver, element, fy: float = 0.5):
     return r["left"] + r["width"] / 2, top + (bottom - top) * fy
 
 
-def test_the_phone_matches_a_coarse_pointer_and_one_column(on_phone):
+def test_the_phone_matches_a_coarse_pointer_and_two_columns(on_phone):
     assert on_phone.execute_script("return matchMedia('(pointer: coarse)').matches")
     assert on_phone.execute_script("return innerWidth") == 390
     assert on_phone.execute_script("return document.documentElement.scrollWidth") <= 390
@@ -53,14 +54,20 @@ def test_the_phone_matches_a_coarse_pointer_and_one_column(on_phone):
         round(rect(on_phone, c)["left"])
         for c in on_phone.find_elements("css selector", ".rank-card")
     }
-    assert len(lefts) == 1, "cards sit in one column"
+    assert len(lefts) == 2, "cards sit in two columns"
 
 
-def test_images_are_large_enough_to_judge(on_phone):
+def test_the_whole_order_fits_one_screen_with_images_large_enough_to_judge(on_phone):
     widths = [
         rect(on_phone, i)["width"] for i in on_phone.find_elements("css selector", ".rank-card img")
     ]
-    assert len(widths) == 6 and min(widths) >= 240, widths
+    assert len(widths) == 6 and min(widths) >= 150, widths
+    cards = on_phone.find_elements("css selector", ".rank-card")
+    assert rect(on_phone, cards[-1])["bottom"] - rect(on_phone, cards[0])["top"] <= 844 - 60
+    for card in cards:  # each card's controls are within reach, at 44 px or more
+        for control in card.find_elements("css selector", ".handle, button.move"):
+            box = rect(on_phone, control)
+            assert box["width"] >= 44 and box["height"] >= 44, box
 
 
 def test_a_swipe_over_a_card_scrolls_and_keeps_the_order(on_phone):
@@ -96,10 +103,11 @@ def test_the_handle_reorders(on_phone):
         "auto",
         "manipulation",
     )
-    target = rect(on_phone, cards[1])
-    assert target["top"] + 40 < 844 - 64, "the second card's top is in view, away from the edge"
+    target = rect(on_phone, cards[1])  # beside the first, in the other column
+    end = (target["left"] + target["width"] / 2, target["top"] + target["height"] / 2)
+    assert end[1] < 844 - 64, "the second card's middle is in view, away from the edge"
     scrolled = on_phone.execute_script("return scrollY")
-    touch_drag(on_phone, start, (start[0], target["top"] + 40))
+    touch_drag(on_phone, start, end)
     assert shown(on_phone) == [before[1], before[0], *before[2:]]
     assert on_phone.find_element("id", "order-input").get_attribute("value").split(",") == (
         [before[1], before[0], *before[2:]]
@@ -131,13 +139,25 @@ def test_the_review_dialog_fits_and_submits(on_phone, height):
         button = rect(on_phone, on_phone.find_element("id", name))
         assert box["top"] <= button["top"] and button["bottom"] <= box["bottom"], (name, button)
     on_phone.find_element("id", "confirm-submit").click()
+    # The order as shown: asked once, and the question fits the screen too.
+    question = on_phone.find_element("id", "unchanged-panel")
+    assert question.is_displayed()
+    box = rect(on_phone, question)
+    assert box["top"] >= 0 and box["bottom"] <= height, box
+    assert Ranking.objects.count() == 0
+    on_phone.find_element("id", "unchanged-submit").click()
     wait_until(on_phone, lambda d: Ranking.objects.count() == 1)
 
 
 def test_holding_a_dragged_card_at_the_bottom_edge_scrolls_on(on_phone):
-    """Six tall cards do not fit one screen: near an edge the page follows the finger."""
+    """With the browser's bars shown (600 px left), six cards do not fit one screen even
+    in two columns: near an edge the page follows the finger."""
     import time
 
+    on_phone.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 390, "height": 600, "deviceScaleFactor": 1, "mobile": True},
+    )
     before = shown(on_phone)
     handle = on_phone.find_elements("css selector", ".rank-card .handle")[0]
     on_phone.execute_script("arguments[0].scrollIntoView(); scrollBy(0, -120);", handle)
@@ -145,7 +165,7 @@ def test_holding_a_dragged_card_at_the_bottom_edge_scrolls_on(on_phone):
     send = on_phone.execute_cdp_cmd
     send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
     for step in range(1, 11):
-        point = {"x": x, "y": y + (830 - y) * step / 10}
+        point = {"x": x, "y": y + (586 - y) * step / 10}
         send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [point]})
     scrolled = on_phone.execute_script("return scrollY")
     time.sleep(1.0)  # the finger rests at the bottom edge

@@ -78,10 +78,14 @@ def _confirm_and_submit(driver):
     panel = driver.find_element("id", "confirm-panel")
     assert panel.is_displayed()
     listed = driver.find_elements("css selector", "#confirm-list li")
-    labels = [
-        c.get_attribute("data-label") for c in driver.find_elements("css selector", ".rank-card")
+    cards = driver.find_elements("css selector", ".rank-card")
+    # The images themselves, numbered, in the order to submit (issue 21).
+    assert [li.find_element("css selector", "img").get_attribute("src") for li in listed] == [
+        c.find_element("css selector", "img").get_attribute("src") for c in cards
     ]
-    assert [li.text.split(" — ")[0] for li in listed] == labels
+    assert [li.get_attribute("textContent") for li in listed] == [
+        f"{i}{c.get_attribute('data-label')}" for i, c in enumerate(cards, 1)
+    ]
     # "Go back" closes the panel without submitting.
     driver.find_element("id", "confirm-back").click()
     assert not panel.is_displayed()

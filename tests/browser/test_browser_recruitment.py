@@ -51,10 +51,12 @@ def _click(driver, element) -> None:
 
 
 def _submit_ranking(driver) -> None:
-    """Review and submit the order as shown, then wait for the next page to load."""
+    """Review and submit the order as shown (and say so when asked), then wait for the
+    next page to load."""
     form = driver.find_element("id", "rank-form")
     _click(driver, driver.find_element("id", "review-order"))
     _click(driver, driver.find_element("id", "confirm-submit"))
+    _click(driver, driver.find_element("id", "unchanged-submit"))
     wait_replaced(driver, form)
 
 

@@ -1,5 +1,6 @@
 /* Ranking and practice pages: reorder cards by dragging their handle, by their
-   move buttons or by keyboard; review the order in a modal dialog before POST. */
+   move buttons or by keyboard; review the order (the images, as ordered) in a modal
+   dialog before POST; on the ranking page, an order left as shown is questioned once. */
 (function () {
   "use strict";
   var form = document.getElementById("rank-form");
@@ -11,7 +12,12 @@
   var panel = document.getElementById("confirm-panel");
   var confirmList = document.getElementById("confirm-list");
   var reviewButton = document.getElementById("review-order");
+  var unchanged = document.getElementById("unchanged-panel");
+  var confirmSubmit = document.getElementById("confirm-submit");
   var started = Date.now();
+  var shownOrder = null;
+  var asked = false;
+  var returnFocus = null;
 
   function cards() { return Array.prototype.slice.call(list.querySelectorAll(".rank-card")); }
 
@@ -127,25 +133,66 @@
   document.addEventListener("pointerup", endDrag);
   document.addEventListener("pointercancel", endDrag);
 
-  /* The review dialog: a real modal (the page behind is inert, Escape closes it). */
+  /* The review dialog: a real modal (the page behind is inert, Escape closes it) that
+     shows each image, numbered, in the order it will be submitted. */
   function openPanel() {
     confirmList.innerHTML = "";
-    cards().forEach(function (card) {
+    cards().forEach(function (card, i) {
       var li = document.createElement("li");
-      li.textContent = card.dataset.label + " — " + card.querySelector(".prompt").textContent;
+      var image = document.createElement("img");
+      var caption = document.createElement("span");
+      var number = document.createElement("span");
+      image.src = card.querySelector("img").src;
+      image.alt = card.querySelector(".prompt").textContent;
+      number.className = "position";
+      number.setAttribute("aria-hidden", "true");
+      number.textContent = String(i + 1);
+      caption.className = "confirm-caption";
+      caption.appendChild(number);
+      caption.appendChild(document.createTextNode(card.dataset.label));
+      li.appendChild(image);
+      li.appendChild(caption);
       confirmList.appendChild(li);
     });
     if (!panel.open) panel.showModal();
-    document.getElementById("confirm-submit").focus();
+    confirmSubmit.focus();
   }
   reviewButton.addEventListener("click", openPanel);
   document.getElementById("confirm-back").addEventListener("click", function () { panel.close(); });
-  panel.addEventListener("close", function () { reviewButton.focus(); });
+  panel.addEventListener("close", function () {
+    (returnFocus || reviewButton).focus();
+    returnFocus = null;
+  });
+
+  /* The order as shown, questioned once: untouched orders count against an annotator. */
+  function askUnchanged() {
+    asked = true;
+    unchanged.showModal();
+    document.getElementById("unchanged-back").focus();
+  }
+  if (unchanged) {
+    document.getElementById("unchanged-back").addEventListener("click", function () {
+      unchanged.close();
+      returnFocus = cards()[0];
+      panel.close();
+    });
+    document.getElementById("unchanged-submit").addEventListener("click", function () {
+      unchanged.close();
+      form.requestSubmit(confirmSubmit);
+    });
+  }
+
   form.addEventListener("submit", function (event) {
     if (!panel.open) { event.preventDefault(); openPanel(); return; }
     refresh();
+    if (unchanged && !asked && orderInput.value === shownOrder) {
+      event.preventDefault();
+      askUnchanged();
+      return;
+    }
     secondsInput.value = ((Date.now() - started) / 1000).toFixed(1);
   });
 
   refresh();
+  shownOrder = orderInput.value;
 })();
