@@ -92,7 +92,8 @@ def test_a_forced_mismatch_exits_1_naming_it(cuda_check, capsys):
     assert figures["scores"]["max_diff"] == pytest.approx(0.5, abs=1e-6)
     assert figures["rho_diff"] == 0  # training agreed
     line = err.strip().splitlines()[-1]  # (the lines before: the log's)
-    assert line.startswith("mismatch: scorer scores differ by up to 5.00e-01 > 1e-04")
+    assert line.startswith("mismatch: scorer scores of ")
+    assert "max |diff| 5.00e-01, tolerance 1e-04" in line
     assert "eval rho" not in line
 
 
