@@ -38,6 +38,9 @@ COPY training training
 COPY scoring scoring
 COPY manage.py gunicorn.conf.py ./
 RUN pip install --no-deps .
+# The CUDA check (an image built with TORCH_VARIANT=cu...), on the GPU worker:
+#   docker compose run --rm --no-deps worker-gpu python benchmarks/cuda_check.py
+COPY benchmarks/cuda_check.py benchmarks/cuda_check.py
 
 # Static files: collected once, in production mode (manifest + compressed storage) into
 # the STATIC_ROOT the runtime reads; whitenoise serves them. collectstatic opens no
