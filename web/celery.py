@@ -1,11 +1,13 @@
-"""The one Celery app. Queues: ``default`` (augmentation, bookkeeping) and
-``gpu`` (embedding, training and scoring); tasks are routed by name in ``task_routes``."""
+"""The one Celery app. Queues: ``default`` (augmentation, the retraining schedule) and
+``gpu`` (training, evaluation, perspective reports); tasks are routed by name in ``task_routes``."""
 
 import os
 
 from celery import Celery
 from celery.signals import beat_init, worker_ready, worker_shutdown
 from kombu import Queue
+
+from web.heartbeat import start_heartbeat, stop_heartbeat
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "web.settings")
 
@@ -31,26 +33,19 @@ app.conf.update(
 app.autodiscover_tasks()
 
 
-# Workers and beat write heartbeats for /healthz (web/health.py, imported late so that
-# `python -m web.health`, the compose probe, runs without importing itself twice).
+# Workers and beat write heartbeats for /healthz (web/heartbeat.py; web/health.py reads them).
 @worker_ready.connect
 def _worker_heartbeat(sender, **kwargs) -> None:
     """A ready worker beats for each queue it consumes."""
-    from web.health import start_heartbeat
-
     queues = sorted(q.name for q in sender.task_consumer.queues) if sender.task_consumer else []
     start_heartbeat([f"worker:{q}" for q in queues])
 
 
 @beat_init.connect
 def _beat_heartbeat(sender, **kwargs) -> None:
-    from web.health import start_heartbeat
-
     start_heartbeat(["beat"])
 
 
 @worker_shutdown.connect
 def _stop_heartbeat(sender, **kwargs) -> None:
-    from web.health import stop_heartbeat
-
     stop_heartbeat()

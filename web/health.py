@@ -10,9 +10,9 @@ exception class names) covers:
 - ``worker:<queue>`` and ``beat``: the age of the newest heartbeat. Every worker,
   once ready, and beat, once started (signals in ``web/celery.py``), write ``time.time()`` under
   ``heartbeat:<component>`` in the ``health`` cache (Redis; files under VAR_DIR in
-  the embedded mode) every ``HEARTBEAT_SECONDS`` from a daemon thread, so a solo
-  worker busy with a five-hour training run still answers. A heartbeat older than
-  ``STALE_AFTER`` (or none) is down.
+  the embedded mode) every ``HEARTBEAT_SECONDS`` from a daemon thread (``web/heartbeat.py``),
+  so a solo worker busy with a five-hour training run still answers. A heartbeat older
+  than ``STALE_AFTER`` (or none) is down.
 
 200 when every check in ``settings.HEALTH["REQUIRED"]`` is ok, else 503 with
 ``down`` naming the failing ones. A heartbeat proves that the process lives and
@@ -26,25 +26,20 @@ import json
 import logging
 import os
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 from django.urls import path
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from web.heartbeat import heartbeat_key
+
 log = logging.getLogger(__name__)
 
 CHECK_TIMEOUT = 2.0
 QUEUES = ("default", "gpu")
-
-
-def heartbeat_key(component: str) -> str:
-    """The health-cache key of one component's heartbeat, e.g. ``heartbeat:worker:gpu``."""
-    return f"heartbeat:{component}"
 
 
 def heartbeat_state(at: float | None, now: float, stale_after: float) -> dict:
@@ -146,67 +141,6 @@ def healthz(request):
 
 
 urlpatterns = [path("healthz", healthz, name="healthz")]
-
-
-class Heartbeat(threading.Thread):
-    """Writes ``time.time()`` for some components every ``interval`` seconds (daemon thread)."""
-
-    def __init__(self, components: list[str], interval: float, ttl: float, file: str = "") -> None:
-        super().__init__(name="stereorank-heartbeat", daemon=True)
-        self.components, self.interval, self.ttl = components, interval, ttl
-        self.file = Path(file) if file else None
-        self.stopped = threading.Event()
-
-    def beat_once(self) -> None:
-        """One heartbeat: the cache keys (for /healthz) and the local file (for a probe)."""
-        from django.core.cache import caches
-
-        now = time.time()
-        try:
-            caches["health"].set_many(
-                {heartbeat_key(c): now for c in self.components}, timeout=self.ttl
-            )
-        except Exception as exc:  # noqa: BLE001 - a missed beat shows as stale, not a crash
-            log.warning("heartbeat not written: %r", exc)
-            return
-        if self.file:
-            self.file.touch()
-
-    def run(self) -> None:
-        while not self.stopped.wait(self.interval):
-            self.beat_once()
-
-    def stop(self) -> None:
-        """Stop beating (the cache keys go stale on their own: other workers may share them)."""
-        self.stopped.set()
-        if self.file:
-            self.file.unlink(missing_ok=True)
-
-
-_heartbeat: Heartbeat | None = None
-
-
-def start_heartbeat(components: list[str]) -> Heartbeat:
-    """Beat once now, then from a daemon thread; one heartbeat per process."""
-    global _heartbeat
-    from django.conf import settings
-
-    if _heartbeat is not None:
-        _heartbeat.stop()
-    health = settings.HEALTH
-    _heartbeat = Heartbeat(
-        components, health["HEARTBEAT_SECONDS"], health["STALE_AFTER"], health["HEARTBEAT_FILE"]
-    )
-    _heartbeat.beat_once()
-    _heartbeat.start()
-    log.info("heartbeat for %s every %ss", ", ".join(components), health["HEARTBEAT_SECONDS"])
-    return _heartbeat
-
-
-def stop_heartbeat() -> None:
-    """Stop this process's heartbeat, if any (a worker shutting down)."""
-    if _heartbeat is not None:
-        _heartbeat.stop()
 
 
 # The probe (compose health checks): standard library only, no Django set-up.
