@@ -102,6 +102,11 @@ def demographic_questions() -> QuerySet[DemographicField]:
     return DemographicField.objects.filter(active=True)
 
 
+def demographic_fields() -> QuerySet[DemographicField]:
+    """Every demographic field, retired ones too (old answers keep their key), in order."""
+    return DemographicField.objects.all()
+
+
 def consented_rankings(include_synthetic: bool = False) -> QuerySet[Ranking]:
     """Rankings whose annotator's consent stands (a withdrawal takes them out), synthetic
     annotators' only when asked for: what the quality report reads, gold tasks and
@@ -300,6 +305,11 @@ def quality_data_version() -> str:
 def annotators() -> QuerySet[AnnotatorProfile]:
     """Annotator profiles: staff accounts rank only to try the portal and are left out."""
     return AnnotatorProfile.objects.filter(user__is_staff=False)
+
+
+def annotator_profile(profile_id: int) -> AnnotatorProfile | None:
+    """Profile ``profile_id`` with its user (staff included), if there is one."""
+    return AnnotatorProfile.objects.select_related("user").filter(pk=profile_id).first()
 
 
 def active_annotators() -> QuerySet[AnnotatorProfile]:

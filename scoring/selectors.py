@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
+from training import selectors, services
 from training.models import Checkpoint
-from training.registry import get_version
 
 
 def active_version() -> int | None:
     """The active version's number: the scorer's per-request freshness check (one indexed
     row, one column; the weights are read only when the number changes)."""
-    return (
-        Checkpoint.objects.filter(status=Checkpoint.Status.ACTIVE)
-        .values_list("version", flat=True)
-        .first()
-    )
+    return selectors.active_version()
 
 
 def checkpoint(version: int) -> Checkpoint:
     """Version ``version``'s row; ``VersionNotFound`` when there is none."""
-    return get_version(version)
+    return services.get_version(version)

@@ -88,7 +88,7 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 class RunInSerializer(serializers.Serializer):
-    snapshot = serializers.PrimaryKeyRelatedField(queryset=DatasetSnapshot.objects.all())
+    snapshot = serializers.PrimaryKeyRelatedField(queryset=selectors.snapshot_choices())
     encoder = serializers.CharField(required=False, allow_blank=True)
     epochs = serializers.IntegerField(required=False, min_value=1)
     paraphrases = serializers.IntegerField(default=0, min_value=0, max_value=50)
@@ -133,7 +133,7 @@ class CompareSerializer(serializers.Serializer):
     a = serializers.IntegerField()
     b = serializers.IntegerField()
     snapshot = serializers.PrimaryKeyRelatedField(
-        queryset=DatasetSnapshot.objects.all(), required=False
+        queryset=selectors.snapshot_choices(), required=False
     )
 
 
@@ -188,7 +188,7 @@ class RunView(StaffView):
 class CancelRunView(StaffView):
     @extend_schema(request=None, responses=RunSerializer)
     def post(self, request, run_id: int):
-        run = TrainingRun.objects.filter(pk=run_id).first()
+        run = selectors.run(run_id)
         if run is None:
             return Response({"detail": f"there is no run {run_id}"}, status=404)
         run = services.cancel_run(run, user=request.user)
@@ -198,8 +198,7 @@ class CancelRunView(StaffView):
 class CheckpointsView(StaffView):
     @extend_schema(responses=CheckpointSerializer(many=True))
     def get(self, request):
-        qs = Checkpoint.objects.select_related("parent")
-        return Response(CheckpointSerializer(qs, many=True).data)
+        return Response(CheckpointSerializer(selectors.lineage(), many=True).data)
 
 
 class PromoteView(StaffView):
@@ -248,7 +247,7 @@ class CompareView(StaffView):
 
 class PerspectivesQuerySerializer(serializers.Serializer):
     snapshot = serializers.PrimaryKeyRelatedField(
-        queryset=DatasetSnapshot.objects.all(), required=False
+        queryset=selectors.snapshot_choices(), required=False
     )
     field = serializers.ListField(
         child=serializers.CharField(min_length=1), required=False, help_text="Demographic field(s)."

@@ -30,7 +30,7 @@ import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from django.conf import settings as django_settings
@@ -43,64 +43,16 @@ from core.errors import StereorankError
 from . import services
 from .errors import ScheduleError
 from .models import RetrainDecision, TrainingRun
+from .schedule_settings import TASK_NAME, ScheduleSettings
 from .selectors import active_checkpoint, latest_snapshot
 from .snapshots import new_rankings_since
 
 log = logging.getLogger(__name__)
 
-PROMOTION_POLICIES = ("manual", "auto")
 # Arbitrary constant naming the advisory lock; any other user of
 # advisory locks in this database must pick a different one.
 RETRAIN_LOCK_KEY = 0x5354_5252  # "STRR"
-TASK_NAME = "training.scheduled_retrain"
 DEFAULT_SCHEDULE = "Retrain on new rankings"
-
-
-@dataclass(frozen=True)
-class ScheduleSettings:
-    """What one schedule asks for; defaults are the seed's."""
-
-    min_new_rankings: int = 50
-    promotion: str = "manual"
-    encoder: str = ""  # empty: settings.TRAINING["DEFAULT_ENCODER"]
-    epochs: int = 12
-    paraphrases: int = 8
-    include_synthetic: bool = False
-
-    @classmethod
-    def from_kwargs(cls, kwargs: dict) -> "ScheduleSettings":
-        """Validate a PeriodicTask's kwargs; unknown keys and bad values are refused."""
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(kwargs) - set(known))
-        if unknown:
-            raise ScheduleError(
-                f"Unknown schedule setting(s): {', '.join(unknown)}; known: {', '.join(known)}."
-            )
-        values = {}
-        for name, value in kwargs.items():
-            default = known[name].default
-            if isinstance(default, bool):
-                if not isinstance(value, bool):
-                    raise ScheduleError(f"{name} must be true or false, not {value!r}.")
-            elif isinstance(default, int):
-                if isinstance(value, bool) or not isinstance(value, int):
-                    raise ScheduleError(f"{name} must be a whole number, not {value!r}.")
-            elif not isinstance(value, str):
-                raise ScheduleError(f"{name} must be a string, not {value!r}.")
-            values[name] = value
-        settings = cls(**values)
-        if settings.min_new_rankings < 1:
-            raise ScheduleError("min_new_rankings must be at least 1.")
-        if settings.epochs < 1:
-            raise ScheduleError("epochs must be at least 1.")
-        if settings.paraphrases < 0:
-            raise ScheduleError("paraphrases must be 0 or more.")
-        if settings.promotion not in PROMOTION_POLICIES:
-            raise ScheduleError(
-                f"promotion must be one of {', '.join(PROMOTION_POLICIES)}, "
-                f"not {settings.promotion!r}."
-            )
-        return settings
 
 
 @dataclass(frozen=True)

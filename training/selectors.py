@@ -4,22 +4,91 @@ from __future__ import annotations
 
 from django.db.models import F, Func, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
+from django_celery_beat.models import PeriodicTask
 
 from annotation.selectors import counted_rankings, erasures_after
 
 from .models import (
+    Augmentation,
     Checkpoint,
     DatasetSnapshot,
     Evaluation,
     PerspectiveReport,
     PerspectiveSummary,
+    RegistryEvent,
+    RetrainDecision,
     TrainingRun,
 )
+from .schedule_settings import TASK_NAME
 
 
 def active_checkpoint() -> Checkpoint | None:
     """The version the platform serves, if one is active."""
     return Checkpoint.objects.filter(status=Checkpoint.Status.ACTIVE).first()
+
+
+def active_version() -> int | None:
+    """The active version's number alone (one indexed row, one column)."""
+    return (
+        Checkpoint.objects.filter(status=Checkpoint.Status.ACTIVE)
+        .values_list("version", flat=True)
+        .first()
+    )
+
+
+def checkpoints() -> QuerySet[Checkpoint]:
+    """Every version, newest first (the model's order): a form's choices."""
+    return Checkpoint.objects.all()
+
+
+def checkpoint(version: int) -> Checkpoint | None:
+    """Version ``version``, if there is one."""
+    return Checkpoint.objects.filter(version=version).first()
+
+
+def newest_checkpoint() -> Checkpoint | None:
+    """The highest version, whatever its status."""
+    return Checkpoint.objects.order_by("-version").first()
+
+
+def lineage(oldest_first: bool = False) -> QuerySet[Checkpoint]:
+    """Every version with its parent (the registry's table), newest first unless asked."""
+    order = "version" if oldest_first else "-version"
+    return Checkpoint.objects.select_related("parent").order_by(order)
+
+
+def registry_events(limit: int = 20) -> QuerySet[RegistryEvent]:
+    """The latest promotions and roll-backs, newest first, with their versions and user."""
+    return RegistryEvent.objects.select_related("checkpoint", "previous", "user")[:limit]
+
+
+def version_metrics(snapshot: DatasetSnapshot | None = None) -> list[dict]:
+    """``{"version", "status", "metrics"}`` of every version, oldest first: each version's
+    own metrics, or with ``snapshot`` those of its evaluation there (versions not
+    evaluated on it left out)."""
+    if snapshot is None:
+        rows = Checkpoint.objects.order_by("version").values("version", "status", "metrics")
+    else:
+        rows = (
+            Evaluation.objects.filter(snapshot=snapshot)
+            .order_by("checkpoint__version")
+            .values("metrics", version=F("checkpoint__version"), status=F("checkpoint__status"))
+        )
+    return list(rows)
+
+
+def per_occupation_rho(snapshot: DatasetSnapshot, *checkpoints: Checkpoint) -> dict[int, dict]:
+    """``{checkpoint id: per-occupation rho}`` of those checkpoints evaluated on ``snapshot``."""
+    return dict(
+        Evaluation.objects.filter(checkpoint__in=checkpoints, snapshot=snapshot).values_list(
+            "checkpoint_id", "metrics__per_occupation"
+        )
+    )
+
+
+def run(run_id: int) -> TrainingRun | None:
+    """Run ``run_id``, if there is one."""
+    return TrainingRun.objects.filter(pk=run_id).first()
 
 
 def runs() -> QuerySet[TrainingRun]:
@@ -45,7 +114,35 @@ def snapshots() -> QuerySet[DatasetSnapshot]:
 
 
 def latest_snapshot() -> DatasetSnapshot | None:
+    """The newest snapshot (without its examples), if any."""
     return snapshots().first()
+
+
+def snapshot_choices() -> QuerySet[DatasetSnapshot]:
+    """Every snapshot, whole (examples included): an API field's choices, passed on to services."""
+    return DatasetSnapshot.objects.all()
+
+
+def snapshot(snapshot_id: int) -> DatasetSnapshot | None:
+    """Snapshot ``snapshot_id``, whole (examples included), if there is one."""
+    return DatasetSnapshot.objects.filter(pk=snapshot_id).first()
+
+
+def augmentation(augmentation_id: int) -> Augmentation | None:
+    """Augmentation ``augmentation_id``, if there is one."""
+    return Augmentation.objects.filter(pk=augmentation_id).first()
+
+
+def retrain_schedules() -> QuerySet[PeriodicTask]:
+    """The beat schedules that run the retraining step, with their timing."""
+    return PeriodicTask.objects.filter(task=TASK_NAME).select_related(
+        "interval", "crontab", "solar", "clocked"
+    )
+
+
+def retrain_decisions(limit: int = 50) -> QuerySet[RetrainDecision]:
+    """The schedules' latest decisions, newest first, with their checkpoint."""
+    return RetrainDecision.objects.select_related("checkpoint")[:limit]
 
 
 def not_evaluated_on(snapshot: DatasetSnapshot, *checkpoints: Checkpoint) -> list[Checkpoint]:

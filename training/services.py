@@ -3,11 +3,15 @@
 Each concept has its home module (``snapshots``, ``augmentation``, ``runs``,
 ``registry``, ``evaluation``); this module names the entry points the rest of the
 project uses.
-Reads are in ``training.selectors``, refusals in ``training.errors``.
+Beside them, what callers pass in: the label weightings a snapshot takes, the
+steering parser, a schedule's settings (their defaults seed a run's form); and the
+stored perspective report as JSON. Reads are in ``training.selectors``, refusals in
+``training.errors``.
 """
 
 from training.augmentation import request_augmentation, run_augmentation
 from training.evaluation import compare, evaluate, request_evaluations
+from training.perspective_export import report as perspective_report
 from training.perspectives import (
     compare_versions,
     compute_reports,
@@ -23,9 +27,15 @@ from training.registry import (
     rollback,
 )
 from training.runs import cancel_run, start_run
-from training.snapshots import create_snapshot
+from training.schedule_settings import ScheduleSettings
+from training.snapshots import NONE, RELIABILITY, WEIGHTINGS, create_snapshot
+from training.steering import parse as parse_steering
 
 __all__ = [
+    "NONE",
+    "RELIABILITY",
+    "WEIGHTINGS",
+    "ScheduleSettings",
     "cancel_run",
     "compare",
     "compare_versions",
@@ -35,6 +45,8 @@ __all__ = [
     "export_checkpoint",
     "get_version",
     "import_checkpoint",
+    "parse_steering",
+    "perspective_report",
     "promote",
     "request_augmentation",
     "report_fields",

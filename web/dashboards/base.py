@@ -2,15 +2,17 @@
 
 from collections.abc import Callable
 from functools import wraps
+from typing import TypeVar
 
 from django import forms
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404
 
 from training import selectors
 from training.models import DatasetSnapshot
+
+T = TypeVar("T")
 
 
 def staff_only(view: Callable) -> Callable:
@@ -41,7 +43,14 @@ def snapshot_param(request: HttpRequest) -> DatasetSnapshot | None:
         return None
     if not raw.isdigit():
         raise Http404("No such snapshot.")
-    return get_object_or_404(selectors.snapshots(), pk=raw)
+    return found(selectors.snapshots().filter(pk=raw).first(), "No such snapshot.")
+
+
+def found(row: T | None, message: str) -> T:
+    """A selector's row, or a 404 (with ``message``) where there is none."""
+    if row is None:
+        raise Http404(message)
+    return row
 
 
 def percent(part: int | None, whole: int | None) -> int:

@@ -12,15 +12,15 @@ from django.shortcuts import render
 
 from core.errors import refusals_as_messages
 from training import selectors, services
-from training.models import Checkpoint, DatasetSnapshot, Evaluation
+from training.models import Checkpoint, DatasetSnapshot
 
 from .base import form_errors, staff_only
 from .charts import chart_response, occupations_side_by_side
 
 
 class CompareForm(forms.Form):
-    a = forms.ModelChoiceField(Checkpoint.objects.all(), to_field_name="version", label="A")
-    b = forms.ModelChoiceField(Checkpoint.objects.all(), to_field_name="version", label="B")
+    a = forms.ModelChoiceField(selectors.checkpoints(), to_field_name="version", label="A")
+    b = forms.ModelChoiceField(selectors.checkpoints(), to_field_name="version", label="B")
     snapshot = forms.ModelChoiceField(
         selectors.snapshots(),
         label="Snapshot",
@@ -83,11 +83,7 @@ def compare_chart(request: HttpRequest) -> HttpResponse:
     if isinstance(picked, str) or picked[2] is None:
         return HttpResponseBadRequest(picked if isinstance(picked, str) else "Pick a snapshot.")
     a, b, snapshot = picked
-    per = dict(
-        Evaluation.objects.filter(checkpoint__in=[a, b], snapshot=snapshot).values_list(
-            "checkpoint_id", "metrics__per_occupation"
-        )
-    )
+    per = selectors.per_occupation_rho(snapshot, a, b)
     if a.pk not in per or b.pk not in per:
         return HttpResponseBadRequest(f"Both versions must be evaluated on snapshot {snapshot.pk}.")
     per_a, per_b = per[a.pk] or {}, per[b.pk] or {}

@@ -12,8 +12,8 @@ from django import forms
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 
-from annotation.models import DemographicField
-from training import perspective_export, selectors, services
+from annotation import selectors as annotation_selectors
+from training import selectors, services
 from training.errors import PerspectiveError, PerspectivesPending
 from training.models import Checkpoint, DatasetSnapshot
 
@@ -25,27 +25,25 @@ DEFAULT_FIELD = "age_band"
 
 class PerspectivesForm(forms.Form):
     version = forms.ModelChoiceField(
-        Checkpoint.objects.all(), to_field_name="version", required=False, label="Version"
+        selectors.checkpoints(), to_field_name="version", required=False, label="Version"
     )
     snapshot = forms.ModelChoiceField(
         selectors.snapshots(), required=False, label="Snapshot", empty_label="the version's own"
     )
     field = forms.ChoiceField(required=False, label="Field")
     against = forms.ModelChoiceField(
-        Checkpoint.objects.all(), to_field_name="version", required=False, label="Against"
+        selectors.checkpoints(), to_field_name="version", required=False, label="Against"
     )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        keys = DemographicField.objects.values_list("key", "label")
+        keys = annotation_selectors.demographic_fields().values_list("key", "label")
         self.fields["field"].choices = [("", "default")] + list(keys)
 
 
 def _version(picked: Checkpoint | None) -> Checkpoint | None:
     """The version asked for, else the active one, else the newest."""
-    return (
-        picked or selectors.active_checkpoint() or Checkpoint.objects.order_by("-version").first()
-    )
+    return picked or selectors.active_checkpoint() or selectors.newest_checkpoint()
 
 
 def _field(snapshot: DatasetSnapshot, picked: str) -> str:
@@ -94,7 +92,7 @@ def perspectives(request: HttpRequest) -> HttpResponse:
     if selectors.perspectives_missing(checkpoint, snapshot, [field]):
         context["pending"] = _pending(checkpoint, snapshot)
         return render(request, "dashboards/perspectives.html", context)
-    (context["report"],) = perspective_export.report(checkpoint, snapshot, [field])["fields"]
+    (context["report"],) = services.perspective_report(checkpoint, snapshot, [field])["fields"]
     against = data.get("against")
     if against is not None and against != checkpoint:
         context["against"] = against
@@ -134,7 +132,7 @@ def groups_chart(request: HttpRequest) -> HttpResponse:
         return HttpResponseBadRequest(error.message)
     if selectors.perspectives_missing(checkpoint, snapshot, [field]):
         return HttpResponseBadRequest("No stored report for that version, snapshot and field.")
-    (report,) = perspective_export.report(checkpoint, snapshot, [field])["fields"]
+    (report,) = services.perspective_report(checkpoint, snapshot, [field])["fields"]
     points = [
         GroupPoint(
             g["group"],

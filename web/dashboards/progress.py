@@ -65,7 +65,7 @@ def progress(request: HttpRequest) -> HttpResponse:
         .filter(is_synthetic=False)
         .values_list("demographics", flat=True)
     )
-    demographics = demographic_counts(DemographicField.objects.filter(active=True), answers)
+    demographics = demographic_counts(selectors.demographic_questions(), answers)
     totals = {
         key: sum(row[key] for row in occupations)
         for key in ("n_tasks", "slots", "rankings", "complete")

@@ -13,15 +13,14 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation import selectors, standing
 from annotation.exports import pseudonym
-from annotation.models import AnnotatorProfile
 from core.errors import refusals_as_messages
 
-from .base import form_errors, staff_only
+from .base import form_errors, found, staff_only
 from .charts import IntervalPoint, chart_response, estimates_with_intervals, position_heatmap
 
 CACHE_SECONDS = 10 * 60
@@ -133,7 +132,7 @@ def quality_position_chart(request: HttpRequest, k: int) -> HttpResponse:
 @refusals_as_messages("dashboards:quality")
 def quality_reinstate(request: HttpRequest, profile_id: int) -> HttpResponse:
     """Lift a warned or excluded annotator back to ok, with a recorded reason."""
-    profile = get_object_or_404(AnnotatorProfile.objects.select_related("user"), pk=profile_id)
+    profile = found(selectors.annotator_profile(profile_id), "No such annotator.")
     form = ReinstateForm(request.POST)
     if not form.is_valid():
         messages.error(request, form_errors(form))

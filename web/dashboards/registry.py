@@ -6,16 +6,15 @@ from pathlib import Path
 
 from django import forms
 from django.contrib import messages
-from django.db.models import F
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import refusals_as_messages
 from training import selectors, services
-from training.models import Checkpoint, DatasetSnapshot, Evaluation, RegistryEvent
+from training.models import Checkpoint, DatasetSnapshot
 
-from .base import form_errors, snapshot_param, staff_only
+from .base import form_errors, found, snapshot_param, staff_only
 from .charts import RhoPoint, chart_response, rho_across_versions
 
 EXPORT_FORMATS = ("seed", "native")
@@ -36,16 +35,8 @@ class ImportForm(forms.Form):
 
 def rho_points(snapshot: DatasetSnapshot | None) -> list[RhoPoint]:
     """Each version's rho with its interval: on its own snapshot, or all on one snapshot."""
-    if snapshot is None:
-        rows = Checkpoint.objects.order_by("version").values("version", "status", "metrics")
-    else:
-        rows = (
-            Evaluation.objects.filter(snapshot=snapshot)
-            .order_by("checkpoint__version")
-            .values("metrics", version=F("checkpoint__version"), status=F("checkpoint__status"))
-        )
     points = []
-    for row in rows:
+    for row in selectors.version_metrics(snapshot):
         metrics = row["metrics"] or {}
         if metrics.get("spearman") is None:
             continue
@@ -66,8 +57,8 @@ def rho_points(snapshot: DatasetSnapshot | None) -> list[RhoPoint]:
 def registry(request: HttpRequest) -> HttpResponse:
     """Versions with their metrics and status; promote, roll back, export, import."""
     snapshot = snapshot_param(request)
-    checkpoints = list(Checkpoint.objects.select_related("parent").order_by("-version"))
-    events = RegistryEvent.objects.select_related("checkpoint", "previous", "user")[:20]
+    checkpoints = list(selectors.lineage())
+    events = selectors.registry_events(20)
     return render(
         request,
         "dashboards/registry.html",
@@ -101,7 +92,7 @@ def registry_chart(request: HttpRequest) -> HttpResponse:
 @refusals_as_messages("dashboards:registry")
 def registry_promote(request: HttpRequest, version: int) -> HttpResponse:
     """Make this version the active one."""
-    checkpoint = get_object_or_404(Checkpoint, version=version)
+    checkpoint = found(selectors.checkpoint(version), "No such version.")
     services.promote(checkpoint, user=request.user, reason=request.POST.get("reason", ""))
     messages.success(request, f"Version {version} is now active.")
     return redirect("dashboards:registry")
@@ -122,7 +113,7 @@ def registry_rollback(request: HttpRequest) -> HttpResponse:
 @refusals_as_messages("dashboards:registry")
 def registry_export(request: HttpRequest, version: int) -> HttpResponse:
     """Download a version: ``?format=seed`` (.pth of the seed) or ``native`` (zip)."""
-    checkpoint = get_object_or_404(Checkpoint, version=version)
+    checkpoint = found(selectors.checkpoint(version), "No such version.")
     fmt = request.GET.get("format", "seed")
     if fmt not in EXPORT_FORMATS:
         return HttpResponseBadRequest(f"Unknown export format '{fmt}'; use seed or native.")

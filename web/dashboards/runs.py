@@ -4,17 +4,15 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import refusals_as_messages
 from training import selectors, services
 from training.models import TrainingRun
-from training.schedules import ScheduleSettings
-from training.snapshots import NONE, RELIABILITY
-from training.steering import parse as parse_steering
+from training.services import NONE, RELIABILITY, ScheduleSettings, parse_steering
 
-from .base import form_errors, staff_only
+from .base import form_errors, found, staff_only
 
 RUNS_SHOWN = 30
 
@@ -124,7 +122,7 @@ def run_start(request: HttpRequest) -> HttpResponse:
 @refusals_as_messages("dashboards:runs")
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     """Ask a run to stop; the worker stops at its next check."""
-    run = services.cancel_run(get_object_or_404(TrainingRun, pk=run_id), user=request.user)
+    run = services.cancel_run(found(selectors.run(run_id), "No such run."), user=request.user)
     done = "cancelled" if run.is_finished else "asked to stop"
     messages.success(request, f"Run {run.pk} {done}.")
     return redirect("dashboards:runs")

@@ -1,5 +1,5 @@
 from core.commands import ServiceCommand
-from training.models import Checkpoint
+from training import selectors
 
 from ._common import fmt_rho
 
@@ -8,7 +8,7 @@ class Command(ServiceCommand):
     help = "List the registry's versions with their eval rho (95% interval) and status."
 
     def handle(self, *args, **options):
-        rows = Checkpoint.objects.order_by("version").select_related("parent")
+        rows = selectors.lineage(oldest_first=True)
         self.stdout.write(
             f"{'version':>7}  {'status':<9}  {'rho [95% CI]':<24}  {'snapshot':>8}  "
             f"{'parent':>6}  encoder"

@@ -4,7 +4,8 @@ from django.core.management.base import CommandError
 from tqdm import tqdm
 
 from core.commands import ServiceCommand
-from training.models import Augmentation, TrainingRun
+from training import selectors
+from training.models import TrainingRun
 from training.services import start_run
 from training.steering import parse as parse_steering
 
@@ -43,7 +44,7 @@ class Command(ServiceCommand):
         snap = get_snapshot(snapshot)
         aug = None
         if augmentation is not None:
-            aug = Augmentation.objects.filter(pk=augmentation).first()
+            aug = selectors.augmentation(augmentation)
             if aug is None:
                 raise CommandError(f"there is no augmentation {augmentation}")
         hyperparameters = {k: v for k, v in {"lr": lr, "seed": seed}.items() if v is not None}

@@ -1,0 +1,61 @@
+"""What a retraining schedule asks for: its beat task's name and its settings (the
+task's JSON kwargs, which staff edit in the admin).
+
+A module of its own, below ``training.schedules``, so that the public surface
+(``training.services``, ``training.selectors``) can name them without importing the
+scheduled step, which imports both.
+"""
+
+from dataclasses import dataclass, fields
+
+from .errors import ScheduleError
+
+PROMOTION_POLICIES = ("manual", "auto")
+TASK_NAME = "training.scheduled_retrain"
+
+
+@dataclass(frozen=True)
+class ScheduleSettings:
+    """What one schedule asks for; defaults are the seed's."""
+
+    min_new_rankings: int = 50
+    promotion: str = "manual"
+    encoder: str = ""  # empty: settings.TRAINING["DEFAULT_ENCODER"]
+    epochs: int = 12
+    paraphrases: int = 8
+    include_synthetic: bool = False
+
+    @classmethod
+    def from_kwargs(cls, kwargs: dict) -> "ScheduleSettings":
+        """Validate a PeriodicTask's kwargs; unknown keys and bad values are refused."""
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(kwargs) - set(known))
+        if unknown:
+            raise ScheduleError(
+                f"Unknown schedule setting(s): {', '.join(unknown)}; known: {', '.join(known)}."
+            )
+        values = {}
+        for name, value in kwargs.items():
+            default = known[name].default
+            if isinstance(default, bool):
+                if not isinstance(value, bool):
+                    raise ScheduleError(f"{name} must be true or false, not {value!r}.")
+            elif isinstance(default, int):
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise ScheduleError(f"{name} must be a whole number, not {value!r}.")
+            elif not isinstance(value, str):
+                raise ScheduleError(f"{name} must be a string, not {value!r}.")
+            values[name] = value
+        settings = cls(**values)
+        if settings.min_new_rankings < 1:
+            raise ScheduleError("min_new_rankings must be at least 1.")
+        if settings.epochs < 1:
+            raise ScheduleError("epochs must be at least 1.")
+        if settings.paraphrases < 0:
+            raise ScheduleError("paraphrases must be 0 or more.")
+        if settings.promotion not in PROMOTION_POLICIES:
+            raise ScheduleError(
+                f"promotion must be one of {', '.join(PROMOTION_POLICIES)}, "
+                f"not {settings.promotion!r}."
+            )
+        return settings
