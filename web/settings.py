@@ -209,7 +209,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Throttle counters: Redis when there is one, else local memory. "health" holds the
-# workers' and beat's heartbeats (web/health.py), so it is shared between processes:
+# workers' and beat's heartbeats (web/heartbeat.py), so it is shared between processes:
 # Redis, else files under VAR_DIR.
 REDIS_URL = env.str("REDIS_URL", default="")
 CACHES = {
