@@ -283,3 +283,14 @@ def test_schedules_page_queries_do_not_grow_with_decisions(registry_rows, staff_
     few = count()
     decide(6)
     assert count() == few
+
+
+@pytest.mark.django_db
+def test_what_does_not_exist_is_a_404_not_a_message(staff_client):
+    """An unknown run, version or snapshot answers 404; nothing is changed or queued."""
+    assert staff_client.post(reverse("dashboards:run-cancel", args=[10**6])).status_code == 404
+    assert staff_client.post(reverse("dashboards:promote", args=[10**6])).status_code == 404
+    assert staff_client.get(reverse("dashboards:export", args=[10**6])).status_code == 404
+    registry = reverse("dashboards:registry")
+    assert staff_client.get(registry, {"snapshot": 10**6}).status_code == 404
+    assert not RegistryEvent.objects.exists() and not TrainingRun.objects.exists()
