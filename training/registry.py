@@ -30,7 +30,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
-from training import encoding
+from training import encoders
 from training.errors import RegistryConflict, RegistryError, VersionNotFound
 from training.ml import __version__ as library_version
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, VersionCounter
@@ -273,7 +273,7 @@ def load_model(checkpoint: Checkpoint):
     from training.ml.checkpoints import CheckpointError
     from training.ml.checkpoints import load as load_files
 
-    encoder = encoding.encoder(checkpoint.encoder_name)
+    encoder = encoders.encoder(checkpoint.encoder_name)
     try:
         return load_files(Path(checkpoint.path), encoder).to_model(encoder)
     except CheckpointError as exc:
@@ -287,7 +287,7 @@ def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path) -> Path:
 
     out = Path(out)
     if fmt == "seed":
-        encoder = encoding.encoder(checkpoint.encoder_name, device="cpu")
+        encoder = encoders.encoder(checkpoint.encoder_name, device="cpu")
         files = load_files(Path(checkpoint.path), encoder)
         return export_seed_pth(files, out, encoder)
     if fmt == "native":
@@ -311,14 +311,14 @@ def import_checkpoint(
     """Register a seed ``.pth`` (checked against the encoder) or a native folder as a version."""
     from training.ml.checkpoints import CheckpointError, import_seed_pth
     from training.ml.checkpoints import load as load_files
-    from training.ml.encoders import EncoderError
+    from training.ml.encoders.identity import EncoderError
 
     path = Path(path)
     actor = actor_name(user, actor)
     try:
         if fmt == "seed":
             name = encoder or settings.TRAINING["DEFAULT_ENCODER"]
-            files = import_seed_pth(path, encoding.encoder(name, device="cpu"))
+            files = import_seed_pth(path, encoders.encoder(name, device="cpu"))
         elif fmt == "native":
             files = load_files(path)
         else:

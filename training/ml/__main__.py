@@ -17,7 +17,8 @@ from training.ml.cache import EmbeddingCache
 from training.ml.calibration import SEED_THRESHOLD, Calibration, calibrate
 from training.ml.checkpoints import Checkpoint, CheckpointError
 from training.ml.data import data_hash, group_split, read_jsonl
-from training.ml.encoders import EncoderError, load_encoder
+from training.ml.encoders.identity import EncoderError
+from training.ml.encoders.loading import load_encoder
 from training.ml.train import TrainConfig, train
 
 VAR = Path(__file__).resolve().parents[2] / "var"

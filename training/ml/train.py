@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from training.ml.cache import EmbeddingCache
-from training.ml.encoders import Encoder, pick_device
+from training.ml.encoders.encoder import Encoder, pick_device
 from training.ml.losses import djpo_loss
 from training.ml.metrics import evaluate
 from training.ml.model import RewardModel

@@ -2,7 +2,7 @@
 
 An ``EncoderIdentity`` travels with every cached embedding and every
 checkpoint; its ``key`` names the cache folder and is checked when a head is
-put on an encoder. Imported by ``training.ml.encoders``, which re-exports it.
+put on an encoder.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ class EncoderIdentity:
 
         ``allow_other_backend`` accepts the same weights run by another backend or
         quantization; pass it only once the accuracy gate
-        (``training.ml.quant_gate``) has passed for this pair.
+        (``training.ml.encoders.gate``) has passed for this pair.
         """
         fields = WEIGHT_FIELDS if allow_other_backend else WEIGHT_FIELDS + RUNTIME_FIELDS
         diffs = self.mismatches(other, fields)
