@@ -38,9 +38,10 @@ import torch  # noqa: E402
 from training.ml.cache import EmbeddingCache  # noqa: E402
 from training.ml.calibration import calibrate  # noqa: E402
 from training.ml.checkpoints import Checkpoint  # noqa: E402
-from training.ml.data import group_split, synthetic_examples  # noqa: E402
 from training.ml.encoders.gate import accuracy_gate  # noqa: E402
 from training.ml.encoders.loading import load_encoder  # noqa: E402
+from training.ml.split import group_split  # noqa: E402
+from training.ml.synthetic import synthetic_examples  # noqa: E402
 from training.ml.train import TrainConfig, train  # noqa: E402
 
 MODEL_DIR = Path(__file__).resolve().parents[1] / "var" / "models"

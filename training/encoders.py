@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from training.errors import QuantizationError, QuantizationRefused
+from training.errors import QuantizationError, QuantizationRefused, ml_refusals
 from training.models import Checkpoint, DatasetSnapshot, EncoderGate
 from training.snapshots import EVAL, rows_of
 
@@ -73,24 +73,17 @@ def _tolerances() -> dict:
 
 
 def _copy(checkpoint: Checkpoint, backend: str, quantization: str) -> Encoder:
-    from training.ml.encoders.identity import EncoderError
-
     if (backend, quantization) == ("torch", "none"):
         raise QuantizationError("torch/none is the fp32 encoder itself: name another backend")
-    try:
+    with ml_refusals(QuantizationError):
         return encoder(checkpoint.encoder_name, backend=backend, quantization=quantization)
-    except EncoderError as exc:
-        raise QuantizationError(str(exc)) from exc
 
 
 def _checkpoint_files(checkpoint: Checkpoint):
-    from training.ml.checkpoints import CheckpointError
     from training.ml.checkpoints import load as load_files
 
-    try:
+    with ml_refusals(QuantizationError, f"v{checkpoint.version}: "):
         return load_files(Path(checkpoint.path))
-    except CheckpointError as exc:
-        raise QuantizationError(f"v{checkpoint.version}: {exc}") from exc
 
 
 def run_gate(
@@ -104,7 +97,6 @@ def run_gate(
     ["scores"]``: eval keys, fp32 and quantized scores, labels), and raise
     ``QuantizationRefused`` if it fails."""
     from training.ml.encoders.gate import accuracy_gate
-    from training.ml.encoders.identity import EncoderError
 
     snapshot = snapshot or checkpoint.snapshot
     if snapshot is None:
@@ -115,10 +107,8 @@ def run_gate(
     copy = _copy(checkpoint, backend, quantization)
     fp32 = encoder(checkpoint.encoder_name, device="cpu")
     files = _checkpoint_files(checkpoint)
-    try:
+    with ml_refusals(QuantizationError, f"v{checkpoint.version}: "):
         reference_model = files.to_model(fp32)
-    except EncoderError as exc:
-        raise QuantizationError(f"v{checkpoint.version}: {exc}") from exc
     candidate_model = files.to_model(copy, allow_other_backend=True)  # measured, not served
     cache = embedding_cache()
     texts = [r["text"] for r in rows]

@@ -23,9 +23,9 @@ from django.utils import timezone
 
 from core.json import json_safe
 from training import encoders, queue
-from training.errors import AugmentationError, RunConflict, RunError
+from training.errors import AugmentationError, RunConflict, RunError, ml_refusals
 from training.evaluation import store_evaluation
-from training.ml.data import Example, data_hash
+from training.ml.examples import Example, data_hash
 from training.models import Augmentation, DatasetSnapshot, TrainingRun
 from training.perspectives import request_reports
 from training.recovery import claim, is_lost, write_off
@@ -82,14 +82,11 @@ def start_run(
     balances a field's groups; it is kept in the run's hyper-parameters.
     """
     from training.augmentation import request_augmentation
-    from training.ml.encoders.identity import EncoderError
     from training.ml.train import TrainConfig
 
     name = encoder or settings.TRAINING["DEFAULT_ENCODER"]
-    try:
+    with ml_refusals(RunError, "unknown encoder: "):
         encoders.resolve(name)
-    except EncoderError as exc:
-        raise RunError(f"unknown encoder: {exc}") from exc
     overrides = {"device": settings.TRAINING["DEVICE"], **(hyperparameters or {})}
     if epochs is not None:
         overrides["epochs"] = epochs

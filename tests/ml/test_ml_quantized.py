@@ -19,7 +19,6 @@ from scipy.stats import rankdata
 from training.ml.cache import EmbeddingCache
 from training.ml.calibration import calibrate
 from training.ml.checkpoints import Checkpoint
-from training.ml.data import group_split, synthetic_examples
 from training.ml.encoders import exported, loading, recipes, resolve
 from training.ml.encoders.gate import GateRefused, accuracy_gate
 from training.ml.encoders.identity import (
@@ -29,6 +28,8 @@ from training.ml.encoders.identity import (
     EncoderMismatch,
 )
 from training.ml.encoders.loading import load_encoder
+from training.ml.split import group_split
+from training.ml.synthetic import synthetic_examples
 from training.ml.train import TrainConfig, train
 
 ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}

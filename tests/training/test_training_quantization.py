@@ -191,3 +191,16 @@ def test_the_augmentation_filter_runs_on_the_backend_settings_name(study, quant_
     a = fp32.encode([origin[p.origin_key] for p in rows], normalize_embeddings=True)
     b = fp32.encode([p.text for p in rows], normalize_embeddings=True)
     np.testing.assert_allclose([p.cosine for p in rows], (a * b).sum(1), atol=0.03)
+
+
+def test_library_errors_become_the_projects_with_their_message():
+    from core.errors import http_status
+    from training.errors import ml_refusals
+    from training.ml.checkpoints import CheckpointError
+
+    refused = pytest.raises(QuantizationError, match=r"^v3: damaged$")
+    with refused as info, ml_refusals(QuantizationError, "v3: "):
+        raise CheckpointError("damaged")
+    assert isinstance(info.value.__cause__, CheckpointError) and http_status(info.value) == 400
+    with pytest.raises(KeyError), ml_refusals(QuantizationError):  # not the library's: a bug
+        raise KeyError("x")

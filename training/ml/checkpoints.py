@@ -44,6 +44,7 @@ from training.ml import __version__
 from training.ml.calibration import SEED_THRESHOLD
 from training.ml.encoders.encoder import Encoder
 from training.ml.encoders.identity import EncoderIdentity, EncoderMismatch, sha256_file
+from training.ml.errors import MLError
 from training.ml.model import RewardModel
 
 FORMAT = "stereorank-checkpoint"
@@ -54,7 +55,7 @@ HEAD_KEYS = ("fc.weight", "fc.bias")
 SEED_PREFIX = "embedding_model."
 
 
-class CheckpointError(ValueError):
+class CheckpointError(MLError, ValueError):
     """A checkpoint is missing, corrupt, or not in this format."""
 
 

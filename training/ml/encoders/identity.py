@@ -13,13 +13,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from training.ml.errors import MLError
+
 BACKENDS = ("torch", "onnx", "openvino")
 QUANTIZATIONS = ("none", "int8")
 WEIGHT_FIELDS = ("weight_sha256", "dim", "max_seq_length", "normalize")
 RUNTIME_FIELDS = ("backend", "quantization", "artifact_sha256")
 
 
-class EncoderError(ValueError):
+class EncoderError(MLError, ValueError):
     """Base class: an encoder could not be resolved, verified or matched."""
 
 

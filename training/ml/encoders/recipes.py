@@ -99,7 +99,7 @@ def default_calibration_texts(n: int = 300) -> list[str]:
     """``n`` prompt-like texts spread over the synthetic catalogue (deterministic, offline);
     one in ten joins 32, 16, 8, 4 or 2 prompts, so that static int8 ranges also cover
     the positions of long inputs up to the max length."""
-    from training.ml.data import synthetic_examples
+    from training.ml.synthetic import synthetic_examples
 
     texts = sorted({e.text for e in synthetic_examples(prompts_per_type=6, variants=9, seed=0)})
     picked = texts[:: max(1, len(texts) // n)][:n]
