@@ -15,6 +15,7 @@ from annotation.catalogue import read_catalogue
 from annotation.models import Occupation
 from scoring.errors import RewriterFailed, ScoringError
 from scoring.scorer import LoadedVersion, get_scorer
+from training.errors import ml_refusals
 
 
 def limits() -> dict:
@@ -162,7 +163,7 @@ def optimise_prompt(
     seed: int = 0,
 ) -> OptimiseReport:
     """Up to ``n`` rewrites of ``prompt`` that keep its occupation and pass the threshold."""
-    from training.ml.optimise import RewriteError, optimise
+    from training.ml.optimise import optimise
     from training.ml.paraphrase.quality import names_occupation
 
     text = check_text(prompt, "prompt")
@@ -176,19 +177,18 @@ def optimise_prompt(
     loaded: LoadedVersion = get_scorer().get(check_version(version))
     rewriter = make_rewriter()
     try:
-        result = optimise(
-            text,
-            name,
-            loaded.score,
-            loaded.threshold,
-            rewriter,
-            n=count,
-            rounds=limits()["OPTIMISE_ROUNDS"],
-            per_round=limits()["OPTIMISE_PER_ROUND"],
-            seed=seed,
-        )
-    except RewriteError as exc:
-        raise RewriterFailed(f"the {rewriter.name} rewriter failed: {exc}") from exc
+        with ml_refusals(RewriterFailed, f"the {rewriter.name} rewriter failed: "):
+            result = optimise(
+                text,
+                name,
+                loaded.score,
+                loaded.threshold,
+                rewriter,
+                n=count,
+                rounds=limits()["OPTIMISE_ROUNDS"],
+                per_round=limits()["OPTIMISE_PER_ROUND"],
+                seed=seed,
+            )
     finally:
         if hasattr(rewriter, "close"):
             rewriter.close()

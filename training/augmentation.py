@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.json import json_safe
-from training import encoding
+from training import encoders
 from training.errors import AugmentationError
 from training.models import Augmentation, DatasetSnapshot, Paraphrase, TrainingRun
 from training.snapshots import rows_of
@@ -110,12 +110,12 @@ def run_augmentation(augmentation_id: int, encoder_name: str | None = None) -> A
     Augmentation.objects.filter(pk=augmentation.pk).update(status=Augmentation.Status.RUNNING)
     try:
         name = encoder_name or settings.TRAINING["DEFAULT_ENCODER"]
-        encoder = encoding.encoder(
+        encoder = encoders.encoder(
             name,
             backend=settings.TRAINING["AUGMENT_ENCODER_BACKEND"],
             quantization=settings.TRAINING["AUGMENT_ENCODER_QUANTIZATION"],
         )
-        cache = encoding.embedding_cache()
+        cache = encoders.embedding_cache()
         rows = rows_of(augmentation.snapshot)
         originals = [
             Original(key=r["key"], text=r["text"], occupation=r["occupation"], seed=seed)

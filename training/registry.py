@@ -30,8 +30,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
-from training import encoding
-from training.errors import RegistryConflict, RegistryError, VersionNotFound
+from training import encoders
+from training.errors import RegistryConflict, RegistryError, VersionNotFound, ml_refusals
 from training.ml import __version__ as library_version
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, VersionCounter
 from training.selectors import active_checkpoint
@@ -270,14 +270,11 @@ def rollback(user=None, reason: str = "", actor: str = "") -> Checkpoint:
 def load_model(checkpoint: Checkpoint):
     """The version's ``RewardModel`` on its encoder (settings' device), for scoring;
     ``RegistryError`` when its files are missing or do not match the encoder."""
-    from training.ml.checkpoints import CheckpointError
     from training.ml.checkpoints import load as load_files
 
-    encoder = encoding.encoder(checkpoint.encoder_name)
-    try:
+    encoder = encoders.encoder(checkpoint.encoder_name)
+    with ml_refusals(RegistryError, f"v{checkpoint.version}: "):
         return load_files(Path(checkpoint.path), encoder).to_model(encoder)
-    except CheckpointError as exc:
-        raise RegistryError(f"v{checkpoint.version}: {exc}") from exc
 
 
 def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path) -> Path:
@@ -287,7 +284,7 @@ def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path) -> Path:
 
     out = Path(out)
     if fmt == "seed":
-        encoder = encoding.encoder(checkpoint.encoder_name, device="cpu")
+        encoder = encoders.encoder(checkpoint.encoder_name, device="cpu")
         files = load_files(Path(checkpoint.path), encoder)
         return export_seed_pth(files, out, encoder)
     if fmt == "native":
@@ -309,22 +306,19 @@ def import_checkpoint(
     path: Path, fmt: str = "seed", encoder: str | None = None, user=None, actor: str = ""
 ) -> Checkpoint:
     """Register a seed ``.pth`` (checked against the encoder) or a native folder as a version."""
-    from training.ml.checkpoints import CheckpointError, import_seed_pth
+    from training.ml.checkpoints import import_seed_pth
     from training.ml.checkpoints import load as load_files
-    from training.ml.encoders import EncoderError
 
     path = Path(path)
     actor = actor_name(user, actor)
-    try:
+    with ml_refusals(RegistryError):
         if fmt == "seed":
             name = encoder or settings.TRAINING["DEFAULT_ENCODER"]
-            files = import_seed_pth(path, encoding.encoder(name, device="cpu"))
+            files = import_seed_pth(path, encoders.encoder(name, device="cpu"))
         elif fmt == "native":
             files = load_files(path)
         else:
             raise RegistryError(f"unknown format {fmt!r}: use seed or native")
-    except (CheckpointError, EncoderError) as exc:
-        raise RegistryError(str(exc)) from exc
 
     def record(checkpoint: Checkpoint) -> None:
         RegistryEvent.objects.create(

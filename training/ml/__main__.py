@@ -16,8 +16,10 @@ from training.ml import checkpoints
 from training.ml.cache import EmbeddingCache
 from training.ml.calibration import SEED_THRESHOLD, Calibration, calibrate
 from training.ml.checkpoints import Checkpoint, CheckpointError
-from training.ml.data import data_hash, group_split, read_jsonl
-from training.ml.encoders import EncoderError, load_encoder
+from training.ml.encoders.loading import load_encoder
+from training.ml.errors import MLError
+from training.ml.examples import data_hash, read_jsonl
+from training.ml.split import group_split
 from training.ml.train import TrainConfig, train
 
 VAR = Path(__file__).resolve().parents[2] / "var"
@@ -143,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = {"train": _train, "score": _score, "export-seed": _export}
     try:
         commands[args.command](args)
-    except (EncoderError, CheckpointError, ValueError, OSError) as exc:
+    except (MLError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -7,12 +7,10 @@ of one occupation (the seed's grouping: one occupation per batch); the order of
 occupations is shuffled every epoch by a generator seeded with ``seed``.
 AdamW, then ``CosineAnnealingLR(T_max=epochs)`` stepped once per epoch.
 ``on_epoch`` gets each epoch's loss and eval metrics (a progress bar);
-``early_stop`` returning True ends training after that epoch and keeps the
-model (``stopped_early``); ``should_stop`` returning True between two steps
-cancels the run (``TrainingCancelled``). The
-global torch RNG (head initialisation, dropout) is seeded with ``seed`` inside
-``torch.random.fork_rng``, so runs are reproducible on CPU and the caller's RNG
-state is left untouched.
+``should_stop`` returning True between two steps cancels the run
+(``TrainingCancelled``). The global torch RNG (head initialisation, dropout) is
+seeded with ``seed`` inside ``torch.random.fork_rng``, so runs are reproducible
+on CPU and the caller's RNG state is left untouched.
 
 ``embedding_mode="reencode"`` is the seed's way, kept to measure against: every
 step re-encodes its batch's texts through the encoder (as the model card's
@@ -32,7 +30,8 @@ import numpy as np
 import torch
 
 from training.ml.cache import EmbeddingCache
-from training.ml.encoders import Encoder, pick_device
+from training.ml.encoders.encoder import Encoder, pick_device
+from training.ml.errors import MLError
 from training.ml.losses import djpo_loss
 from training.ml.metrics import evaluate
 from training.ml.model import RewardModel
@@ -91,10 +90,9 @@ class TrainResult:
     metrics: dict | None
     encode_calls: int
     texts_encoded: int
-    stopped_early: bool = False
 
 
-class TrainingCancelled(Exception):
+class TrainingCancelled(MLError):
     """``should_stop`` returned True between two steps."""
 
 
@@ -125,7 +123,6 @@ def train(
     on_epoch: Callable[[EpochReport], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     embedding_mode: Literal["cached", "reencode"] = "cached",
-    early_stop: Callable[[EpochReport], bool] | None = None,
 ) -> TrainResult:
     """Train a ``RewardModel`` head; see the module doc for the recipe."""
     config = config or TrainConfig()
@@ -196,7 +193,6 @@ def train(
         )
         scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs)
         history = []
-        stopped_early = False
         model.train()
         for epoch in range(1, config.epochs + 1):
             order = torch.randperm(len(lists), generator=order_rng).tolist()
@@ -226,9 +222,6 @@ def train(
             history.append(report)
             if on_epoch is not None:
                 on_epoch(report)
-            if early_stop is not None and epoch < config.epochs and early_stop(report):
-                stopped_early = True
-                break
         model.eval()
         final = eval_metrics(model, config.n_boot)
         model.eval()
@@ -238,5 +231,4 @@ def train(
         metrics=final,
         encode_calls=encoder.encode_calls - calls0,
         texts_encoded=encoder.texts_encoded - texts0,
-        stopped_early=stopped_early,
     )

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from training.ml.backends import make
 from training.ml.optimise.base import (
     ASPECTS,
     OptimiseResult,
@@ -55,11 +56,7 @@ REWRITERS: dict[str, type] = {"offline": OfflineRewriter, "openai": LLMRewriter}
 
 def make_rewriter(name: str, **options) -> Rewriter:
     """The rewriter called ``name`` (``offline`` or ``openai``), built with ``options``."""
-    try:
-        cls = REWRITERS[name]
-    except KeyError:
-        raise ValueError(f"unknown rewriter {name!r}: use {' or '.join(REWRITERS)}") from None
-    return cls(**options)
+    return make("rewriter", REWRITERS, name, **options)
 
 
 def _scorer(score_fn: Callable[[list[str]], np.ndarray]) -> Callable[[list[str]], np.ndarray]:

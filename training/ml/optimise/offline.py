@@ -26,7 +26,7 @@ import random
 import re
 from dataclasses import dataclass
 
-from training.ml.data import seeded_rng
+from training.ml.backends import seeded_rng
 from training.ml.optimise.base import ASPECTS, Rewrite
 from training.ml.paraphrase.quality import names_occupation, normalise, occupation_regex
 
