@@ -10,7 +10,6 @@ from core.json import json_safe
 from training.ml.alignment_report import GroupPerspective
 from training.models import Checkpoint, PerspectiveReport, PerspectiveSummary
 
-PNG = b"\x89PNG\r\n\x1a\n"
 PROMPTS = [f"prompt-{i}" for i in range(8)]
 
 
@@ -124,9 +123,9 @@ def test_groups_best_aligned_first_and_none_under_k_shown(registry_rows, staff_c
     assert "0.800 <small>[0.750, 0.850]</small>" in html
     query = {"version": 1, "field": "age_band"}
     chart = staff_client.get(reverse("dashboards:perspectives-groups"), query)
-    assert chart.status_code == 200 and chart.content.startswith(PNG)
+    assert chart.status_code == 200 and chart["Content-Type"] == "image/svg+xml"
     lines = staff_client.get(reverse("dashboards:perspectives-versions"), {"field": "age_band"})
-    assert lines.status_code == 200 and lines.content.startswith(PNG)
+    assert lines.status_code == 200 and lines["Content-Type"] == "image/svg+xml"
     missing = staff_client.get(reverse("dashboards:perspectives-groups"), {**query, "field": "x"})
     assert missing.status_code == 400
 

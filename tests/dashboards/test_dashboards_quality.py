@@ -57,7 +57,7 @@ def test_page_shows_the_reports_figures_and_the_nav_link(staff_client, ranked):
     for profile in ranked.values():
         assert pseudonym(profile.user_id) in html
     assert "test exclusion" in html  # the reason beside the status
-    assert 'src="/dashboards/quality/positions-4.png"' in html
+    assert 'src="/dashboards/quality/positions-4.svg"' in html
 
 
 def test_annotator_table_sorts_by_any_column_with_unknowns_last(staff_client, ranked):
@@ -74,14 +74,15 @@ def test_annotator_table_sorts_by_any_column_with_unknowns_last(staff_client, ra
     assert [r["pseudonym"] for r in sort_rows(rows, "gold_score", True)] == ["y", "x"]
 
 
-def test_charts_are_pngs_cached_by_content(staff_client, ranked):
+def test_charts_are_svgs_cached_by_content(staff_client, ranked):
     agreement = staff_client.get(reverse("dashboards:quality-chart"))
-    assert agreement.status_code == 200 and agreement.content.startswith(PNG_MAGIC)
+    assert agreement.status_code == 200 and agreement["Content-Type"] == "image/svg+xml"
+    assert b"<title" in agreement.content
     again = staff_client.get(
         reverse("dashboards:quality-chart"), HTTP_IF_NONE_MATCH=agreement["ETag"]
     )
     assert again.status_code == 304
-    heat = staff_client.get(reverse("dashboards:position-chart", args=[4]))
+    heat = staff_client.get(reverse("dashboards:position-chart", args=[4]), {"format": "png"})
     assert heat.status_code == 200 and heat.content.startswith(PNG_MAGIC)
     assert staff_client.get(reverse("dashboards:position-chart", args=[7])).status_code == 404
 

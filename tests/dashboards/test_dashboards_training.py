@@ -1,6 +1,7 @@
 """Training dashboards: runs with live progress, registry, comparison, schedules."""
 
 import re
+import xml.etree.ElementTree as ET
 
 import pytest
 from django.db import connection
@@ -172,14 +173,16 @@ def test_registry_lists_versions_promotes_and_rolls_back(registry_rows, staff_cl
     assert "already active" in again.content.decode()
 
 
-def test_registry_plot_is_a_png_that_follows_the_data(registry_rows, staff_client):
+def test_registry_plot_is_an_svg_or_a_png_that_follows_the_data(registry_rows, staff_client):
     url = reverse("dashboards:registry-chart")
     snapshot, _ = registry_rows([0.3, 0.05])
-    first = staff_client.get(url)
+    assert staff_client.get(url)["Content-Type"] == "image/svg+xml"  # the default
+    first = staff_client.get(url, {"format": "png"})
     assert first["Content-Type"] == "image/png" and first.content.startswith(PNG_MAGIC)
-    assert staff_client.get(url, HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
+    png = {"format": "png"}
+    assert staff_client.get(url, png, HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
     registry_rows([0.1], start=3)
-    second = staff_client.get(url)
+    second = staff_client.get(url, png)
     assert second.content.startswith(PNG_MAGIC) and second.content != first.content
     svg = staff_client.get(url, {"format": "svg", "snapshot": snapshot.pk})
     assert svg["Content-Type"] == "image/svg+xml" and b"v3" in svg.content
@@ -209,13 +212,14 @@ def test_compare_shows_both_rhos_the_paired_interval_and_occupations(registry_ro
     assert "95% paired interval" in html and f"{result['diff']:.3f}" in html
     occupation = next(iter(a.metrics["per_occupation"]))
     assert f"<td>{occupation}</td>" in html
-    chart = re.search(r'src="([^"]*compare/occupations\.png[^"]*)"', html).group(1)
-    png = staff_client.get(chart.replace("&amp;", "&"))
-    assert png.status_code == 200 and png.content.startswith(PNG_MAGIC)
+    chart = re.search(r'src="([^"]*compare/occupations\.svg[^"]*)"', html).group(1)
+    svg = staff_client.get(chart.replace("&amp;", "&"))
+    assert svg.status_code == 200 and svg["Content-Type"] == "image/svg+xml"
+    assert ET.fromstring(svg.content).tag.endswith("svg")
     flipped = staff_client.get(
         reverse("dashboards:compare-chart"), {"a": 2, "b": 1, "snapshot": snapshot.pk}
     )
-    assert flipped.content != png.content
+    assert flipped.content != svg.content
 
 
 def test_compare_refuses_bad_picks_readably(registry_rows, staff_client):
