@@ -173,6 +173,44 @@ def test_registry_lists_versions_promotes_and_rolls_back(registry_rows, staff_cl
     assert "already active" in again.content.decode()
 
 
+def test_registry_confirms_what_will_serve_and_offers_roll_back_only_when_it_can(
+    registry_rows, staff_client
+):
+    registry_rows([0.3, 0.05, 0.2])
+
+    def page() -> str:
+        return staff_client.get(reverse("dashboards:registry")).content.decode()
+
+    def confirmations(html: str) -> list[str]:
+        """The text of each confirmation step, tags and spacing removed."""
+        steps = re.findall(r'<details class="confirm".*?</details>', html, re.S)
+        texts = [" ".join(re.sub(r"<[^>]+>", " ", d).split()) for d in steps]
+        return [re.sub(r" ([,.])", r"\1", t) for t in texts]
+
+    html = page()
+    assert "No version is active" in html and 'id="rollback"' not in html
+    assert "Promote v2… The scoring API will serve v2, at once. Promote: serve v2" in (
+        confirmations(html)
+    )
+    staff_client.post(reverse("dashboards:promote", args=[1]))
+    html = page()
+    assert "The scoring API serves <strong>v1</strong>." in html
+    assert 'id="rollback"' not in html  # v1 has nothing before it
+    assert (
+        "Promote v3… The scoring API will serve v3 instead of v1, at once. Promote: serve v3"
+        in confirmations(html)
+    )
+    staff_client.post(reverse("dashboards:promote", args=[3]))
+    html = page()
+    rollback = [c for c in confirmations(html) if c.startswith("Roll back")]
+    assert rollback == [
+        "Roll back to v1… The scoring API will serve v1 instead of v3, at once. "
+        "Roll back: serve v1"
+    ]
+    staff_client.post(reverse("dashboards:rollback"))
+    assert 'id="rollback"' not in page()  # v1 again, and nothing before it
+
+
 def test_registry_plot_is_an_svg_or_a_png_that_follows_the_data(registry_rows, staff_client):
     url = reverse("dashboards:registry-chart")
     snapshot, _ = registry_rows([0.3, 0.05])
