@@ -56,8 +56,9 @@ def rollback_target(current: Checkpoint | None = None) -> Checkpoint | None:
 
 
 def runs() -> QuerySet[TrainingRun]:
-    """Training runs with their checkpoint; not their snapshot (its examples are large)."""
-    return TrainingRun.objects.select_related("checkpoint")
+    """Training runs with their checkpoint and augmentation; not their snapshot (its
+    examples are large)."""
+    return TrainingRun.objects.select_related("checkpoint", "augmentation")
 
 
 def snapshots() -> QuerySet[DatasetSnapshot]:
