@@ -141,6 +141,49 @@ def test_snapshot_start_and_cancel_from_the_page_with_csrf(study, staff_client):
     assert run.status == "cancelled" and f"Run {run.pk} cancelled." in response.content.decode()
 
 
+def test_runs_page_names_the_recipe_and_follows_an_augmentation(study, staff_client):
+    from training.models import Augmentation
+
+    snapshot = create_snapshot(include_synthetic=True)
+    start = {"snapshot": snapshot.pk, "encoder": ENCODER, "epochs": 2, "paraphrases": 2}
+    staff_client.post(reverse("dashboards:run-start"), {**start, "recipe": "seed"})
+    run = TrainingRun.objects.get()
+    assert (run.hyperparameters["recipe"], run.hyperparameters["lr"]) == ("seed", 1e-5)
+    aug = run.augmentation
+    assert aug.status == Augmentation.Status.QUEUED
+    url = reverse("dashboards:runs-progress") + f"?ids={run.pk}"
+
+    def row() -> dict:
+        return staff_client.get(url).json()["runs"][0]
+
+    assert (row()["status_label"], row()["stage"]) == (
+        "Augmenting",
+        f"waiting for augmentation #{aug.pk} (2 paraphrases per prompt)",
+    )
+    Augmentation.objects.filter(pk=aug.pk).update(status="running", stats={})
+    assert row()["stage"] == f"augmentation #{aug.pk}: writing 2 paraphrases per prompt"
+    progress = {"progress": {"embedded": 256, "total": 1024}}
+    Augmentation.objects.filter(pk=aug.pk).update(stats=progress)
+    assert row()["stage"] == f"augmentation #{aug.pk}: 256 of 1,024 texts embedded (25%)"
+    html = staff_client.get(reverse("dashboards:runs")).content.decode()
+    assert "256 of 1,024 texts embedded" in html and "seed recipe" in html
+    Augmentation.objects.filter(pk=aug.pk).update(status="done")
+    assert (row()["status"], row()["stage"]) == ("queued", "epoch 0 of 2")
+
+    staff_client.post(reverse("dashboards:run-start"), {**start, "paraphrases": 0})
+    default = TrainingRun.objects.latest("id")
+    assert (default.hyperparameters["recipe"], default.hyperparameters["lr"]) == ("standard", 1e-2)
+    bad = staff_client.post(reverse("dashboards:run-start"), {**start, "recipe": "x"}, follow=True)
+    assert "Recipe: Select a valid choice." in bad.content.decode()
+
+
+def test_an_empty_snapshot_is_refused_in_the_forms_words(study, staff_client):
+    response = staff_client.post(reverse("dashboards:snapshot-create"), follow=True)
+    html = response.content.decode()
+    assert "No rankings to snapshot (tick &quot;include synthetic annotators&quot;" in html
+    assert "--include-synthetic" not in html and not DatasetSnapshot.objects.exists()
+
+
 def test_a_refused_start_says_why_and_makes_nothing(study, staff_client):
     snapshot = create_snapshot(include_synthetic=True)
     response = staff_client.post(
@@ -204,8 +247,7 @@ def test_registry_confirms_what_will_serve_and_offers_roll_back_only_when_it_can
     html = page()
     rollback = [c for c in confirmations(html) if c.startswith("Roll back")]
     assert rollback == [
-        "Roll back to v1… The scoring API will serve v1 instead of v3, at once. "
-        "Roll back: serve v1"
+        "Roll back to v1… The scoring API will serve v1 instead of v3, at once. Roll back: serve v1"
     ]
     staff_client.post(reverse("dashboards:rollback"))
     assert 'id="rollback"' not in page()  # v1 again, and nothing before it
