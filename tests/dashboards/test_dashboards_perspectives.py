@@ -130,6 +130,18 @@ def test_groups_best_aligned_first_and_none_under_k_shown(registry_rows, staff_c
     assert missing.status_code == 400
 
 
+def test_the_form_keeps_the_version_and_field_it_shows(registry_rows, staff_client):
+    snapshot, (v1, v2) = registry_rows([0.1, 0.2], active=2)
+    store(v2, snapshot, {"18-24": flat(0.6), "65-74": flat(0.8)})
+    html = staff_client.get(reverse("dashboards:perspectives")).content.decode()  # defaults
+    assert '<option value="2" selected>' in html  # the active version, shown
+    assert '<option value="age_band" selected>' in html
+    assert "v2 · Age band · snapshot" in html and "Age band across versions" in html
+    store(v1, snapshot, {"18-24": flat(0.6), "65-74": flat(0.8)})
+    html = staff_client.get(reverse("dashboards:perspectives"), {"version": 1}).content.decode()
+    assert '<option value="1" selected>' in html and '<option value="2" selected>' not in html
+
+
 def test_version_against_version_names_the_groups_that_gained_or_lost(
     registry_rows, staff_client, django_capture_on_commit_callbacks
 ):

@@ -60,6 +60,26 @@ def test_page_shows_the_reports_figures_and_the_nav_link(staff_client, ranked):
     assert 'src="/dashboards/quality/positions-4.svg"' in html
 
 
+def test_headings_and_fields_read_as_words_and_a_missing_gold_score_is_explained(
+    staff_client, make_tasks, annotator, store_ranking
+):
+    from annotation.models import DemographicField
+
+    DemographicField.objects.update_or_create(key="age_band", defaults={"label": "Age band"})
+    (task,) = make_tasks(1, k=4)
+    store_ranking(annotator("ann").profile, task, ids(task))
+    html = staff_client.get(URL).content.decode()
+    for heading in ("Gold score", "Check pass rate", "Consensus rho", "Median seconds"):
+        assert f">{heading}</a></th>" in html
+    assert "Goldscore" not in html and "Untouchedrate" not in html
+    assert "<h3>Age band</h3>" in html and "<h3>age_band</h3>" not in html
+    assert 'id="no-gold"' in html and "build_tasks --gold-per-occupation 1" in html
+
+
+def test_no_gold_note_once_there_are_gold_tasks(staff_client, ranked):
+    assert 'id="no-gold"' not in staff_client.get(URL).content.decode()
+
+
 def test_annotator_table_sorts_by_any_column_with_unknowns_last(staff_client, ranked):
     def order(query):
         rows = staff_client.get(URL + query).context["annotators"]
