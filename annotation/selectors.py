@@ -371,3 +371,13 @@ def annotator_progress(page: int | str | None, per_page: int = 50) -> Page:
         .values("user_id", "user__username", "quota", "done", "is_synthetic")
     )
     return Paginator(profiles, per_page).get_page(page)
+
+
+def gold_task_count() -> int:
+    """How many gold tasks (tasks with a reference order) exist."""
+    return RankingTask.objects.filter(is_gold=True).count()
+
+
+def demographic_labels() -> dict[str, str]:
+    """Each demographic field's key with the label people read (``age_band``: "Age band")."""
+    return dict(DemographicField.objects.values_list("key", "label"))

@@ -34,7 +34,7 @@ from training import encoders
 from training.errors import RegistryConflict, RegistryError, VersionNotFound, ml_refusals
 from training.ml import __version__ as library_version
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, VersionCounter
-from training.selectors import active_checkpoint
+from training.selectors import active_checkpoint, rollback_target
 
 if TYPE_CHECKING:  # the checkpoint format brings torch: imported where files are read
     from training.ml.checkpoints import Checkpoint as MLCheckpoint
@@ -191,20 +191,6 @@ def get_version(version: int) -> Checkpoint:
         raise VersionNotFound(f"there is no version {version}") from None
 
 
-def activation_stack(events: list[tuple[str, int]]) -> list[int]:
-    """Replay ``(action, checkpoint id)`` events, oldest first: promote pushes, rollback pops."""
-    stack: list[int] = []
-    for action, checkpoint_id in events:
-        if action == RegistryEvent.Action.PROMOTE:
-            if not stack or stack[-1] != checkpoint_id:
-                stack.append(checkpoint_id)
-        elif action == RegistryEvent.Action.ROLLBACK and stack:
-            stack.pop()
-            if not stack or stack[-1] != checkpoint_id:
-                stack.append(checkpoint_id)
-    return stack
-
-
 def actor_name(user, actor: str) -> str:
     """Who acts on the registry, in words: the user's name, else what the caller says
     (a command, a schedule); one of the two is required, so history never guesses."""
@@ -250,19 +236,11 @@ def rollback(user=None, reason: str = "", actor: str = "") -> Checkpoint:
         current = active_checkpoint()
         if current is None:
             raise RegistryConflict("no version is active; nothing to roll back")
-        events = list(
-            RegistryEvent.objects.filter(
-                action__in=[RegistryEvent.Action.PROMOTE, RegistryEvent.Action.ROLLBACK]
-            )
-            .order_by("id")
-            .values_list("action", "checkpoint_id")
-        )
-        stack = activation_stack(events)
-        if len(stack) < 2 or stack[-1] != current.pk:
+        target = rollback_target(current)
+        if target is None:
             raise RegistryConflict(
                 f"v{current.version} has no earlier active version to roll back to"
             )
-        target = Checkpoint.objects.get(pk=stack[-2])
         _activate(target, RegistryEvent.Action.ROLLBACK, user, actor, reason)
     return target
 

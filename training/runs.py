@@ -66,6 +66,7 @@ def start_run(
     *,
     encoder: str | None = None,
     epochs: int | None = None,
+    recipe: str | None = None,
     paraphrases: int = 0,
     backend: str | None = None,
     augmentation: Augmentation | None = None,
@@ -80,8 +81,12 @@ def start_run(
     if it has not run yet, the augmentation task runs first and then the run.
     ``steering`` (``training.steering``) trains on one group's labels or
     balances a field's groups; it is kept in the run's hyper-parameters.
+    ``recipe`` (``training.ml.recipes``, default ``DEFAULT_RECIPE``) gives the
+    hyper-parameters that ``epochs`` and ``hyperparameters`` override; its name is
+    recorded with them.
     """
     from training.augmentation import request_augmentation
+    from training.ml.recipes import DEFAULT_RECIPE, RECIPES
     from training.ml.train import TrainConfig
 
     name = encoder or settings.TRAINING["DEFAULT_ENCODER"]
@@ -90,8 +95,11 @@ def start_run(
     overrides = {"device": settings.TRAINING["DEVICE"], **(hyperparameters or {})}
     if epochs is not None:
         overrides["epochs"] = epochs
+    recipe = recipe or overrides.pop("recipe", None) or DEFAULT_RECIPE
+    if recipe not in RECIPES:
+        raise RunError(f"unknown recipe {recipe!r}: use one of {', '.join(RECIPES)}")
     try:
-        config = TrainConfig(**overrides)
+        config = TrainConfig.from_recipe(recipe, **overrides)
     except TypeError as exc:
         raise RunError(f"bad hyper-parameters: {exc}") from exc
     except ValueError as exc:

@@ -19,7 +19,7 @@ from scipy.stats import rankdata
 from training.ml.cache import EmbeddingCache
 from training.ml.calibration import calibrate
 from training.ml.checkpoints import Checkpoint
-from training.ml.encoders import exported, loading, recipes, resolve
+from training.ml.encoders import exported, loading, presets, resolve
 from training.ml.encoders.gate import GateRefused, accuracy_gate
 from training.ml.encoders.identity import (
     EncoderError,
@@ -116,16 +116,16 @@ def test_bad_backend_requests_are_clear_errors(tmp_path):
 
 
 def test_int8_preset_follows_the_cpu_flags():
-    assert recipes.onnx_int8_preset({"avx2", "avx512f", "avx512_vnni"}, "x86_64") == "avx512_vnni"
-    assert recipes.onnx_int8_preset({"avx2", "avx512f"}, "x86_64") == "avx512"
-    assert recipes.onnx_int8_preset({"avx2"}, "x86_64") == "avx2"
-    assert recipes.onnx_int8_preset(set(), "aarch64") == "arm64"
+    assert presets.onnx_int8_preset({"avx2", "avx512f", "avx512_vnni"}, "x86_64") == "avx512_vnni"
+    assert presets.onnx_int8_preset({"avx2", "avx512f"}, "x86_64") == "avx512"
+    assert presets.onnx_int8_preset({"avx2"}, "x86_64") == "avx2"
+    assert presets.onnx_int8_preset(set(), "aarch64") == "arm64"
     with pytest.raises(EncoderError, match="no int8 preset"):
-        recipes.onnx_int8_preset({"sse4_2"}, "x86_64")
+        presets.onnx_int8_preset({"sse4_2"}, "x86_64")
     # 7-bit weights only where u8 x s8 products saturate (x86 without VNNI).
-    assert recipes.onnx_int8_options("avx2")["reduce_range"] is True
-    assert recipes.onnx_int8_options("avx512_vnni")["reduce_range"] is False
-    assert recipes.onnx_int8_options("arm64")["per_channel"] is True
+    assert presets.onnx_int8_options("avx2")["reduce_range"] is True
+    assert presets.onnx_int8_options("avx512_vnni")["reduce_range"] is False
+    assert presets.onnx_int8_options("arm64")["per_channel"] is True
 
 
 # --- the gate, on a hand-worked case and against scipy-free ranks -------------------------
@@ -243,7 +243,7 @@ def test_onnx_int8_export_is_offline_close_to_fp32_and_keyed_apart(onnx_int8, mi
         resolve.MINILM_NAME, "onnx", "int8", ident.weight_sha256
     )
     manifest = json.loads((folder / "export.json").read_text())
-    preset = recipes.onnx_int8_preset(recipes.cpu_flags(), os.uname().machine)
+    preset = presets.onnx_int8_preset(presets.cpu_flags(), os.uname().machine)
     assert manifest["preset"]["name"] == preset
     # The feed-forward down projections stay fp32: one per layer, named in the manifest.
     layers = json.loads((minilm_folder() / "config.json").read_text())["num_hidden_layers"]
@@ -400,7 +400,7 @@ def test_openvino_exports_fp32_and_int8_calibrated_on_local_texts(quant_dir, min
         quantization="none",
     )
     np.testing.assert_allclose(fp32.encode(TEXTS), reference, atol=1e-4)  # f32, not bf16
-    calibration = recipes.default_calibration_texts(32)
+    calibration = presets.default_calibration_texts(32)
     assert len(set(calibration)) == 32
     lengths = [len(ids) for ids in fp32.tokenizer(calibration)["input_ids"]]
     assert max(lengths) > fp32.identity.max_seq_length  # long inputs are calibrated too

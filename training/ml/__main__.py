@@ -19,6 +19,7 @@ from training.ml.checkpoints import Checkpoint, CheckpointError
 from training.ml.encoders.loading import load_encoder
 from training.ml.errors import MLError
 from training.ml.examples import data_hash, read_jsonl
+from training.ml.recipes import DEFAULT_RECIPE, RECIPES
 from training.ml.split import group_split
 from training.ml.train import TrainConfig, train
 
@@ -56,8 +57,9 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--encoder", required=True, help="encoder name or folder")
     t.add_argument("--out", type=Path, required=True, help="new checkpoint directory")
     defaults = TrainConfig()
-    t.add_argument("--epochs", type=int, default=defaults.epochs)
-    t.add_argument("--lr", type=float, default=defaults.lr)
+    t.add_argument("--recipe", choices=list(RECIPES), default=DEFAULT_RECIPE)
+    t.add_argument("--epochs", type=int, help="default: the recipe's")
+    t.add_argument("--lr", type=float, help="default: the recipe's")
     t.add_argument("--temperature", type=float, default=defaults.temperature)
     t.add_argument("--alpha", type=float, default=defaults.alpha)
     t.add_argument("--seed", type=int, default=defaults.seed)
@@ -79,9 +81,10 @@ def _train(args) -> None:
         raise CheckpointError(f"{args.out} already exists; checkpoints are never overwritten")
     examples = read_jsonl(args.data)
     train_set, eval_set = group_split(examples, args.eval_fraction, args.seed)
-    config = TrainConfig(
-        epochs=args.epochs,
-        lr=args.lr,
+    given = {"epochs": args.epochs, "lr": args.lr}
+    config = TrainConfig.from_recipe(
+        args.recipe,
+        **{k: v for k, v in given.items() if v is not None},
         temperature=args.temperature,
         alpha=args.alpha,
         seed=args.seed,

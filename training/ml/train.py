@@ -1,4 +1,4 @@
-"""Train the reward model's head on cached embeddings (the seed's recipe).
+"""Train the reward model's head on cached embeddings (a recipe of ``training.ml.recipes``).
 
 Each distinct text (train and eval) is embedded once, through the cache, in one
 batched call; the epochs then run on the embedding tensor. Each step is one
@@ -35,22 +35,35 @@ from training.ml.errors import MLError
 from training.ml.losses import djpo_loss
 from training.ml.metrics import evaluate
 from training.ml.model import RewardModel
+from training.ml.recipes import RECIPES, SEED, recipe
+
+_SEED = RECIPES[SEED]
 
 
 @dataclass
 class TrainConfig:
-    """The seed's hyper-parameters as defaults; ``n_boot`` is for the final evaluation."""
+    """The seed recipe's hyper-parameters as defaults; ``n_boot`` is for the final evaluation.
 
-    epochs: int = 12
-    lr: float = 1e-5
-    weight_decay: float = 0.01
-    temperature: float = 0.5
-    alpha: float = 0.01
-    dropout: float = 0.1
+    ``recipe`` names the recipe the values started from (``from_recipe``); overrides
+    show in the values themselves.
+    """
+
+    epochs: int = _SEED["epochs"]
+    lr: float = _SEED["lr"]
+    weight_decay: float = _SEED["weight_decay"]
+    temperature: float = _SEED["temperature"]
+    alpha: float = _SEED["alpha"]
+    dropout: float = _SEED["dropout"]
     seed: int = 0
-    occupations_per_batch: int = 1
+    occupations_per_batch: int = _SEED["occupations_per_batch"]
     device: str = "auto"
     n_boot: int = 1000
+    recipe: str = SEED
+
+    @classmethod
+    def from_recipe(cls, name: str, **overrides) -> TrainConfig:
+        """Recipe ``name``'s values with ``overrides`` on top; ``ValueError`` if unknown."""
+        return cls(**{**recipe(name), **overrides, "recipe": name})
 
     def __post_init__(self) -> None:
         self.validate()
@@ -66,6 +79,7 @@ class TrainConfig:
             "dropout": 0 <= self.dropout < 1,
             "occupations_per_batch": self.occupations_per_batch >= 1,
             "n_boot": self.n_boot >= 0,
+            "recipe": self.recipe in RECIPES,
         }
         for name, ok in checks.items():
             if not ok:

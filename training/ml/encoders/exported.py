@@ -6,12 +6,12 @@ pooling, normalisation) into one graph, token ids -> sentence embedding; then
 
 - ``onnx/none``: that graph;
 - ``onnx/int8``: onnxruntime's dynamic quantization with sentence-transformers'
-  preset for this CPU (``recipes.onnx_int8_preset``), the feed-forward down projections
-  kept fp32 (``recipes.down_projections``);
+  preset for this CPU (``presets.onnx_int8_preset``), the feed-forward down projections
+  kept fp32 (``presets.down_projections``);
 - ``openvino/none``: the graph converted by OpenVINO, weights kept fp32;
 - ``openvino/int8``: NNCF post-training static quantization (what
   ``export_static_quantized_openvino_model`` runs) calibrated on local texts,
-  by default ``recipes.default_calibration_texts`` (prompt-like, deterministic): no hub.
+  by default ``presets.default_calibration_texts`` (prompt-like, deterministic): no hub.
 
 sentence-transformers' own ``backend="onnx"|"openvino"`` loaders need optimum,
 whose releases pin transformers below the 5.x this project runs on, so the
@@ -53,7 +53,7 @@ from training.ml.encoders.identity import (
     check_backend,
     sha256_file,
 )
-from training.ml.encoders.recipes import (
+from training.ml.encoders.presets import (
     cpu_flags,
     default_calibration_texts,
     down_projections,

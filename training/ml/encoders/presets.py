@@ -1,5 +1,5 @@
 """How a copy becomes int8: onnxruntime's dynamic presets per CPU, the layers kept fp32,
-and OpenVINO's calibration texts (the recipes ``training.ml.encoders.exported`` applies).
+and OpenVINO's calibration texts (the presets ``training.ml.encoders.exported`` applies).
 
 The optional packages (``pip install 'stereorank[quant]'``) are imported through
 ``need``, which names the extra when one is missing.
