@@ -96,7 +96,7 @@ def catalogue_occupations() -> list[str]:
 def detect_occupation(prompt: str, occupations: list[str] | None = None) -> str:
     """The one catalogue occupation ``prompt`` names (the longest when one name holds
     another, "nurse" in "nurse practitioner"); refused when none or several are named."""
-    from training.ml.paraphrase.quality import occupation_regex
+    from training.ml.lexicon import occupation_regex
 
     spans = []
     for name in occupations if occupations is not None else catalogue_occupations():
@@ -163,8 +163,8 @@ def optimise_prompt(
     seed: int = 0,
 ) -> OptimiseReport:
     """Up to ``n`` rewrites of ``prompt`` that keep its occupation and pass the threshold."""
+    from training.ml.lexicon import names_occupation
     from training.ml.optimise import optimise
-    from training.ml.paraphrase.quality import names_occupation
 
     text = check_text(prompt, "prompt")
     count = check_n(n)

@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from training.ml.backends import make
+from training.ml.lexicon import names_occupation, normalise
 from training.ml.optimise.base import (
     ASPECTS,
     OptimiseResult,
@@ -34,7 +35,6 @@ from training.ml.optimise.base import (
 )
 from training.ml.optimise.llm import DEFAULT_TEMPLATE, LLMRewriter
 from training.ml.optimise.offline import OfflineRewriter
-from training.ml.paraphrase.quality import names_occupation, normalise
 
 __all__ = [
     "ASPECTS",

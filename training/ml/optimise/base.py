@@ -7,7 +7,7 @@ from typing import Protocol
 
 from training.ml.backends import Backend
 from training.ml.errors import MLError
-from training.ml.paraphrase.quality import ATTRIBUTES
+from training.ml.lexicon import ATTRIBUTES
 
 # The seven aspects of diversity of the DJ-PO model card, named as the
 # paraphrase filter's lexicon names them (one home for the names).

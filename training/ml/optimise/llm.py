@@ -28,8 +28,8 @@ import string
 from training.ml.backends import chat_errors_as
 from training.ml.chat import ChatClient, MalformedAnswer
 from training.ml.chat import loads_lenient as _loads
+from training.ml.lexicon import normalise
 from training.ml.optimise.base import ASPECTS, Rewrite, RewriteBudgetExceeded, RewriteError
-from training.ml.paraphrase.quality import normalise
 
 PLACEHOLDERS = ("prompt", "occupation", "n", "aspects")
 DEFAULT_TEMPLATE = """\
