@@ -45,7 +45,7 @@ from .models import (
 )
 from .quality.gold import AttentionCheck, GoldReference
 from .quality.records import RankingRecord
-from .study_models import Erasure
+from .study_models import Erasure, Study
 
 log = logging.getLogger(__name__)
 
@@ -381,3 +381,8 @@ def gold_task_count() -> int:
 def demographic_labels() -> dict[str, str]:
     """Each demographic field's key with the label people read (``age_band``: "Age band")."""
     return dict(DemographicField.objects.values_list("key", "label"))
+
+
+def study(slug: str) -> Study | None:
+    """The study whose entry link ends in ``slug``, if there is one."""
+    return Study.objects.filter(slug=slug).first()
