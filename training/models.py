@@ -2,7 +2,8 @@
 
 Glossary in ../shared/DESIGN.md. Writes go through ``training.services``; the
 models carry the invariants (one active checkpoint, one checkpoint per run,
-one evaluation per checkpoint and snapshot).
+one evaluation per checkpoint and snapshot). Past 400 lines because those invariants
+and the help texts that document each stored figure live with the fields.
 """
 
 from django.conf import settings

@@ -26,7 +26,9 @@ def _modules() -> set[str]:
     for package in PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
             rel = path.relative_to(ROOT)
-            if "migrations" in rel.parts or "commands" in rel.parts:
+            if "migrations" in rel.parts:
+                continue
+            if "commands" in rel.parts and not path.stem.startswith("_"):
                 continue
             if path.name == "__init__.py" and not _defines_something(path):
                 continue
@@ -44,7 +46,8 @@ def _commands() -> set[str]:
 
 def _named_modules(text: str) -> set[str]:
     pattern = r"`((?:" + "|".join(PACKAGES) + r")/[\w/]+\.py)`"
-    return {m for m in re.findall(pattern, text) if "/management/commands/" not in m}
+    commands = re.compile(r"/management/commands/[a-z]")
+    return {m for m in re.findall(pattern, text) if not commands.search(m)}
 
 
 def _named_commands(text: str) -> set[str]:
