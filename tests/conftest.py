@@ -50,6 +50,15 @@ def _missing_services(item: pytest.Item) -> list[str]:
     return missing
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``--dist loadgroup``), the tests that drive real Redis queues,
+    Celery workers and beat share one xdist worker: their workers' node names, queues and
+    heartbeats are fixed, so two at once would take each other's tasks."""
+    for item in items:
+        if item.get_closest_marker("redis"):
+            item.add_marker(pytest.mark.xdist_group("services"))
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     missing = _missing_services(item)
     if missing:

