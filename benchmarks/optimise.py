@@ -29,20 +29,15 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _common import ROOT, gunicorn, load
+
 sys.path.insert(0, str(ROOT))
-
-
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def environment(folder: Path, database_url: str) -> dict:
@@ -214,20 +209,8 @@ def serve_and_measure(env: dict, args, token: str) -> list[tuple[str, dict]]:
 
     pool = [p for o in read_catalogue()["occupations"] for p in o["prompts"].values()]
     server_env = {**os.environ, **env, "GUNICORN_WORKERS": str(args.workers)}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "web.wsgi",
-         "--bind", f"127.0.0.1:{args.port}"],
-        cwd=ROOT,
-        env=server_env,
-    )  # fmt: skip
     rows = []
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{args.port}/login/", timeout=5)
-                break
-            except OSError:
-                time.sleep(0.2)
+    with gunicorn(server_env, args.port, tries=300):
         # warm every worker (each loads the checkpoint once): a burst wider than the pool
         latency_case(args.port, token, 2 * args.workers * 4, 2, 4, pool, novel=False)
         for novel in (False, True):
@@ -245,9 +228,6 @@ def serve_and_measure(env: dict, args, token: str) -> list[tuple[str, dict]]:
                     f"load {row['load']})",
                     flush=True,
                 )
-    finally:
-        server.terminate()
-        server.wait()
     return rows
 
 

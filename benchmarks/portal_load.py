@@ -28,10 +28,10 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _common import ROOT, gunicorn, load
+
 PASSWORD = "bench-pass-123"
 
 
@@ -129,10 +129,6 @@ def spent(before: dict[int, float], after: dict[int, float]) -> float:
     return sum(t - before.get(pid, 0.0) for pid, t in after.items())
 
 
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--annotators", type=int, default=32)
@@ -177,24 +173,12 @@ def main() -> None:
         f"    call_command('create_annotator', name, password={PASSWORD!r}, consent=True)",
     )
 
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "web.wsgi",
-         "--bind", f"127.0.0.1:{args.port}"],
-        cwd=ROOT,
-        env=env,
-    )  # fmt: skip
     logins: list[float] = []
     latencies: dict[str, list[float]] = {"next": [], "submit": []}
     failures: list[str] = []
     submitted = 0
     lock = threading.Lock()
-    try:
-        for _ in range(150):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{args.port}/login/", timeout=5)
-                break
-            except OSError:
-                time.sleep(0.2)
+    with gunicorn(env, args.port, tries=150) as server:
         apis = {name: Api(args.port) for name in names}
 
         def log_in(name: str) -> None:
@@ -248,9 +232,6 @@ def main() -> None:
         load_before, cpu_before = load(), server_cpu(server.pid)
         wall = run_all(annotate)
         load_after, cpu_after = load(), server_cpu(server.pid)
-    finally:
-        server.terminate()
-        server.wait()
 
     out = manage(
         env,

@@ -1,6 +1,7 @@
 """JSON helpers, pure Python (``training.ml`` uses them too, so no Django here)."""
 
 import math
+from dataclasses import asdict
 
 
 def json_safe(value):
@@ -15,3 +16,11 @@ def json_safe(value):
     if isinstance(value, list | tuple):
         return [json_safe(v) for v in value]
     return value
+
+
+class AsDict:
+    """A dataclass mixin: ``as_dict``, the plain dict of its fields (for JSON)."""
+
+    def as_dict(self) -> dict:
+        """Plain dict (for JSON)."""
+        return asdict(self)

@@ -7,6 +7,7 @@ message that names the part that is wrong (``prompts[3] is not a string``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -46,11 +47,16 @@ def check_prompts(prompts: object) -> list[str]:
     return [check_text(p, f"prompts[{i}]") for i, p in enumerate(prompts)]
 
 
+def _whole(value: object, low: float, high: float) -> bool:
+    """Whether ``value`` is a whole number (an int, not a bool) from ``low`` to ``high``."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
 def check_version(version: object) -> int | None:
     """A version number (a positive whole number) or None for the active version."""
     if version is None:
         return None
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+    if not _whole(version, 1, math.inf):
         raise ScoringError(f"version must be a positive whole number, not {version!r}")
     return version
 
@@ -63,12 +69,18 @@ class Scored:
 
 
 @dataclass(frozen=True)
-class ScoreReport:
-    """Scores of some prompts by one version, with the threshold it flags them by."""
+class VersionReport:
+    """What one version answered, with the threshold it flags prompts by."""
 
     version: int
     threshold: float
     threshold_basis: str
+
+
+@dataclass(frozen=True)
+class ScoreReport(VersionReport):
+    """Scores of some prompts by one version."""
+
     results: list[Scored]
 
 
@@ -137,19 +149,17 @@ def make_rewriter():
 
 
 def check_n(n: object) -> int:
+    """How many rewrites to ask for: a whole number from 1 to ``OPTIMISE_MAX_N``."""
     most = limits()["OPTIMISE_MAX_N"]
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= most:
+    if not _whole(n, 1, most):
         raise ScoringError(f"n must be a whole number from 1 to {most}, not {n!r}")
     return n
 
 
 @dataclass(frozen=True)
-class OptimiseReport:
-    """What the optimiser found for one prompt, with the version and rewriter it used."""
+class OptimiseReport(VersionReport):
+    """What the optimiser found for one prompt, with the rewriter it used."""
 
-    version: int
-    threshold: float
-    threshold_basis: str
     occupation: str
     rewriter: str
     result: object  # training.ml.optimise.OptimiseResult

@@ -4,12 +4,15 @@ error is an HTTP 400 with its message."""
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiTypes, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiTypes, extend_schema, extend_schema_view, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
+
+from core.errors import NotFound
 
 from . import perspective_export, selectors, services
 from .ml.recipes import DEFAULT_RECIPE, RECIPES
@@ -148,58 +151,94 @@ class StaffView(APIView):
     permission_classes = [IsAdminUser]
 
 
-class SnapshotsView(StaffView):
-    @extend_schema(responses=SnapshotSerializer(many=True), operation_id="training_snapshots_list")
+def _valid(serializer: type[serializers.Serializer], data) -> dict:
+    """``data`` as ``serializer`` validates it; a 400 naming what is wrong otherwise."""
+    checked = serializer(data=data)
+    checked.is_valid(raise_exception=True)
+    return checked.validated_data
+
+
+def _run(run_id: int) -> TrainingRun:
+    """Run ``run_id`` with its checkpoint and augmentation; a 404 where there is none."""
+    run = selectors.runs().filter(pk=run_id).first()
+    if run is None:
+        raise NotFound(f"there is no run {run_id}")
+    return run
+
+
+# The newest 100 rows (GET), and one more made by a service (POST: 201 with it). A comment,
+# not a docstring: drf-spectacular would print a docstring as each operation's description.
+class ListCreateView(StaffView):
+    serializer: type[serializers.Serializer]
+    create_serializer: type[serializers.Serializer]
+    list_operation_id: str
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        extend_schema_view(
+            get=extend_schema(
+                responses=cls.serializer(many=True), operation_id=cls.list_operation_id
+            ),
+            post=extend_schema(request=cls.create_serializer, responses={201: cls.serializer}),
+        )(cls)
+
+    def rows(self) -> QuerySet:
+        """The rows, newest first."""
+        raise NotImplementedError
+
+    def create(self, request, data: dict):
+        """Make one row from ``create_serializer``'s validated ``data``."""
+        raise NotImplementedError
+
     def get(self, request):
-        return Response(SnapshotSerializer(selectors.snapshots()[:100], many=True).data)
+        return Response(self.serializer(self.rows()[:100], many=True).data)
 
-    @extend_schema(request=SnapshotInSerializer, responses={201: SnapshotSerializer})
     def post(self, request):
-        data = SnapshotInSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        snap = services.create_snapshot(user=request.user, **data.validated_data)
-        return Response(SnapshotSerializer(snap).data, status=status.HTTP_201_CREATED)
+        made = self.create(request, _valid(self.create_serializer, request.data))
+        return Response(self.serializer(made).data, status=status.HTTP_201_CREATED)
 
 
-class RunsView(StaffView):
-    @extend_schema(responses=RunSerializer(many=True), operation_id="training_runs_list")
-    def get(self, request):
-        return Response(RunSerializer(selectors.runs()[:100], many=True).data)
+class SnapshotsView(ListCreateView):
+    serializer, create_serializer = SnapshotSerializer, SnapshotInSerializer
+    list_operation_id = "training_snapshots_list"
 
-    @extend_schema(request=RunInSerializer, responses={201: RunSerializer})
-    def post(self, request):
-        data = RunInSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
-        run = services.start_run(
-            v["snapshot"],
-            encoder=v.get("encoder") or None,
-            epochs=v.get("epochs"),
-            recipe=v.get("recipe"),
-            paraphrases=v["paraphrases"],
-            hyperparameters=v.get("hyperparameters"),
-            steering=parse_steering(v.get("steer"), v.get("balance")),
+    def rows(self) -> QuerySet:
+        return selectors.snapshots()
+
+    def create(self, request, data: dict) -> DatasetSnapshot:
+        return services.create_snapshot(user=request.user, **data)
+
+
+class RunsView(ListCreateView):
+    serializer, create_serializer = RunSerializer, RunInSerializer
+    list_operation_id = "training_runs_list"
+
+    def rows(self) -> QuerySet:
+        return selectors.runs()
+
+    def create(self, request, data: dict) -> TrainingRun:
+        return services.start_run(
+            data["snapshot"],
+            encoder=data.get("encoder") or None,
+            epochs=data.get("epochs"),
+            recipe=data.get("recipe"),
+            paraphrases=data["paraphrases"],
+            hyperparameters=data.get("hyperparameters"),
+            steering=parse_steering(data.get("steer"), data.get("balance")),
             user=request.user,
         )
-        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
 
 class RunView(StaffView):
     @extend_schema(responses=RunSerializer, operation_id="training_run_detail")
     def get(self, request, run_id: int):
-        run = selectors.runs().filter(pk=run_id).first()
-        if run is None:
-            return Response({"detail": f"there is no run {run_id}"}, status=404)
-        return Response(RunSerializer(run).data)
+        return Response(RunSerializer(_run(run_id)).data)
 
 
 class CancelRunView(StaffView):
     @extend_schema(request=None, responses=RunSerializer)
     def post(self, request, run_id: int):
-        run = selectors.run(run_id)
-        if run is None:
-            return Response({"detail": f"there is no run {run_id}"}, status=404)
-        run = services.cancel_run(run, user=request.user)
+        run = services.cancel_run(_run(run_id), user=request.user)
         return Response(RunSerializer(run).data)
 
 
@@ -212,20 +251,15 @@ class CheckpointsView(StaffView):
 class PromoteView(StaffView):
     @extend_schema(request=ReasonSerializer, responses=CheckpointSerializer)
     def post(self, request, version: int):
-        data = ReasonSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        checkpoint = services.promote(
-            services.get_version(version), user=request.user, **data.validated_data
-        )
+        reason = _valid(ReasonSerializer, request.data)
+        checkpoint = services.promote(services.get_version(version), user=request.user, **reason)
         return Response(CheckpointSerializer(checkpoint).data)
 
 
 class RollbackView(StaffView):
     @extend_schema(request=ReasonSerializer, responses=CheckpointSerializer)
     def post(self, request):
-        data = ReasonSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        checkpoint = services.rollback(user=request.user, **data.validated_data)
+        checkpoint = services.rollback(user=request.user, **_valid(ReasonSerializer, request.data))
         return Response(CheckpointSerializer(checkpoint).data)
 
 
@@ -240,9 +274,7 @@ class CompareView(StaffView):
         ),
     )
     def get(self, request):
-        data = CompareSerializer(data=request.query_params)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = _valid(CompareSerializer, request.query_params)
         a, b = services.get_version(v["a"]), services.get_version(v["b"])
         snapshot = v.get("snapshot")
         missing = selectors.not_evaluated_on(snapshot, a, b) if snapshot else []
@@ -338,9 +370,7 @@ class PerspectivesView(StaffView):
         ),
     )
     def get(self, request, version: int):
-        data = PerspectivesQuerySerializer(data=request.query_params)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = _valid(PerspectivesQuerySerializer, request.query_params)
         checkpoint = services.get_version(version)
         snapshot = services.report_snapshot(checkpoint, v.get("snapshot"))
         fields = services.report_fields(snapshot, v.get("field") or None)

@@ -35,12 +35,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Literal
 
 import krippendorff
 import numpy as np
 from scipy import stats
+
+from core.json import AsDict
 
 from .bootstrap import Estimate, bootstrap_mean, cluster_bootstrap
 from .records import Annotator, RankingRecord, TaskId, rank_matrix, shared_tasks
@@ -132,7 +134,7 @@ def alpha_from_blocks(
 
 
 @dataclass(frozen=True)
-class Agreement:
+class Agreement(AsDict):
     """Agreement over a set of tasks: mean W and alpha (ordinal, interval), with intervals.
 
     ``n_tasks``: tasks with two or more rankings; ``n_rankings`` and
@@ -145,10 +147,6 @@ class Agreement:
     kendall_w: Estimate
     alpha_ordinal: Estimate
     alpha_interval: Estimate
-
-    def as_dict(self) -> dict:
-        """Plain dict (for JSON)."""
-        return asdict(self)
 
 
 def agreement_from_blocks(

@@ -11,16 +11,18 @@ The same seed gives the same interval.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
+
+from core.json import AsDict
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Estimate:
+class Estimate(AsDict):
     """A point estimate with its 95% bootstrap interval.
 
     ``n``: the clusters (tasks, unless said otherwise) it rests on. ``ci_low`` and
@@ -32,10 +34,6 @@ class Estimate:
     ci_high: float | None
     n: int
     n_boot: int
-
-    def as_dict(self) -> dict:
-        """Plain dict (for JSON)."""
-        return asdict(self)
 
 
 def _check(n_boot: int) -> None:

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
+
+from core.json import AsDict
 
 from .agreement import Agreement, agreement, agreement_from_blocks
 from .records import RankingRecord, by_task, group_of
@@ -95,7 +97,7 @@ def within_groups(
 
 
 @dataclass(frozen=True)
-class BetweenGroups:
+class BetweenGroups(AsDict):
     """Agreement of the groups' consensus orders (see the module docstring).
 
     ``groups``: the groups compared (``k`` or more annotators each);
@@ -107,10 +109,6 @@ class BetweenGroups:
     field: str
     groups: tuple[str, ...]
     agreement: Agreement
-
-    def as_dict(self) -> dict:
-        """Plain dict (for JSON)."""
-        return asdict(self)
 
 
 def consensus_block(group_rankings: Sequence[Sequence[RankingRecord]]) -> np.ndarray:

@@ -22,7 +22,9 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+
+from core.json import AsDict
 
 from .records import Annotator, ItemId, RankingRecord, TaskId
 
@@ -92,7 +94,7 @@ class AttentionCheck:
 
 
 @dataclass(frozen=True)
-class AnnotatorQuality:
+class AnnotatorQuality(AsDict):
     """One annotator's quality figures (NaN where there is nothing to measure).
 
     ``gold_score``: mean over ``n_gold`` gold tasks. ``check_pass_rate``:
@@ -111,10 +113,6 @@ class AnnotatorQuality:
     n_with_shown_order: int
     n_untouched: int
     untouched_rate: float
-
-    def as_dict(self) -> dict:
-        """Plain dict (for JSON)."""
-        return asdict(self)
 
 
 def _ratio(num: float, den: int) -> float:

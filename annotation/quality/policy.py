@@ -24,7 +24,9 @@ follows Prolific's attention-check rules (anchors-notes.md).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+
+from core.json import AsDict
 
 from .gold import AnnotatorQuality
 
@@ -33,15 +35,11 @@ _SEVERITY = {OK: 0, WARNED: 1, EXCLUDED: 2}
 
 
 @dataclass(frozen=True)
-class Decision:
+class Decision(AsDict):
     """An annotator's status and the reasons for it (empty when ``ok``)."""
 
     status: str
     reasons: tuple[str, ...]
-
-    def as_dict(self) -> dict:
-        """Plain dict (for JSON)."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -34,17 +34,19 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
+
+from core.json import AsDict
 
 from .bootstrap import Estimate, cluster_bootstrap
 from .records import Annotator, RankingRecord
 
 
 @dataclass(frozen=True)
-class PositionBias:
+class PositionBias(AsDict):
     """Position-bias figures for the rankings of one task size ``k``.
 
     ``table[s][f]``: items shown at ``s`` submitted at ``f``. ``pearson_x2``:
@@ -66,10 +68,6 @@ class PositionBias:
     untouched_expected: float
     untouched_p_value: float
     mean_tau: Estimate
-
-    def as_dict(self) -> dict:
-        """Plain dict (for JSON)."""
-        return asdict(self)
 
 
 def shown_final_positions(record: RankingRecord) -> tuple[np.ndarray, np.ndarray]:

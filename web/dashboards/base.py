@@ -8,7 +8,9 @@ from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
+from django.views.decorators.http import require_POST
 
+from core.errors import refusals_as_messages
 from training import selectors
 from training.models import DatasetSnapshot
 
@@ -27,6 +29,16 @@ def staff_only(view: Callable) -> Callable:
         return view(request, *args, **kwargs)
 
     return wrapped
+
+
+def staff_action(back: str) -> Callable[[Callable], Callable]:
+    """A staff-only POST whose refused service call becomes a message on the page named
+    ``back`` (``core.errors.refusals_as_messages``)."""
+
+    def decorator(view: Callable) -> Callable:
+        return staff_only(require_POST(refusals_as_messages(back)(view)))
+
+    return decorator
 
 
 def form_errors(form: forms.Form) -> str:

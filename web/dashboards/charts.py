@@ -29,17 +29,20 @@ from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 
-def _figure(**kwargs) -> Figure:
-    """A new Agg figure; matplotlib is imported on the first drawing, not with the URL conf."""
+def _figure(figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+    """A new Agg figure of ``figsize`` inches with one set of axes; matplotlib is imported
+    on the first drawing, not with the URL conf."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    return Figure(layout="constrained", **kwargs)
+    fig = Figure(layout="constrained", figsize=figsize)
+    return fig, fig.subplots()
 
 
 def _interval(ax, y: float, value: float, low, high, colour: str, label: str | None, marker: str):
@@ -49,6 +52,16 @@ def _interval(ax, y: float, value: float, low, high, colour: str, label: str | N
         ax.errorbar([value], [y], xerr=xerr, fmt=marker, color=colour, capsize=3, label=label)
     else:
         ax.plot([value], [y], marker, color=colour, label=label)
+
+
+def _label_rows(ax, labels: list[str], xlim: tuple[float, float], xlabel: str) -> None:
+    """Rows of estimates with their intervals: the first label on top, the x range and
+    label, a light vertical grid."""
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlim(*xlim)
+    ax.set_xlabel(xlabel)
+    ax.grid(axis="x", alpha=0.3)
 
 
 def _empty(fig, ax, text: str):
@@ -83,8 +96,7 @@ class RhoPoint:
 
 def rho_across_versions(points: Sequence[RhoPoint], title: str = "") -> Figure:
     """Spearman's rho of each version with its 95% interval; the active one highlighted."""
-    fig = _figure(figsize=(7, 3.2))
-    ax = fig.subplots()
+    fig, ax = _figure((7, 3.2))
     if not points:
         return _empty(fig, ax, "No evaluated versions yet")
     xs = range(len(points))
@@ -123,8 +135,7 @@ def occupations_side_by_side(
     """
     names = sorted(set(per_a) | set(per_b))
     height = max(2.5, 0.28 * len(names) + 1.2)
-    fig = _figure(figsize=(7, height))
-    ax = fig.subplots()
+    fig, ax = _figure((7, height))
     if not names:
         return _empty(fig, ax, "No per-occupation figures")
     bar = 0.4
@@ -166,19 +177,15 @@ class IntervalPoint:
 def estimates_with_intervals(points: Sequence[IntervalPoint], xlabel: str) -> Figure:
     """Horizontal points with 95% intervals, one row per label (e.g. W per occupation)."""
     height = max(2.5, 0.28 * len(points) + 1.2)
-    fig = _figure(figsize=(7, height))
-    ax = fig.subplots()
+    fig, ax = _figure((7, height))
     if not points:
         return _empty(fig, ax, "Nothing measured yet")
     for y, p in enumerate(points):
         _interval(ax, y, p.value, p.low, p.high, PRIMARY, None, "o")
-    ax.set_yticks(list(range(len(points))), [p.label for p in points])
-    ax.invert_yaxis()
     ax.axvline(0.0, color=MUTED, linewidth=0.8)
     ends = [v for p in points for v in (p.value, p.low, p.high) if v is not None]
-    ax.set_xlim(min([0.0, *ends]) - 0.02, max([1.0, *ends]) + 0.02)  # W and alpha: 0 to 1
-    ax.set_xlabel(xlabel)
-    ax.grid(axis="x", alpha=0.3)
+    xlim = (min([0.0, *ends]) - 0.02, max([1.0, *ends]) + 0.02)  # W and alpha: 0 to 1
+    _label_rows(ax, [p.label for p in points], xlim, xlabel)
     return fig
 
 
@@ -186,8 +193,7 @@ def position_heatmap(table: Sequence[Sequence[int]], title: str = "") -> Figure:
     """A K x K count table as a heat map: rows shown position, columns submitted position;
     with no position bias every cell is near n / K (white: the colour scale is centred
     there, blue below, red above)."""
-    fig = _figure(figsize=(4.6, 4.0))
-    ax = fig.subplots()
+    fig, ax = _figure((4.6, 4.0))
     k = len(table)
     if not k:
         return _empty(fig, ax, "No rankings")
@@ -229,8 +235,7 @@ class GroupPoint:
 def groups_alignment(points: Sequence[GroupPoint], title: str = "") -> Figure:
     """Each group's alignment with the model (blue) beside its human baseline (orange),
     95% intervals, groups in the order given (best aligned first, at the top)."""
-    fig = _figure(figsize=(7, max(2.5, 0.42 * len(points) + 1.3)))
-    ax = fig.subplots()
+    fig, ax = _figure((7, max(2.5, 0.42 * len(points) + 1.3)))
     if not points:
         return _empty(fig, ax, "No group of k or more")
     for y, p in enumerate(points):
@@ -238,16 +243,13 @@ def groups_alignment(points: Sequence[GroupPoint], title: str = "") -> Figure:
         if p.baseline is not None:
             rest = "the other annotators (baseline)"
             _interval(ax, y + 0.12, p.baseline, p.baseline_low, p.baseline_high, ACCENT, rest, "s")
-    ax.set_yticks(range(len(points)), [p.group for p in points])
-    ax.invert_yaxis()
-    ax.set_xlim(0.0, 1.0)  # alignment's whole range
-    ax.set_xlabel("alignment 1 - W1/(K-1) (95% CI)")
+    xlabel = "alignment 1 - W1/(K-1) (95% CI)"
+    _label_rows(ax, [p.group for p in points], (0.0, 1.0), xlabel)  # alignment's whole range
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))  # one legend entry per series
     ax.legend(unique.values(), unique.keys(), fontsize="small")
     if title:
         ax.set_title(title)
-    ax.grid(axis="x", alpha=0.3)
     return fig
 
 
@@ -255,8 +257,7 @@ def groups_across_versions(
     versions: Sequence[str], series: dict[str, Sequence[float | None]], title: str = ""
 ) -> Figure:
     """One line per group: its alignment at each version (a gap where it has none)."""
-    fig = _figure(figsize=(7, 3.4))
-    ax = fig.subplots()
+    fig, ax = _figure((7, 3.4))
     if not versions or not series:
         return _empty(fig, ax, "No perspective reports yet")
     xs = list(range(len(versions)))
@@ -368,3 +369,11 @@ def chart_response(
     response["ETag"] = etag
     response["Cache-Control"] = "private, max-age=0, must-revalidate"
     return response
+
+
+def draw_response(
+    request: HttpRequest, name: str, draw: Callable[..., Figure], **data: object
+) -> HttpResponse:
+    """``chart_response`` for ``draw(**data)``: the same keyword data are what the chart is
+    cached by and what it is drawn from."""
+    return chart_response(request, name, data, lambda: draw(**data))

@@ -18,7 +18,13 @@ from training.errors import PerspectiveError, PerspectivesPending
 from training.models import Checkpoint, DatasetSnapshot
 
 from .base import form_errors, staff_only
-from .charts import GroupPoint, chart_response, groups_across_versions, groups_alignment
+from .charts import (
+    GroupPoint,
+    chart_response,
+    draw_response,
+    groups_across_versions,
+    groups_alignment,
+)
 
 DEFAULT_FIELD = "age_band"
 
@@ -149,11 +155,8 @@ def groups_chart(request: HttpRequest) -> HttpResponse:
         for g in report["groups"]
     ]
     title = f"v{checkpoint.version}, {field}, snapshot {snapshot.pk}"
-    return chart_response(
-        request,
-        "perspective-groups",
-        {"points": points, "title": title},
-        lambda: groups_alignment(points, title),
+    return draw_response(
+        request, "perspective-groups", groups_alignment, points=points, title=title
     )
 
 

@@ -14,14 +14,18 @@ from django.contrib import messages
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
 
 from annotation import selectors, standing
 from annotation.exports import pseudonym
-from core.errors import refusals_as_messages
 
-from .base import form_errors, found, staff_only
-from .charts import IntervalPoint, chart_response, estimates_with_intervals, position_heatmap
+from .base import form_errors, found, staff_action, staff_only
+from .charts import (
+    IntervalPoint,
+    chart_response,
+    draw_response,
+    estimates_with_intervals,
+    position_heatmap,
+)
 
 CACHE_SECONDS = 10 * 60
 # The annotator table's columns, in order, with their headings.
@@ -127,17 +131,12 @@ def quality_position_chart(request: HttpRequest, k: int) -> HttpResponse:
     if bias is None:
         raise Http404(f"No rankings of {k} items.")
     title = f"K = {k}: {bias['n_rankings']} rankings, chi2 p = {bias['p_value']:.3g}"
-    return chart_response(
-        request,
-        "quality-position",
-        {"table": bias["table"], "title": title},
-        lambda: position_heatmap(bias["table"], title),
+    return draw_response(
+        request, "quality-position", position_heatmap, table=bias["table"], title=title
     )
 
 
-@staff_only
-@require_POST
-@refusals_as_messages("dashboards:quality")
+@staff_action("dashboards:quality")
 def quality_reinstate(request: HttpRequest, profile_id: int) -> HttpResponse:
     """Lift a warned or excluded annotator back to ok, with a recorded reason."""
     profile = found(selectors.annotator_profile(profile_id), "No such annotator.")

@@ -8,14 +8,14 @@ from django import forms
 from django.contrib import messages
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from core.errors import refusals_as_messages
 from training import selectors, services
 from training.models import Checkpoint, DatasetSnapshot
 
-from .base import form_errors, found, snapshot_param, staff_only
-from .charts import RhoPoint, chart_response, rho_across_versions
+from .base import form_errors, found, snapshot_param, staff_action, staff_only
+from .charts import RhoPoint, draw_response, rho_across_versions
 
 EXPORT_FORMATS = ("seed", "native")
 
@@ -82,17 +82,10 @@ def registry_chart(request: HttpRequest) -> HttpResponse:
     snapshot = snapshot_param(request)
     points = rho_points(snapshot)
     title = f"on snapshot {snapshot.pk}" if snapshot else "each on its own snapshot"
-    return chart_response(
-        request,
-        "registry-rho",
-        {"points": points, "title": title},
-        lambda: rho_across_versions(points, title),
-    )
+    return draw_response(request, "registry-rho", rho_across_versions, points=points, title=title)
 
 
-@staff_only
-@require_POST
-@refusals_as_messages("dashboards:registry")
+@staff_action("dashboards:registry")
 def registry_promote(request: HttpRequest, version: int) -> HttpResponse:
     """Make this version the active one."""
     checkpoint = found(selectors.checkpoint(version), "No such version.")
@@ -101,9 +94,7 @@ def registry_promote(request: HttpRequest, version: int) -> HttpResponse:
     return redirect("dashboards:registry")
 
 
-@staff_only
-@require_POST
-@refusals_as_messages("dashboards:registry")
+@staff_action("dashboards:registry")
 def registry_rollback(request: HttpRequest) -> HttpResponse:
     """Make the previously active version active again."""
     checkpoint = services.rollback(user=request.user, reason=request.POST.get("reason", ""))
@@ -137,9 +128,7 @@ def registry_export(request: HttpRequest, version: int) -> HttpResponse:
     return response
 
 
-@staff_only
-@require_POST
-@refusals_as_messages("dashboards:registry")
+@staff_action("dashboards:registry")
 def registry_import(request: HttpRequest) -> HttpResponse:
     """Import a seed ``.pth`` file as a new candidate version."""
     form = ImportForm(request.POST, request.FILES)

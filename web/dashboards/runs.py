@@ -5,9 +5,8 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
-from core.errors import refusals_as_messages
 from training import selectors, services
 from training.errors import NothingToSnapshot
 from training.ml.recipes import DEFAULT_RECIPE, RECIPES
@@ -15,7 +14,7 @@ from training.ml.recipes import choices as recipe_choices
 from training.models import TrainingRun
 from training.services import NONE, RELIABILITY, ScheduleSettings, parse_steering
 
-from .base import form_errors, found, staff_only
+from .base import form_errors, found, staff_action, staff_only
 
 RUNS_SHOWN = 30
 
@@ -106,9 +105,7 @@ def runs_progress(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"runs": rows})
 
 
-@staff_only
-@require_POST
-@refusals_as_messages("dashboards:runs")
+@staff_action("dashboards:runs")
 def snapshot_create(request: HttpRequest) -> HttpResponse:
     """Freeze today's labels as a new snapshot."""
     include_synthetic = request.POST.get("include_synthetic") == "on"
@@ -126,9 +123,7 @@ def snapshot_create(request: HttpRequest) -> HttpResponse:
     return redirect("dashboards:runs")
 
 
-@staff_only
-@require_POST
-@refusals_as_messages("dashboards:runs")
+@staff_action("dashboards:runs")
 def run_start(request: HttpRequest) -> HttpResponse:
     """Start a training run on a snapshot (queued on the gpu queue)."""
     form = RunForm(request.POST)
@@ -149,9 +144,7 @@ def run_start(request: HttpRequest) -> HttpResponse:
     return redirect("dashboards:runs")
 
 
-@staff_only
-@require_POST
-@refusals_as_messages("dashboards:runs")
+@staff_action("dashboards:runs")
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     """Ask a run to stop; the worker stops at its next check."""
     run = services.cancel_run(found(selectors.run(run_id), "No such run."), user=request.user)
