@@ -51,7 +51,9 @@ class Power:
 
 def _two_sided(nc: np.ndarray, df: np.ndarray, alpha: float) -> np.ndarray:
     crit = stats.t.ppf(1 - alpha / 2, df)
-    return stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc)
+    # P(T < -crit) as P(-T > crit), -T ~ nct(df, -nc): scipy's nct.cdf returns NaN far out
+    # in the lower tail (e.g. df 38, nc 9-12), its sf does not.
+    return stats.nct.sf(crit, df, nc) + stats.nct.sf(crit, df, -nc)
 
 
 def _check(alpha: float, target: float) -> None:
