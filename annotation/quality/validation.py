@@ -206,11 +206,15 @@ def _num(x):
 
 @dataclass(frozen=True)
 class TTest:
-    """A t-test: statistic, degrees of freedom, two-sided p (arrays for a batch of studies)."""
+    """A t-test: statistic, degrees of freedom, two-sided p, and the difference in means
+    (treatment - baseline) with its 95% t-interval; arrays for a batch of studies."""
 
     t: float | np.ndarray
     df: float | np.ndarray
     p: float | np.ndarray
+    difference: float | np.ndarray
+    ci_low: float | np.ndarray
+    ci_high: float | np.ndarray
 
     def text(self) -> str:
         """APA style, e.g. ``t(31.34) = 7.02, p < .001``."""
@@ -223,10 +227,15 @@ class TTest:
         return {**asdict(self), "text": self.text()}
 
 
+def _from_scipy(r, difference) -> TTest:
+    ci = r.confidence_interval(0.95)
+    return TTest(*map(_num, (r.statistic, r.df, r.pvalue, difference, ci.low, ci.high)))
+
+
 def welch(baseline, treatment) -> TTest:
     """Welch's t-test of treatment vs baseline annotator means (last axis; t > 0: treatment up)."""
     r = stats.ttest_ind(treatment, baseline, axis=-1, equal_var=False)
-    return TTest(_num(r.statistic), _num(r.df), _num(r.pvalue))
+    return _from_scipy(r, np.mean(treatment, -1) - np.mean(baseline, -1))
 
 
 def welch_from_summary(
@@ -248,13 +257,17 @@ def welch_from_summary(
         equal_var=False,
     )
     df = power.welch_df(treatment_sd, treatment_n, baseline_sd, baseline_n)
-    return TTest(_num(r.statistic), _num(df), _num(r.pvalue))
+    diff = treatment_mean - baseline_mean
+    half = stats.t.ppf(0.975, df) * np.hypot(
+        treatment_sd / treatment_n**0.5, baseline_sd / baseline_n**0.5
+    )
+    return TTest(_num(r.statistic), _num(df), _num(r.pvalue), diff, diff - half, diff + half)
 
 
 def paired_t(baseline, treatment) -> TTest:
     """Paired t-test on per-annotator differences ``treatment - baseline`` (last axis)."""
     r = stats.ttest_rel(treatment, baseline, axis=-1)
-    return TTest(_num(r.statistic), _num(r.df), _num(r.pvalue))
+    return _from_scipy(r, np.mean(np.asarray(treatment) - np.asarray(baseline), -1))
 
 
 def wilcoxon(baseline, treatment) -> dict:

@@ -57,6 +57,10 @@ def test_card_summary_statistics_give_its_welch_test():
     assert w.df == pytest.approx(31.5, abs=0.2)
     assert w.p < 0.001
     assert w.text() == f"t({w.df:.2f}) = 7.04, p < .001"
+    se = np.sqrt(0.63**2 / 20 + 1.03**2 / 20)
+    assert (w.ci_low, w.ci_high) == pytest.approx(
+        1.9 + np.array([-1, 1]) * stats.t.ppf(0.975, w.df) * se
+    )
 
 
 def test_welch_df_from_summary_matches_scipy_on_raw_data():
@@ -65,6 +69,10 @@ def test_welch_df_from_summary_matches_scipy_on_raw_data():
     raw = stats.ttest_ind(b, a, equal_var=False)
     w = welch_from_summary(a.mean(), a.std(ddof=1), 12, b.mean(), b.std(ddof=1), 17)
     assert (w.t, w.df, w.p) == pytest.approx((raw.statistic, raw.df, raw.pvalue), rel=1e-10)
+    ci = raw.confidence_interval(0.95)
+    assert (w.difference, w.ci_low, w.ci_high) == pytest.approx(
+        (b.mean() - a.mean(), ci.low, ci.high)
+    )
 
 
 def test_report_tests_match_scipy_on_the_exported_annotator_means():
@@ -88,6 +96,11 @@ def test_report_tests_match_scipy_on_the_exported_annotator_means():
     p = stats.ttest_rel(opt, orig)
     assert [rep["paired_t"][x] for x in ("t", "df", "p")] == pytest.approx(
         [p.statistic, p.df, p.pvalue]
+    )
+    d = opt - orig
+    half = stats.t.ppf(0.975, 19) * d.std(ddof=1) / np.sqrt(20)
+    assert (rep["paired_t"]["ci_low"], rep["paired_t"]["ci_high"]) == pytest.approx(
+        (d.mean() - half, d.mean() + half)
     )
     wx = stats.wilcoxon(opt, orig)
     assert [rep["wilcoxon"]["statistic"], rep["wilcoxon"]["p"]] == pytest.approx(
