@@ -296,11 +296,22 @@ def _wins(s: Study) -> np.ndarray:
     return ((np.sign(diff) + 1) / 2).sum(axis=(1, 2))
 
 
+def _estimate(v: np.ndarray, n: int, n_boot: int) -> Estimate:
+    """``v[0]`` (the data) with the percentile interval of the draws ``v[1:]``."""
+    v = np.where(np.isfinite(v), v, np.nan)
+    ci = percentile_interval(v[1:]) if n_boot else None
+    return Estimate(float(v[0]), *(ci or (None, None)), n, n_boot)
+
+
+def _check_boot(n_boot: int) -> None:
+    if n_boot < 0:
+        raise ValidationDataError(f"n_boot must be >= 0, got {n_boot}")
+
+
 def cluster_bootstrap(s: Study, *, n_boot: int = 2000, seed: int = 0) -> dict[str, Estimate]:
     """Difference in mean rank, each condition's mean rank and the probability of superiority,
     with intervals from resampling annotators and occupations (``n``: annotators)."""
-    if n_boot < 0:
-        raise ValidationDataError(f"n_boot must be >= 0, got {n_boot}")
+    _check_boot(n_boot)
     rng = np.random.default_rng(seed)
     a, o = len(s.annotators), len(s.occupations)
     wa = np.vstack([np.ones(a), _counts(rng, a, n_boot)])  # row 0: the data itself
@@ -318,19 +329,19 @@ def cluster_bootstrap(s: Study, *, n_boot: int = 2000, seed: int = 0) -> dict[st
         treat = total(s.treatment_ranks.sum(1)) / images
         ps = total(_wins(s)) / (images * m)
 
-    def est(v: np.ndarray) -> Estimate:
-        ci = percentile_interval(v[1:]) if n_boot else None
-        return Estimate(float(v[0]), *(ci or (None, None)), a, n_boot)
-
     return {
-        "difference": est(treat - base),
-        "mean_rank": {s.baseline: est(base), s.treatment: est(treat)},
-        "probability_of_superiority": est(ps),
+        "difference": _estimate(treat - base, a, n_boot),
+        "mean_rank": {
+            s.baseline: _estimate(base, a, n_boot),
+            s.treatment: _estimate(treat, a, n_boot),
+        },
+        "probability_of_superiority": _estimate(ps, a, n_boot),
     }
 
 
 def effect_sizes(s: Study, *, n_boot: int = 2000, seed: int = 0) -> dict[str, Estimate]:
     """``d_z`` and ``d_pooled`` of the annotator means, intervals from resampling annotators."""
+    _check_boot(n_boot)
     base, treat, _ = annotator_means(s)
     rng = np.random.default_rng(seed)
     idx = np.vstack([np.arange(base.size), rng.integers(0, base.size, (n_boot, base.size))])
@@ -340,9 +351,7 @@ def effect_sizes(s: Study, *, n_boot: int = 2000, seed: int = 0) -> dict[str, Es
         d_z = d.mean(1) / d.std(1, ddof=1)
         d_pooled = d.mean(1) / np.sqrt((b.var(1, ddof=1) + t.var(1, ddof=1)) / 2)
 
-    def est(v: np.ndarray) -> Estimate:
-        v = np.where(np.isfinite(v), v, np.nan)
-        ci = percentile_interval(v[1:]) if n_boot else None
-        return Estimate(float(v[0]), *(ci or (None, None)), base.size, n_boot)
-
-    return {"d_z": est(d_z), "d_pooled": est(d_pooled)}
+    return {
+        "d_z": _estimate(d_z, base.size, n_boot),
+        "d_pooled": _estimate(d_pooled, base.size, n_boot),
+    }

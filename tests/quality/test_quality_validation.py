@@ -247,6 +247,8 @@ def test_bad_records_and_parameters_are_refused():
     with pytest.raises(ValidationDataError, match="1 annotator"):
         report(one)
     records = _planted()
+    with pytest.raises(ValidationDataError, match="n_boot must be >= 0"):
+        report(records, n_boot=-1)
     with pytest.raises(ValidationDataError, match="k must be >= 1"):
         report(records, k=0, n_boot=0)
     flipped = [replace(records[0], group={"age_band": "65+"})] + records[1:]
