@@ -10,6 +10,11 @@ same figures serve the ``quality`` command, the staff API and the dashboard.
 * ``position_bias``: shown vs final position, untouched rate, shown-final tau.
 * ``gold``: gold references, attention checks, the per-annotator summary.
 * ``policy``: the configurable rule that marks an annotator warned or excluded.
+* ``validation``: a validation study's statistics (mean ranks per condition,
+  Welch, paired t, Wilcoxon, cluster bootstrap, effect sizes).
+* ``validation_report``: the breakdowns and the assembled report (one JSON-safe dict).
+* ``validation_sim``: synthetic validation studies with a planted effect.
+* ``power``: power and sample size of the paired and Welch t-tests.
 
 Formulas and sources: ``shared/reference/anchors-notes.md`` and each docstring.
 """

@@ -10,7 +10,11 @@ MODULES = [
     "gold",
     "policy",
     "position_bias",
+    "power",
     "records",
+    "validation",
+    "validation_report",
+    "validation_sim",
     "weights",
 ]
 
