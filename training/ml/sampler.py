@@ -259,9 +259,11 @@ def d_optimal_priorities(
     except linalg.LinAlgError as exc:
         raise ValueError("the precision must be positive definite") from exc
     rng = np.random.default_rng(rng)
+    k = x.shape[1]
     s = _square_roots(pl_kernel(x @ w / temperature)) / temperature  # (n, K, K)
     xs = np.einsum("nkl,nld->nkd", s, x)  # S_t X_t: F_t = xs_t^T xs_t
-    g = np.einsum("nkd,de,nle->nkl", xs, p_inv, xs)
+    flat = xs.reshape(-1, d)  # one matrix product for all tasks, not n small ones
+    g = np.einsum("nkd,nld->nkl", (flat @ p_inv).reshape(xs.shape), xs)
     gain = _log_det_gains(g)
     initial = gain.copy()
     counts = {t.occupation: 0 for t in tasks}
@@ -285,10 +287,10 @@ def d_optimal_priorities(
         open_[t] = False
         counts[str(occupations[t])] += 1
         v = p_inv @ xs[t].T  # (d, K)
-        m_inv = np.linalg.inv(np.eye(x.shape[1]) + g[t])
+        m_inv = np.linalg.inv(np.eye(k) + g[t])
         p_inv = p_inv - v @ m_inv @ v.T
         p_inv = (p_inv + p_inv.T) / 2
-        c = xs @ v  # (n, K, K)
+        c = (flat @ v).reshape(n, k, k)
         g = g - c @ m_inv @ c.transpose(0, 2, 1)
         gain = _log_det_gains(g)
     rest = np.flatnonzero(open_)
