@@ -1,7 +1,8 @@
 """Who ranked what: the catalogue, items, ranking tasks, annotators and rankings.
 
 Glossary in ../shared/DESIGN.md. Writes go through ``annotation.services`` (reservations
-through ``annotation.assignment``).
+through ``annotation.assignment``). Past 400 lines because each model carries its
+invariants (constraints, ``clean``) beside its fields; the study's models are apart.
 """
 
 from django.conf import settings

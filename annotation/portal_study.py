@@ -11,10 +11,11 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import recruitment, services
+from annotation import recruitment, selectors, services
 from annotation.assignment import next_task
 from annotation.erasure import erase_annotator
 from annotation.errors import AnnotationError, ConsentRequired, GroupFull
@@ -116,7 +117,9 @@ def erased(request):
 def join(request, slug: str):
     """A crowd platform's entry link: log the participant in (new or returning) and send
     them on; previews, bad links, repeat participants and floods get a page saying so."""
-    study = get_object_or_404(Study, slug=slug)
+    study = selectors.study(slug)
+    if study is None:
+        raise Http404("no such study")
     try:
         arrival = recruitment.parse_arrival(study.platform, request.GET)
         if arrival.preview:

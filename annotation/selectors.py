@@ -45,7 +45,7 @@ from .models import (
 )
 from .quality.gold import AttentionCheck, GoldReference
 from .quality.records import RankingRecord
-from .study_models import Erasure
+from .study_models import Erasure, Study
 
 log = logging.getLogger(__name__)
 
@@ -371,3 +371,18 @@ def annotator_progress(page: int | str | None, per_page: int = 50) -> Page:
         .values("user_id", "user__username", "quota", "done", "is_synthetic")
     )
     return Paginator(profiles, per_page).get_page(page)
+
+
+def gold_task_count() -> int:
+    """How many gold tasks (tasks with a reference order) exist."""
+    return RankingTask.objects.filter(is_gold=True).count()
+
+
+def demographic_labels() -> dict[str, str]:
+    """Each demographic field's key with the label people read (``age_band``: "Age band")."""
+    return dict(DemographicField.objects.values_list("key", "label"))
+
+
+def study(slug: str) -> Study | None:
+    """The study whose entry link ends in ``slug``, if there is one."""
+    return Study.objects.filter(slug=slug).first()

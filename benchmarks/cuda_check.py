@@ -73,8 +73,13 @@ from training.ml import checkpoints  # noqa: E402
 from training.ml.cache import EmbeddingCache  # noqa: E402
 from training.ml.calibration import calibrate  # noqa: E402
 from training.ml.checkpoints import Checkpoint, CheckpointError  # noqa: E402
-from training.ml.data import Example, data_hash, group_split, synthetic_examples  # noqa: E402
-from training.ml.encoders import ALIASES, EncoderError, load_encoder, pick_device  # noqa: E402
+from training.ml.encoders.encoder import pick_device  # noqa: E402
+from training.ml.encoders.identity import EncoderError  # noqa: E402
+from training.ml.encoders.loading import load_encoder  # noqa: E402
+from training.ml.encoders.resolve import ALIASES  # noqa: E402
+from training.ml.examples import Example, data_hash  # noqa: E402
+from training.ml.split import group_split  # noqa: E402
+from training.ml.synthetic import synthetic_examples  # noqa: E402
 from training.ml.train import TrainConfig, train  # noqa: E402
 
 # Where the seed encoder is assembled: the settings' own default (var/models, or

@@ -12,7 +12,7 @@ per-repeat ratios to raw encode, with the load average.
 The gate: a head trained on the fp32 encoder (synthetic data, 12 occupations,
 3 epochs at lr 1e-2 as the tests do), its threshold calibrated (KDE) on the fp32
 eval scores, then every variant's eval scores against the fp32 ones
-(``training.ml.quant_gate``) at the settings' default tolerances.
+(``training.ml.encoders.gate``) at the settings' default tolerances.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/encoders.py
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/encoders.py --encoders minilm --texts 256
@@ -38,9 +38,10 @@ import torch  # noqa: E402
 from training.ml.cache import EmbeddingCache  # noqa: E402
 from training.ml.calibration import calibrate  # noqa: E402
 from training.ml.checkpoints import Checkpoint  # noqa: E402
-from training.ml.data import group_split, synthetic_examples  # noqa: E402
-from training.ml.encoders import load_encoder  # noqa: E402
-from training.ml.quant_gate import accuracy_gate  # noqa: E402
+from training.ml.encoders.gate import accuracy_gate  # noqa: E402
+from training.ml.encoders.loading import load_encoder  # noqa: E402
+from training.ml.split import group_split  # noqa: E402
+from training.ml.synthetic import synthetic_examples  # noqa: E402
 from training.ml.train import TrainConfig, train  # noqa: E402
 
 MODEL_DIR = Path(__file__).resolve().parents[1] / "var" / "models"

@@ -92,7 +92,7 @@ def main() -> None:
         from annotation.catalogue import load_catalogue, read_catalogue
         from annotation.simulation import simulate
         from annotation.tasks_builder import build_tasks
-        from training import encoding, services
+        from training import encoders, services
         from training.runs import execute_run, training_examples
 
         catalogue = read_catalogue()
@@ -117,7 +117,7 @@ def main() -> None:
             lambda: services.create_snapshot(include_synthetic=True, weighting="none"),
             lambda x: f"{x.example_count} examples ({x.train_count} train / {x.eval_count} eval)",
         )
-        s.run("load encoder", lambda: encoding.encoder(args.encoder, device="cpu"), lambda e: "")
+        s.run("load encoder", lambda: encoders.encoder(args.encoder, device="cpu"), lambda e: "")
         aug, _ = services.request_augmentation(snap, "offline", args.paraphrases)
         aug = s.run(
             f"augment offline n={args.paraphrases}",
@@ -138,8 +138,8 @@ def main() -> None:
         )
         train_set, eval_rows = training_examples(run)
         texts = list(dict.fromkeys([e.text for e in train_set] + [r["text"] for r in eval_rows]))
-        encoder = encoding.encoder(args.encoder, device="cpu")
-        cache = encoding.embedding_cache()
+        encoder = encoders.encoder(args.encoder, device="cpu")
+        cache = encoders.embedding_cache()
         before = encoder.texts_encoded
         s.run(
             "embed",

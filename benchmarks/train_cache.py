@@ -28,8 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from training.ml.cache import EmbeddingCache  # noqa: E402
-from training.ml.data import group_split, synthetic_examples  # noqa: E402
-from training.ml.encoders import EncoderError, load_encoder  # noqa: E402
+from training.ml.encoders.identity import EncoderError  # noqa: E402
+from training.ml.encoders.loading import load_encoder  # noqa: E402
+from training.ml.split import group_split  # noqa: E402
+from training.ml.synthetic import synthetic_examples  # noqa: E402
 from training.ml.train import TrainConfig, train  # noqa: E402
 
 # Where the seed encoder is assembled from its part packages (as bin/run does).

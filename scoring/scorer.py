@@ -7,7 +7,7 @@ a restart; weights are read from disk only when a version is first needed.
 Loaded versions sit in a small LRU (``STEREORANK["SCORING"]["VERSIONS_LOADED"]``,
 default 2: the active one and one asked for by number). Versions never change
 once registered, so a loaded one is never stale. Encoders are shared with the
-rest of the process (``training.encoding``), and texts go through the embedding
+rest of the process (``training.encoders``), and texts go through the embedding
 cache, so a prompt already embedded for training or an earlier request is not
 encoded again. torch is imported on first load, not with this module.
 """
@@ -26,7 +26,7 @@ from django.conf import settings
 
 from scoring import selectors
 from scoring.errors import NoActiveVersion
-from training import encoding
+from training import encoders
 
 if TYPE_CHECKING:
     from training.ml.cache import EmbeddingCache
@@ -93,10 +93,10 @@ class Scorer:
         from training.ml.checkpoints import load
 
         row = selectors.checkpoint(version)
-        encoder = encoding.encoder(row.encoder_name, device=self.device)
+        encoder = encoders.encoder(row.encoder_name, device=self.device)
         model = load(Path(row.path), encoder).to_model(encoder)
         if self._cache is None:
-            self._cache = encoding.embedding_cache()
+            self._cache = encoders.embedding_cache()
         self.loads += 1
         return LoadedVersion(row.version, row.threshold, row.threshold_basis, model, self._cache)
 

@@ -1,6 +1,9 @@
-"""Reads of the scoring side: which version is active, and a version's row."""
+"""Reads of the scoring side: which version is active, a version's row, a user by name."""
 
 from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
 
 from training import selectors, services
 from training.models import Checkpoint
@@ -15,3 +18,9 @@ def active_version() -> int | None:
 def checkpoint(version: int) -> Checkpoint:
     """Version ``version``'s row; ``VersionNotFound`` when there is none."""
     return services.get_version(version)
+
+
+def user_named(name: str) -> AbstractBaseUser | None:
+    """The user whose user name is ``name``, if there is one."""
+    model = get_user_model()
+    return model.objects.filter(**{model.USERNAME_FIELD: name}).first()

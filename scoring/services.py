@@ -15,6 +15,7 @@ from annotation.catalogue import read_catalogue
 from annotation.models import Occupation
 from scoring.errors import RewriterFailed, ScoringError
 from scoring.scorer import LoadedVersion, get_scorer
+from training.errors import ml_refusals
 
 
 def limits() -> dict:
@@ -95,7 +96,7 @@ def catalogue_occupations() -> list[str]:
 def detect_occupation(prompt: str, occupations: list[str] | None = None) -> str:
     """The one catalogue occupation ``prompt`` names (the longest when one name holds
     another, "nurse" in "nurse practitioner"); refused when none or several are named."""
-    from training.ml.paraphrase.quality import occupation_regex
+    from training.ml.lexicon import occupation_regex
 
     spans = []
     for name in occupations if occupations is not None else catalogue_occupations():
@@ -162,8 +163,8 @@ def optimise_prompt(
     seed: int = 0,
 ) -> OptimiseReport:
     """Up to ``n`` rewrites of ``prompt`` that keep its occupation and pass the threshold."""
-    from training.ml.optimise import RewriteError, optimise
-    from training.ml.paraphrase.quality import names_occupation
+    from training.ml.lexicon import names_occupation
+    from training.ml.optimise import optimise
 
     text = check_text(prompt, "prompt")
     count = check_n(n)
@@ -176,19 +177,18 @@ def optimise_prompt(
     loaded: LoadedVersion = get_scorer().get(check_version(version))
     rewriter = make_rewriter()
     try:
-        result = optimise(
-            text,
-            name,
-            loaded.score,
-            loaded.threshold,
-            rewriter,
-            n=count,
-            rounds=limits()["OPTIMISE_ROUNDS"],
-            per_round=limits()["OPTIMISE_PER_ROUND"],
-            seed=seed,
-        )
-    except RewriteError as exc:
-        raise RewriterFailed(f"the {rewriter.name} rewriter failed: {exc}") from exc
+        with ml_refusals(RewriterFailed, f"the {rewriter.name} rewriter failed: "):
+            result = optimise(
+                text,
+                name,
+                loaded.score,
+                loaded.threshold,
+                rewriter,
+                n=count,
+                rounds=limits()["OPTIMISE_ROUNDS"],
+                per_round=limits()["OPTIMISE_PER_ROUND"],
+                seed=seed,
+            )
     finally:
         if hasattr(rewriter, "close"):
             rewriter.close()

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import perspective_export, selectors, services
+from .ml.recipes import DEFAULT_RECIPE, RECIPES
 from .models import Checkpoint, DatasetSnapshot, TrainingRun
 from .snapshots import WEIGHTINGS
 from .steering import parse as parse_steering
@@ -91,6 +92,12 @@ class RunInSerializer(serializers.Serializer):
     snapshot = serializers.PrimaryKeyRelatedField(queryset=selectors.snapshot_choices())
     encoder = serializers.CharField(required=False, allow_blank=True)
     epochs = serializers.IntegerField(required=False, min_value=1)
+    recipe = serializers.ChoiceField(
+        choices=list(RECIPES),
+        required=False,
+        help_text=f"Hyper-parameters to start from (default {DEFAULT_RECIPE}); "
+        "seed: the model card's (lr 1e-5).",
+    )
     paraphrases = serializers.IntegerField(default=0, min_value=0, max_value=50)
     hyperparameters = serializers.DictField(required=False)
     steer = serializers.CharField(
@@ -168,6 +175,7 @@ class RunsView(StaffView):
             v["snapshot"],
             encoder=v.get("encoder") or None,
             epochs=v.get("epochs"),
+            recipe=v.get("recipe"),
             paraphrases=v["paraphrases"],
             hyperparameters=v.get("hyperparameters"),
             steering=parse_steering(v.get("steer"), v.get("balance")),

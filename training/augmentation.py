@@ -8,7 +8,9 @@ leaves a ``running`` augmentation with no paraphrases, which a redelivered task
 runs again from the start. The cosine filter's encoder runs on the backend and
 quantization of ``TRAINING["AUGMENT_ENCODER_BACKEND"]`` / ``_QUANTIZATION``
 (torch/none by default; onnx/int8 is faster, docs/benchmarks.md), recorded in
-``stats``.
+``stats``. While it runs, ``stats["progress"]`` says how many of the texts the
+filter needs (originals and candidates) are embedded, the slow part: the runs
+page shows it.
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.json import json_safe
-from training import encoding
+from training import encoders
 from training.errors import AugmentationError
 from training.models import Augmentation, DatasetSnapshot, Paraphrase, TrainingRun
 from training.snapshots import rows_of
+
+# Texts embedded between two progress writes.
+PROGRESS_CHUNK = 128
 
 
 def backend_model(backend: str) -> str:
@@ -100,6 +105,25 @@ def _make_backend(augmentation: Augmentation):
     return make_backend("offline")
 
 
+def embed_with_progress(augmentation_id: int, encoder, cache, texts: list[str]):
+    """The texts' embeddings, in chunks, each recorded in the running augmentation's
+    ``stats["progress"]`` (``embedded`` of ``total``)."""
+    import numpy as np
+
+    def record(done: int) -> None:
+        Augmentation.objects.filter(pk=augmentation_id, status=Augmentation.Status.RUNNING).update(
+            stats={"progress": {"embedded": done, "total": len(texts)}}
+        )
+
+    record(0)
+    parts = []
+    for start in range(0, len(texts), PROGRESS_CHUNK):
+        chunk = texts[start : start + PROGRESS_CHUNK]
+        parts.append(cache.embed(encoder, chunk))
+        record(start + len(chunk))
+    return np.concatenate(parts) if parts else cache.embed(encoder, texts)
+
+
 def run_augmentation(augmentation_id: int, encoder_name: str | None = None) -> Augmentation:
     """Paraphrase every example of the snapshot N times and store the kept ones."""
     from training.ml.paraphrase import Original, augment
@@ -107,15 +131,17 @@ def run_augmentation(augmentation_id: int, encoder_name: str | None = None) -> A
     augmentation = Augmentation.objects.select_related("snapshot").get(pk=augmentation_id)
     if augmentation.status == Augmentation.Status.DONE:
         return augmentation
-    Augmentation.objects.filter(pk=augmentation.pk).update(status=Augmentation.Status.RUNNING)
+    Augmentation.objects.filter(pk=augmentation.pk).update(
+        status=Augmentation.Status.RUNNING, stats={}
+    )
     try:
         name = encoder_name or settings.TRAINING["DEFAULT_ENCODER"]
-        encoder = encoding.encoder(
+        encoder = encoders.encoder(
             name,
             backend=settings.TRAINING["AUGMENT_ENCODER_BACKEND"],
             quantization=settings.TRAINING["AUGMENT_ENCODER_QUANTIZATION"],
         )
-        cache = encoding.embedding_cache()
+        cache = encoders.embedding_cache()
         rows = rows_of(augmentation.snapshot)
         originals = [
             Original(key=r["key"], text=r["text"], occupation=r["occupation"], seed=seed)
@@ -127,7 +153,7 @@ def run_augmentation(augmentation_id: int, encoder_name: str | None = None) -> A
                 originals,
                 backend,
                 n=augmentation.n,
-                embed=lambda texts: cache.embed(encoder, texts),
+                embed=lambda texts: embed_with_progress(augmentation.pk, encoder, cache, texts),
                 min_cosine=augmentation.min_cosine,
             )
         finally:

@@ -1,6 +1,11 @@
-"""The training side's refusals, one class per concept (kinds and translation: ``core.errors``)."""
+"""The training side's refusals, one class per concept (kinds and translation: ``core.errors``),
+and ``ml_refusals``: the one translation of the ``training.ml`` library's errors into them."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from core.errors import Conflict, NotFound, StereorankError
+from training.ml.errors import MLError
 
 
 class TrainingError(StereorankError):
@@ -78,3 +83,14 @@ class QuantizationError(TrainingError):
 
 class QuantizationRefused(QuantizationError):
     """The copy failed the accuracy gate, or was never gated for this checkpoint."""
+
+
+@contextmanager
+def ml_refusals(error: type[StereorankError], prefix: str = "") -> Iterator[None]:
+    """Where a service calls ``training.ml``: inside, the library's ``MLError`` (an unknown
+    encoder, a damaged checkpoint, a failed rewriter...) becomes ``error`` with ``prefix``
+    and the library's message; anything else stays as it is (a bug stays loud)."""
+    try:
+        yield
+    except MLError as exc:
+        raise error(f"{prefix}{exc}") from exc

@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from core.json import json_safe
-from training import encoding, queue
+from training import encoders, queue
 from training.errors import EvaluationPending, RegistryError
 from training.models import Checkpoint, DatasetSnapshot, Evaluation
 from training.registry import load_model
@@ -53,7 +53,7 @@ def evaluate(checkpoint: Checkpoint, snapshot: DatasetSnapshot, n_boot: int = 10
     if not rows:
         raise RegistryError(f"snapshot {snapshot.pk} has no eval examples")
     scores = load_model(checkpoint).score(
-        [r["text"] for r in rows], cache=encoding.embedding_cache()
+        [r["text"] for r in rows], cache=encoders.embedding_cache()
     )
     metrics = compute_metrics(
         scores,

@@ -2,7 +2,8 @@
 
 Glossary in ../shared/DESIGN.md. Writes go through ``training.services``; the
 models carry the invariants (one active checkpoint, one checkpoint per run,
-one evaluation per checkpoint and snapshot).
+one evaluation per checkpoint and snapshot). Past 400 lines because those invariants
+and the help texts that document each stored figure live with the fields.
 """
 
 from django.conf import settings
@@ -417,7 +418,7 @@ class PerspectiveReport(models.Model):
 
 class EncoderGate(models.Model):
     """The accuracy gate of one exported encoder (backend, quantization) for one checkpoint,
-    on one snapshot's eval split (``training.quantization``): its figures and verdict."""
+    on one snapshot's eval split (``training.encoders``): its figures and verdict."""
 
     checkpoint = models.ForeignKey(
         Checkpoint, on_delete=models.CASCADE, related_name="encoder_gates"
@@ -427,7 +428,8 @@ class EncoderGate(models.Model):
     quantization = models.CharField(max_length=20)
     encoder_key = models.CharField(max_length=16, help_text="EncoderIdentity.key of the copy.")
     encoder_identity = models.JSONField(help_text="training.ml.encoders.EncoderIdentity.")
-    # training.ml.quant_gate.GateResult.to_dict(): figures, tolerances, passed.
+    # training.ml.encoders.gate.GateResult.to_dict(): figures, tolerances, passed; and
+    # "scores": the per-prompt scores they were computed from (training.encoders.run_gate).
     metrics = models.JSONField()
     passed = models.BooleanField()
     at = models.DateTimeField(auto_now=True)

@@ -33,7 +33,7 @@ from django.db import IntegrityError, transaction
 from annotation.models import DemographicField
 from annotation.quality.records import group_of
 from core.json import json_safe
-from training import encoding, queue, selectors
+from training import encoders, queue, selectors
 from training.errors import PerspectiveError, PerspectivesPending, UnknownField
 from training.models import Checkpoint, DatasetSnapshot, PerspectiveReport, PerspectiveSummary
 from training.registry import load_model
@@ -116,7 +116,7 @@ def _study(snapshot: DatasetSnapshot):
 def _score(checkpoint: Checkpoint, texts: dict[int, str]) -> dict[int, float]:
     items = sorted(texts)
     scores = load_model(checkpoint).score(
-        [texts[i] for i in items], cache=encoding.embedding_cache()
+        [texts[i] for i in items], cache=encoders.embedding_cache()
     )
     return {item: float(s) for item, s in zip(items, scores, strict=True)}
 

@@ -30,11 +30,11 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
-from training import encoding
-from training.errors import RegistryConflict, RegistryError, VersionNotFound
+from training import encoders
+from training.errors import RegistryConflict, RegistryError, VersionNotFound, ml_refusals
 from training.ml import __version__ as library_version
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, VersionCounter
-from training.selectors import active_checkpoint
+from training.selectors import active_checkpoint, rollback_target
 
 if TYPE_CHECKING:  # the checkpoint format brings torch: imported where files are read
     from training.ml.checkpoints import Checkpoint as MLCheckpoint
@@ -191,20 +191,6 @@ def get_version(version: int) -> Checkpoint:
         raise VersionNotFound(f"there is no version {version}") from None
 
 
-def activation_stack(events: list[tuple[str, int]]) -> list[int]:
-    """Replay ``(action, checkpoint id)`` events, oldest first: promote pushes, rollback pops."""
-    stack: list[int] = []
-    for action, checkpoint_id in events:
-        if action == RegistryEvent.Action.PROMOTE:
-            if not stack or stack[-1] != checkpoint_id:
-                stack.append(checkpoint_id)
-        elif action == RegistryEvent.Action.ROLLBACK and stack:
-            stack.pop()
-            if not stack or stack[-1] != checkpoint_id:
-                stack.append(checkpoint_id)
-    return stack
-
-
 def actor_name(user, actor: str) -> str:
     """Who acts on the registry, in words: the user's name, else what the caller says
     (a command, a schedule); one of the two is required, so history never guesses."""
@@ -250,19 +236,11 @@ def rollback(user=None, reason: str = "", actor: str = "") -> Checkpoint:
         current = active_checkpoint()
         if current is None:
             raise RegistryConflict("no version is active; nothing to roll back")
-        events = list(
-            RegistryEvent.objects.filter(
-                action__in=[RegistryEvent.Action.PROMOTE, RegistryEvent.Action.ROLLBACK]
-            )
-            .order_by("id")
-            .values_list("action", "checkpoint_id")
-        )
-        stack = activation_stack(events)
-        if len(stack) < 2 or stack[-1] != current.pk:
+        target = rollback_target(current)
+        if target is None:
             raise RegistryConflict(
                 f"v{current.version} has no earlier active version to roll back to"
             )
-        target = Checkpoint.objects.get(pk=stack[-2])
         _activate(target, RegistryEvent.Action.ROLLBACK, user, actor, reason)
     return target
 
@@ -270,14 +248,11 @@ def rollback(user=None, reason: str = "", actor: str = "") -> Checkpoint:
 def load_model(checkpoint: Checkpoint):
     """The version's ``RewardModel`` on its encoder (settings' device), for scoring;
     ``RegistryError`` when its files are missing or do not match the encoder."""
-    from training.ml.checkpoints import CheckpointError
     from training.ml.checkpoints import load as load_files
 
-    encoder = encoding.encoder(checkpoint.encoder_name)
-    try:
+    encoder = encoders.encoder(checkpoint.encoder_name)
+    with ml_refusals(RegistryError, f"v{checkpoint.version}: "):
         return load_files(Path(checkpoint.path), encoder).to_model(encoder)
-    except CheckpointError as exc:
-        raise RegistryError(f"v{checkpoint.version}: {exc}") from exc
 
 
 def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path) -> Path:
@@ -287,7 +262,7 @@ def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path) -> Path:
 
     out = Path(out)
     if fmt == "seed":
-        encoder = encoding.encoder(checkpoint.encoder_name, device="cpu")
+        encoder = encoders.encoder(checkpoint.encoder_name, device="cpu")
         files = load_files(Path(checkpoint.path), encoder)
         return export_seed_pth(files, out, encoder)
     if fmt == "native":
@@ -309,22 +284,19 @@ def import_checkpoint(
     path: Path, fmt: str = "seed", encoder: str | None = None, user=None, actor: str = ""
 ) -> Checkpoint:
     """Register a seed ``.pth`` (checked against the encoder) or a native folder as a version."""
-    from training.ml.checkpoints import CheckpointError, import_seed_pth
+    from training.ml.checkpoints import import_seed_pth
     from training.ml.checkpoints import load as load_files
-    from training.ml.encoders import EncoderError
 
     path = Path(path)
     actor = actor_name(user, actor)
-    try:
+    with ml_refusals(RegistryError):
         if fmt == "seed":
             name = encoder or settings.TRAINING["DEFAULT_ENCODER"]
-            files = import_seed_pth(path, encoding.encoder(name, device="cpu"))
+            files = import_seed_pth(path, encoders.encoder(name, device="cpu"))
         elif fmt == "native":
             files = load_files(path)
         else:
             raise RegistryError(f"unknown format {fmt!r}: use seed or native")
-    except (CheckpointError, EncoderError) as exc:
-        raise RegistryError(str(exc)) from exc
 
     def record(checkpoint: Checkpoint) -> None:
         RegistryEvent.objects.create(

@@ -22,10 +22,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.json import json_safe
-from training import encoding, queue
-from training.errors import AugmentationError, RunConflict, RunError
+from training import encoders, queue
+from training.errors import AugmentationError, RunConflict, RunError, ml_refusals
 from training.evaluation import store_evaluation
-from training.ml.data import Example, data_hash
+from training.ml.examples import Example, data_hash
 from training.models import Augmentation, DatasetSnapshot, TrainingRun
 from training.perspectives import request_reports
 from training.recovery import claim, is_lost, write_off
@@ -66,6 +66,7 @@ def start_run(
     *,
     encoder: str | None = None,
     epochs: int | None = None,
+    recipe: str | None = None,
     paraphrases: int = 0,
     backend: str | None = None,
     augmentation: Augmentation | None = None,
@@ -80,21 +81,25 @@ def start_run(
     if it has not run yet, the augmentation task runs first and then the run.
     ``steering`` (``training.steering``) trains on one group's labels or
     balances a field's groups; it is kept in the run's hyper-parameters.
+    ``recipe`` (``training.ml.recipes``, default ``DEFAULT_RECIPE``) gives the
+    hyper-parameters that ``epochs`` and ``hyperparameters`` override; its name is
+    recorded with them.
     """
     from training.augmentation import request_augmentation
-    from training.ml.encoders import EncoderError
+    from training.ml.recipes import DEFAULT_RECIPE, RECIPES
     from training.ml.train import TrainConfig
 
     name = encoder or settings.TRAINING["DEFAULT_ENCODER"]
-    try:
-        encoding.resolve(name)
-    except EncoderError as exc:
-        raise RunError(f"unknown encoder: {exc}") from exc
+    with ml_refusals(RunError, "unknown encoder: "):
+        encoders.resolve(name)
     overrides = {"device": settings.TRAINING["DEVICE"], **(hyperparameters or {})}
     if epochs is not None:
         overrides["epochs"] = epochs
+    recipe = recipe or overrides.pop("recipe", None) or DEFAULT_RECIPE
+    if recipe not in RECIPES:
+        raise RunError(f"unknown recipe {recipe!r}: use one of {', '.join(RECIPES)}")
     try:
-        config = TrainConfig(**overrides)
+        config = TrainConfig.from_recipe(recipe, **overrides)
     except TypeError as exc:
         raise RunError(f"bad hyper-parameters: {exc}") from exc
     except ValueError as exc:
@@ -288,8 +293,8 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
 
     hyperparameters, steering = split_hyperparameters(run.hyperparameters)
     config = TrainConfig(**hyperparameters)
-    encoder = encoding.encoder(run.encoder, device=config.device)
-    cache = encoding.embedding_cache()
+    encoder = encoders.encoder(run.encoder, device=config.device)
+    cache = encoders.embedding_cache()
     train_set, eval_rows = training_examples(run)
     eval_set = [to_example(r) for r in eval_rows]
 

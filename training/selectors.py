@@ -91,9 +91,42 @@ def run(run_id: int) -> TrainingRun | None:
     return TrainingRun.objects.filter(pk=run_id).first()
 
 
+def activation_stack(events: list[tuple[str, int]]) -> list[int]:
+    """Replay ``(action, checkpoint id)`` events, oldest first: promote pushes, rollback pops."""
+    stack: list[int] = []
+    for action, checkpoint_id in events:
+        if action == RegistryEvent.Action.PROMOTE:
+            if not stack or stack[-1] != checkpoint_id:
+                stack.append(checkpoint_id)
+        elif action == RegistryEvent.Action.ROLLBACK and stack:
+            stack.pop()
+            if not stack or stack[-1] != checkpoint_id:
+                stack.append(checkpoint_id)
+    return stack
+
+
+def rollback_target(current: Checkpoint | None = None) -> Checkpoint | None:
+    """The version a roll back would make active again; None when there is none."""
+    current = current or active_checkpoint()
+    if current is None:
+        return None
+    events = (
+        RegistryEvent.objects.filter(
+            action__in=[RegistryEvent.Action.PROMOTE, RegistryEvent.Action.ROLLBACK]
+        )
+        .order_by("id")
+        .values_list("action", "checkpoint_id")
+    )
+    stack = activation_stack(list(events))
+    if len(stack) < 2 or stack[-1] != current.pk:
+        return None
+    return Checkpoint.objects.get(pk=stack[-2])
+
+
 def runs() -> QuerySet[TrainingRun]:
-    """Training runs with their checkpoint; not their snapshot (its examples are large)."""
-    return TrainingRun.objects.select_related("checkpoint")
+    """Training runs with their checkpoint and augmentation; not their snapshot (its
+    examples are large)."""
+    return TrainingRun.objects.select_related("checkpoint", "augmentation")
 
 
 def snapshots() -> QuerySet[DatasetSnapshot]:

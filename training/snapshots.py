@@ -4,7 +4,7 @@ One example per item with at least one ranking (text = its prompt's text,
 label = the mean of position / (K - 1), reliability-weighted when the snapshot
 asks for it, group = the original prompt, so a prompt and its paraphrases fall
 on one side of the split). The content hash is
-``training.ml.data.data_hash`` over the examples: two snapshots of the same
+``training.ml.examples.data_hash`` over the examples: two snapshots of the same
 rankings share it.
 """
 
@@ -25,7 +25,8 @@ from annotation.selectors import (
     left_out_rankings,
 )
 from training.errors import NothingToSnapshot, SnapshotError
-from training.ml.data import Example, data_hash, group_split
+from training.ml.examples import Example, data_hash
+from training.ml.split import group_split
 from training.models import DatasetSnapshot
 
 TRAIN, EVAL = "train", "eval"

@@ -17,6 +17,8 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
 
+from training.schedule_settings import TASK_NAME
+
 log = logging.getLogger(__name__)
 
 
@@ -73,7 +75,7 @@ def perspective_report(
     return [s.field for s in summaries]
 
 
-@shared_task(name="training.scheduled_retrain", bind=True, acks_late=True)
+@shared_task(name=TASK_NAME, bind=True, acks_late=True)
 def scheduled_retrain(self, **kwargs) -> list[dict]:
     """Celery beat entry point (``training.schedules``); settings are the PeriodicTask's kwargs."""
     from training.schedules import run_schedule

@@ -21,7 +21,7 @@ pytestmark = [
 @pytest.fixture
 def signed_in(browser, live_server, transactional_db):  # noqa: F811
     get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
-    browser.get(live_server.url + "/admin/login/?next=/dashboards/runs/")
+    browser.get(live_server.url + "/dashboards/runs/")  # sent to the portal's log-in
     browser.find_element("name", "username").send_keys("boss")
     browser.find_element("name", "password").send_keys("pw-123456")
     browser.find_element("css selector", "[type=submit]").click()

@@ -67,7 +67,7 @@ def test_response_is_cached_by_content_and_honours_etag():
     name = f"rho-test-{uuid.uuid4()}"  # the cache may be a shared Redis
     data = [p.__dict__ for p in points(0.6)]
     first = charts.chart_response(rf.get("/c"), name, data, draw)
-    assert first.status_code == 200 and first["Content-Type"] == "image/png"
+    assert first.status_code == 200 and first["Content-Type"] == "image/svg+xml"
     second = charts.chart_response(rf.get("/c"), name, data, draw)
     assert second.content == first.content and len(drawn) == 1  # served from the cache
     not_modified = charts.chart_response(
@@ -122,7 +122,8 @@ def test_compare_page_and_chart_with_missing_occupation_rhos(registry_rows, staf
     assert all(value.strip() for pair in cells.values() for value in pair)  # no blank cell
     assert 'id="missing-note"' in html and html.count('id="missing-note"') == 1
     chart = staff_client.get(
-        reverse("dashboards:compare-chart"), {"a": 1, "b": 2, "snapshot": snapshot.pk}
+        reverse("dashboards:compare-chart"),
+        {"a": 1, "b": 2, "snapshot": snapshot.pk, "format": "png"},
     )
     assert chart.status_code == 200 and chart.content.startswith(PNG_MAGIC)
 

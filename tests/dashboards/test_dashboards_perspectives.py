@@ -10,7 +10,6 @@ from core.json import json_safe
 from training.ml.alignment_report import GroupPerspective
 from training.models import Checkpoint, PerspectiveReport, PerspectiveSummary
 
-PNG = b"\x89PNG\r\n\x1a\n"
 PROMPTS = [f"prompt-{i}" for i in range(8)]
 
 
@@ -124,11 +123,23 @@ def test_groups_best_aligned_first_and_none_under_k_shown(registry_rows, staff_c
     assert "0.800 <small>[0.750, 0.850]</small>" in html
     query = {"version": 1, "field": "age_band"}
     chart = staff_client.get(reverse("dashboards:perspectives-groups"), query)
-    assert chart.status_code == 200 and chart.content.startswith(PNG)
+    assert chart.status_code == 200 and chart["Content-Type"] == "image/svg+xml"
     lines = staff_client.get(reverse("dashboards:perspectives-versions"), {"field": "age_band"})
-    assert lines.status_code == 200 and lines.content.startswith(PNG)
+    assert lines.status_code == 200 and lines["Content-Type"] == "image/svg+xml"
     missing = staff_client.get(reverse("dashboards:perspectives-groups"), {**query, "field": "x"})
     assert missing.status_code == 400
+
+
+def test_the_form_keeps_the_version_and_field_it_shows(registry_rows, staff_client):
+    snapshot, (v1, v2) = registry_rows([0.1, 0.2], active=2)
+    store(v2, snapshot, {"18-24": flat(0.6), "65-74": flat(0.8)})
+    html = staff_client.get(reverse("dashboards:perspectives")).content.decode()  # defaults
+    assert '<option value="2" selected>' in html  # the active version, shown
+    assert '<option value="age_band" selected>' in html
+    assert "v2 · Age band · snapshot" in html and "Age band across versions" in html
+    store(v1, snapshot, {"18-24": flat(0.6), "65-74": flat(0.8)})
+    html = staff_client.get(reverse("dashboards:perspectives"), {"version": 1}).content.decode()
+    assert '<option value="1" selected>' in html and '<option value="2" selected>' not in html
 
 
 def test_version_against_version_names_the_groups_that_gained_or_lost(

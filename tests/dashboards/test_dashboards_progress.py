@@ -12,10 +12,18 @@ from web.dashboards.progress import demographic_counts
 URL = reverse("dashboards:progress")
 
 
-def test_anonymous_is_sent_to_log_in(client, db):
+def test_anonymous_is_sent_to_the_portals_log_in_like_the_checker(client, db):
     response = client.get(URL)
     assert response.status_code == 302
-    assert "/admin/login/" in response["Location"]
+    login = reverse("portal:login")
+    assert response["Location"] == f"{login}?next={URL}"
+    assert client.get(reverse("scoring:check"))["Location"].startswith(login + "?next=")
+    # and the log-in brings a staff member back to the page asked for
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
+    back = client.post(login, {"username": "boss", "password": "pw-123456", "next": URL})
+    assert back["Location"] == URL
 
 
 def test_annotator_is_refused(annotator_client):

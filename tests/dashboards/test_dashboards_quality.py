@@ -39,7 +39,7 @@ def ranked(make_tasks, annotator, store_ranking, settings):
 
 
 def test_anonymous_go_to_log_in_and_annotators_are_refused(client, annotator_client):
-    assert "/admin/login/" in client.get(URL)["Location"]
+    assert client.get(URL)["Location"].startswith(reverse("portal:login") + "?next=")
     assert annotator_client.get(URL).status_code == 403
     chart = reverse("dashboards:quality-chart")
     assert annotator_client.get(chart).status_code == 403
@@ -57,7 +57,27 @@ def test_page_shows_the_reports_figures_and_the_nav_link(staff_client, ranked):
     for profile in ranked.values():
         assert pseudonym(profile.user_id) in html
     assert "test exclusion" in html  # the reason beside the status
-    assert 'src="/dashboards/quality/positions-4.png"' in html
+    assert 'src="/dashboards/quality/positions-4.svg"' in html
+
+
+def test_headings_and_fields_read_as_words_and_a_missing_gold_score_is_explained(
+    staff_client, make_tasks, annotator, store_ranking
+):
+    from annotation.models import DemographicField
+
+    DemographicField.objects.update_or_create(key="age_band", defaults={"label": "Age band"})
+    (task,) = make_tasks(1, k=4)
+    store_ranking(annotator("ann").profile, task, ids(task))
+    html = staff_client.get(URL).content.decode()
+    for heading in ("Gold score", "Check pass rate", "Consensus rho", "Median seconds"):
+        assert f">{heading}</a></th>" in html
+    assert "Goldscore" not in html and "Untouchedrate" not in html
+    assert "<h3>Age band</h3>" in html and "<h3>age_band</h3>" not in html
+    assert 'id="no-gold"' in html and "build_tasks --gold-per-occupation 1" in html
+
+
+def test_no_gold_note_once_there_are_gold_tasks(staff_client, ranked):
+    assert 'id="no-gold"' not in staff_client.get(URL).content.decode()
 
 
 def test_annotator_table_sorts_by_any_column_with_unknowns_last(staff_client, ranked):
@@ -74,14 +94,15 @@ def test_annotator_table_sorts_by_any_column_with_unknowns_last(staff_client, ra
     assert [r["pseudonym"] for r in sort_rows(rows, "gold_score", True)] == ["y", "x"]
 
 
-def test_charts_are_pngs_cached_by_content(staff_client, ranked):
+def test_charts_are_svgs_cached_by_content(staff_client, ranked):
     agreement = staff_client.get(reverse("dashboards:quality-chart"))
-    assert agreement.status_code == 200 and agreement.content.startswith(PNG_MAGIC)
+    assert agreement.status_code == 200 and agreement["Content-Type"] == "image/svg+xml"
+    assert b"<title" in agreement.content
     again = staff_client.get(
         reverse("dashboards:quality-chart"), HTTP_IF_NONE_MATCH=agreement["ETag"]
     )
     assert again.status_code == 304
-    heat = staff_client.get(reverse("dashboards:position-chart", args=[4]))
+    heat = staff_client.get(reverse("dashboards:position-chart", args=[4]), {"format": "png"})
     assert heat.status_code == 200 and heat.content.startswith(PNG_MAGIC)
     assert staff_client.get(reverse("dashboards:position-chart", args=[7])).status_code == 404
 

@@ -1,6 +1,7 @@
 """Training dashboards: runs with live progress, registry, comparison, schedules."""
 
 import re
+import xml.etree.ElementTree as ET
 
 import pytest
 from django.db import connection
@@ -28,7 +29,8 @@ PAGES = [
 def test_every_page_is_staff_only(name, kwargs, client, annotator_client, staff_client):
     url = reverse(name, kwargs=kwargs)
     anonymous = client.get(url)
-    assert anonymous.status_code == 302 and "/admin/login/" in anonymous["Location"]
+    assert anonymous.status_code == 302
+    assert anonymous["Location"].startswith(reverse("portal:login") + "?next=")
     assert annotator_client.get(url).status_code == 403
     assert staff_client.get(url).status_code == 200
 
@@ -140,6 +142,49 @@ def test_snapshot_start_and_cancel_from_the_page_with_csrf(study, staff_client):
     assert run.status == "cancelled" and f"Run {run.pk} cancelled." in response.content.decode()
 
 
+def test_runs_page_names_the_recipe_and_follows_an_augmentation(study, staff_client):
+    from training.models import Augmentation
+
+    snapshot = create_snapshot(include_synthetic=True)
+    start = {"snapshot": snapshot.pk, "encoder": ENCODER, "epochs": 2, "paraphrases": 2}
+    staff_client.post(reverse("dashboards:run-start"), {**start, "recipe": "seed"})
+    run = TrainingRun.objects.get()
+    assert (run.hyperparameters["recipe"], run.hyperparameters["lr"]) == ("seed", 1e-5)
+    aug = run.augmentation
+    assert aug.status == Augmentation.Status.QUEUED
+    url = reverse("dashboards:runs-progress") + f"?ids={run.pk}"
+
+    def row() -> dict:
+        return staff_client.get(url).json()["runs"][0]
+
+    assert (row()["status_label"], row()["stage"]) == (
+        "Augmenting",
+        f"waiting for augmentation #{aug.pk} (2 paraphrases per prompt)",
+    )
+    Augmentation.objects.filter(pk=aug.pk).update(status="running", stats={})
+    assert row()["stage"] == f"augmentation #{aug.pk}: writing 2 paraphrases per prompt"
+    progress = {"progress": {"embedded": 256, "total": 1024}}
+    Augmentation.objects.filter(pk=aug.pk).update(stats=progress)
+    assert row()["stage"] == f"augmentation #{aug.pk}: 256 of 1,024 texts embedded (25%)"
+    html = staff_client.get(reverse("dashboards:runs")).content.decode()
+    assert "256 of 1,024 texts embedded" in html and "seed recipe" in html
+    Augmentation.objects.filter(pk=aug.pk).update(status="done")
+    assert (row()["status"], row()["stage"]) == ("queued", "epoch 0 of 2")
+
+    staff_client.post(reverse("dashboards:run-start"), {**start, "paraphrases": 0})
+    default = TrainingRun.objects.latest("id")
+    assert (default.hyperparameters["recipe"], default.hyperparameters["lr"]) == ("standard", 1e-2)
+    bad = staff_client.post(reverse("dashboards:run-start"), {**start, "recipe": "x"}, follow=True)
+    assert "Recipe: Select a valid choice." in bad.content.decode()
+
+
+def test_an_empty_snapshot_is_refused_in_the_forms_words(study, staff_client):
+    response = staff_client.post(reverse("dashboards:snapshot-create"), follow=True)
+    html = response.content.decode()
+    assert "No rankings to snapshot (tick &quot;include synthetic annotators&quot;" in html
+    assert "--include-synthetic" not in html and not DatasetSnapshot.objects.exists()
+
+
 def test_a_refused_start_says_why_and_makes_nothing(study, staff_client):
     snapshot = create_snapshot(include_synthetic=True)
     response = staff_client.post(
@@ -172,14 +217,53 @@ def test_registry_lists_versions_promotes_and_rolls_back(registry_rows, staff_cl
     assert "already active" in again.content.decode()
 
 
-def test_registry_plot_is_a_png_that_follows_the_data(registry_rows, staff_client):
+def test_registry_confirms_what_will_serve_and_offers_roll_back_only_when_it_can(
+    registry_rows, staff_client
+):
+    registry_rows([0.3, 0.05, 0.2])
+
+    def page() -> str:
+        return staff_client.get(reverse("dashboards:registry")).content.decode()
+
+    def confirmations(html: str) -> list[str]:
+        """The text of each confirmation step, tags and spacing removed."""
+        steps = re.findall(r'<details class="confirm".*?</details>', html, re.S)
+        texts = [" ".join(re.sub(r"<[^>]+>", " ", d).split()) for d in steps]
+        return [re.sub(r" ([,.])", r"\1", t) for t in texts]
+
+    html = page()
+    assert "No version is active" in html and 'id="rollback"' not in html
+    assert "Promote v2… The scoring API will serve v2, at once. Promote: serve v2" in (
+        confirmations(html)
+    )
+    staff_client.post(reverse("dashboards:promote", args=[1]))
+    html = page()
+    assert "The scoring API serves <strong>v1</strong>." in html
+    assert 'id="rollback"' not in html  # v1 has nothing before it
+    assert (
+        "Promote v3… The scoring API will serve v3 instead of v1, at once. Promote: serve v3"
+        in confirmations(html)
+    )
+    staff_client.post(reverse("dashboards:promote", args=[3]))
+    html = page()
+    rollback = [c for c in confirmations(html) if c.startswith("Roll back")]
+    assert rollback == [
+        "Roll back to v1… The scoring API will serve v1 instead of v3, at once. Roll back: serve v1"
+    ]
+    staff_client.post(reverse("dashboards:rollback"))
+    assert 'id="rollback"' not in page()  # v1 again, and nothing before it
+
+
+def test_registry_plot_is_an_svg_or_a_png_that_follows_the_data(registry_rows, staff_client):
     url = reverse("dashboards:registry-chart")
     snapshot, _ = registry_rows([0.3, 0.05])
-    first = staff_client.get(url)
+    assert staff_client.get(url)["Content-Type"] == "image/svg+xml"  # the default
+    first = staff_client.get(url, {"format": "png"})
     assert first["Content-Type"] == "image/png" and first.content.startswith(PNG_MAGIC)
-    assert staff_client.get(url, HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
+    png = {"format": "png"}
+    assert staff_client.get(url, png, HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
     registry_rows([0.1], start=3)
-    second = staff_client.get(url)
+    second = staff_client.get(url, png)
     assert second.content.startswith(PNG_MAGIC) and second.content != first.content
     svg = staff_client.get(url, {"format": "svg", "snapshot": snapshot.pk})
     assert svg["Content-Type"] == "image/svg+xml" and b"v3" in svg.content
@@ -209,13 +293,14 @@ def test_compare_shows_both_rhos_the_paired_interval_and_occupations(registry_ro
     assert "95% paired interval" in html and f"{result['diff']:.3f}" in html
     occupation = next(iter(a.metrics["per_occupation"]))
     assert f"<td>{occupation}</td>" in html
-    chart = re.search(r'src="([^"]*compare/occupations\.png[^"]*)"', html).group(1)
-    png = staff_client.get(chart.replace("&amp;", "&"))
-    assert png.status_code == 200 and png.content.startswith(PNG_MAGIC)
+    chart = re.search(r'src="([^"]*compare/occupations\.svg[^"]*)"', html).group(1)
+    svg = staff_client.get(chart.replace("&amp;", "&"))
+    assert svg.status_code == 200 and svg["Content-Type"] == "image/svg+xml"
+    assert ET.fromstring(svg.content).tag.endswith("svg")
     flipped = staff_client.get(
         reverse("dashboards:compare-chart"), {"a": 2, "b": 1, "snapshot": snapshot.pk}
     )
-    assert flipped.content != png.content
+    assert flipped.content != svg.content
 
 
 def test_compare_refuses_bad_picks_readably(registry_rows, staff_client):

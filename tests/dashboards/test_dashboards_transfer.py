@@ -11,7 +11,7 @@ from training_study import ENCODER
 
 from training.ml.checkpoints import Checkpoint as Files
 from training.ml.checkpoints import export_seed_pth
-from training.ml.encoders import load_encoder
+from training.ml.encoders.loading import load_encoder
 from training.ml.model import RewardModel
 from training.models import Checkpoint, RegistryEvent
 

@@ -6,8 +6,9 @@ import importlib.metadata
 
 import pytest
 
-from training.ml.data import synthetic_examples
-from training.ml.encoders import MPNET_PARTS, load_encoder
+from training.ml.encoders.loading import load_encoder
+from training.ml.encoders.resolve import MPNET_PARTS
+from training.ml.synthetic import synthetic_examples
 
 
 @pytest.fixture(scope="session", autouse=True)

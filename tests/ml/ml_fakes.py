@@ -6,11 +6,11 @@ import hashlib
 
 import numpy as np
 
-from training.ml.encoders import EncoderIdentity
+from training.ml.encoders.identity import EncoderIdentity
 
 
 class CountingEncoder:
-    """Wraps an encoder and records every call, to count encoding work."""
+    """Wraps an encoder and records every call and what it returned, to count encoding work."""
 
     def __init__(self, inner):
         self.inner = inner
@@ -18,6 +18,7 @@ class CountingEncoder:
         self.model = inner.model
         self.device = inner.device
         self.calls: list[list[str]] = []
+        self.outputs: list[np.ndarray] = []
         self.encode_calls = 0
         self.texts_encoded = 0
 
@@ -26,7 +27,9 @@ class CountingEncoder:
         self.calls.append(texts)
         self.encode_calls += 1
         self.texts_encoded += len(texts)
-        return self.inner.encode(texts, batch_size)
+        out = self.inner.encode(texts, batch_size)
+        self.outputs.append(out)
+        return out
 
 
 class FakeEncoder:

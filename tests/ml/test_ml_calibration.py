@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from training.ml.calibration import SEED_THRESHOLD, calibrate, calibrate_threshold
+from training.ml.calibration import SEED_THRESHOLD, calibrate
 
 
 def test_crossing_of_two_equal_width_gaussians_is_the_midpoint():
@@ -22,7 +22,7 @@ def test_unequal_widths_cross_nearer_the_narrow_one():
     x = np.linspace(0, 1, 100001)
     f = np.exp(-(x**2) / 0.02) / 0.1 - np.exp(-((x - 1) ** 2) / 0.32) / 0.4
     analytic = x[np.argmax(f <= 0)]
-    got = calibrate_threshold(np.concatenate([stereo, other]), flags)
+    got = calibrate(np.concatenate([stereo, other]), flags).threshold
     assert got == pytest.approx(analytic, abs=0.03) and got < 0.5
 
 

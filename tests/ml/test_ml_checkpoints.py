@@ -10,14 +10,11 @@ import torch
 from tests.ml.model_card import SeedRewardModel
 from training.ml import checkpoints
 from training.ml.checkpoints import Checkpoint, CheckpointError
-from training.ml.data import data_hash
-from training.ml.encoders import (
-    MPNET_NAME,
-    Encoder,
-    EncoderMismatch,
-    load_encoder,
-    resolve_encoder,
-)
+from training.ml.encoders.encoder import Encoder
+from training.ml.encoders.identity import EncoderMismatch
+from training.ml.encoders.loading import load_encoder
+from training.ml.encoders.resolve import MPNET_NAME, resolve_encoder
+from training.ml.examples import data_hash
 from training.ml.model import RewardModel
 from training.ml.train import TrainConfig, train
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from training.ml.__main__ import main
-from training.ml.data import synthetic_examples
+from training.ml.synthetic import synthetic_examples
 
 REPO = Path(__file__).resolve().parents[2]
 

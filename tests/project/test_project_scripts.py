@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from training.ml.encoders import MPNET_PARTS
+from training.ml.encoders.resolve import MPNET_PARTS
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = """#!/bin/sh

@@ -36,12 +36,12 @@ def register_version(seed: int, threshold: float = 0.0, basis: str = "test basis
     bias 0.01 * seed, or the direction ``weight`` with no bias."""
     import torch
 
-    from training import encoding
+    from training import encoders
     from training.ml.checkpoints import Checkpoint as Files
     from training.ml.model import RewardModel
     from training.registry import register
 
-    model = RewardModel(encoding.encoder(ENCODER, device="cpu"))
+    model = RewardModel(encoders.encoder(ENCODER, device="cpu"))
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         model.fc.weight.copy_(torch.randn(model.fc.weight.shape, generator=generator) * 0.05)
@@ -64,12 +64,12 @@ def diversity_version():
     other prompts (MiniLM), threshold at the midpoint of the two means (as the optimiser's
     own test), so that rewrites adding diversity can pass."""
     from annotation.catalogue import read_catalogue
-    from training import encoding, services
+    from training import encoders, services
 
     prompts = [
         (kind, text) for o in read_catalogue()["occupations"] for kind, text in o["prompts"].items()
     ]
-    vectors = encoding.encoder(ENCODER, device="cpu").encode([t for _, t in prompts])
+    vectors = encoders.encoder(ENCODER, device="cpu").encode([t for _, t in prompts])
     diverse = np.array([kind == "diverse" for kind, _ in prompts])
     w = vectors[diverse].mean(axis=0) - vectors[~diverse].mean(axis=0)
     threshold = float((vectors[diverse] @ w).mean() + (vectors[~diverse] @ w).mean()) / 2

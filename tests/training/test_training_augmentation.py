@@ -1,9 +1,13 @@
 """Augmentation on the test database with the offline backend and real MiniLM cosines."""
 
+import numpy as np
 import pytest
 from training_study import FAST
 
+from training import encoding
 from training.augmentation import (
+    PROGRESS_CHUNK,
+    embed_with_progress,
     request_augmentation,
     run_augmentation,
     text_seeds,
@@ -117,3 +121,24 @@ def test_openai_backend_is_configured_from_settings(study, settings):
     assert rows and {(p.backend, p.model) for p in rows} == {("openai", "local-model")}
     used = sum(u["prompt_tokens"] + 2 * u["completion_tokens"] for u in server.usage_sent)
     assert augmentation.stats["cost_usd"] == pytest.approx(used / 1000, abs=1e-6)
+
+
+def test_embedding_in_chunks_records_progress_and_embeds_the_same(study):
+    snapshot = create_snapshot(include_synthetic=True)
+    augmentation, _ = request_augmentation(snapshot, "offline", n=1)
+    Augmentation.objects.filter(pk=augmentation.pk).update(status=Augmentation.Status.RUNNING)
+    encoder, cache = encoding.encoder("all-MiniLM-L6-v2"), encoding.embedding_cache()
+    texts = [f"a nurse number {i}" for i in range(PROGRESS_CHUNK + 5)]
+    seen = []
+    real = cache.embed
+
+    def watched(enc, chunk):
+        seen.append(Augmentation.objects.get(pk=augmentation.pk).stats["progress"]["embedded"])
+        return real(enc, chunk)
+
+    cache.embed = watched
+    vectors = embed_with_progress(augmentation.pk, encoder, cache, texts)
+    assert seen == [0, PROGRESS_CHUNK]  # written before each chunk is embedded
+    augmentation.refresh_from_db()
+    assert augmentation.stats["progress"] == {"embedded": len(texts), "total": len(texts)}
+    np.testing.assert_allclose(vectors, encoder.encode(texts), atol=1e-5)

@@ -1,5 +1,6 @@
 """Quantized encoders on the Django side: the gate recorded and enforced, the command, and
-the augmentation filter on an int8 copy; figures checked against ranks computed here."""
+the augmentation filter on an int8 copy; the gate's figures recomputed here with scipy from
+the scores it recorded (never from a second int8 encode)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,16 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from scipy.stats import rankdata
+from scipy.stats import rankdata, spearmanr
 from training_study import ENCODER, FAST
 
-from training import encoding
+from training import encoders
 from training.augmentation import request_augmentation, run_augmentation
+from training.encoders import gated_model, run_gate
 from training.errors import QuantizationError, QuantizationRefused
-from training.evaluation import eval_arrays
 from training.models import Checkpoint, EncoderGate
-from training.quantization import gated_model, run_gate
 from training.runs import execute_run, start_run
-from training.snapshots import create_snapshot
+from training.snapshots import EVAL, create_snapshot, rows_of
 
 pytestmark = [pytest.mark.slow]
 ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -36,8 +36,7 @@ def quant_settings(settings, tmp_path, tmp_path_factory):
     settings.TRAINING = {
         **settings.TRAINING,
         "MODEL_DIR": model_dir,
-        # Fresh per test: an int8 (dynamic) embedding depends slightly on its batch-mates,
-        # so the scores below are computed on the batch the cache will encode.
+        # Fresh per test: each test encodes its eval split once, into its own cache.
         "EMBEDDING_CACHE": tmp_path / "embeddings",
         "QUANT_MAX_RHO_DRIFT": 0.01,
         "QUANT_MAX_FLIP_SHARE": 0.02,
@@ -48,33 +47,52 @@ def quant_settings(settings, tmp_path, tmp_path_factory):
 @pytest.fixture
 def version(study, quant_settings):
     """v1, its threshold moved between the fp32 and int8 scores of the prompt they differ
-    most on, so that its flags flip (and any other that straddles it); with scores
-    computed here independently: the head on SentenceTransformer.encode and on the
-    copy's output."""
+    most on, so that its flags flip (and any other that straddles it).
+
+    The scores are the head on each encoder through the embedding cache the gate reads:
+    every text is encoded once per encoder, here, and the gate scores those same
+    embeddings (an int8 embedding depends on its batch-mates and on the CPU, so two
+    encodes need not agree)."""
     from training.ml.checkpoints import load
 
     snapshot = create_snapshot(include_synthetic=True)
     run = start_run(snapshot, hyperparameters=FAST, enqueue=False)
     execute_run(run.pk, "node-a")
     checkpoint = Checkpoint.objects.get(version=1)
-    _, rows = eval_arrays(snapshot)
-    texts = [r["text"] for r in rows]
-    distinct = list(dict.fromkeys(texts))  # what the cache encodes, in one call
-    row = [distinct.index(t) for t in texts]
-    head = load(checkpoint.path).head
-    w, b = head["fc.weight"].numpy().ravel(), float(head["fc.bias"].numpy()[0])
-    fp32 = encoding.encoder(ENCODER, device="cpu").model.encode(distinct, convert_to_numpy=True)
-    copy = encoding.encoder(ENCODER, backend="onnx", quantization="int8")
-    ref, quant = (fp32 @ w + b)[row], (copy.encode(distinct) @ w + b)[row]
+    texts = [r["text"] for r in rows_of(snapshot, EVAL)]
+    files = load(checkpoint.path)
+    copy = encoders.encoder(ENCODER, backend="onnx", quantization="int8")
+    cache = encoders.embedding_cache()
+    ref = files.to_model(encoders.encoder(ENCODER, device="cpu")).score(texts, cache=cache)
+    quant = files.to_model(copy, allow_other_backend=True).score(texts, cache=cache)
     i = int(np.argmax(np.abs(ref - quant)))
     assert ref[i] != quant[i]
-    threshold = (ref[i] + quant[i]) / 2
+    threshold = (float(ref[i]) + float(quant[i])) / 2
     Checkpoint.objects.filter(pk=checkpoint.pk).update(threshold=threshold)
     checkpoint.refresh_from_db()
     flips = int(np.sum((ref < threshold) != (quant < threshold)))
     assert flips >= texts.count(texts[i]) >= 1
     checkpoint.scores = texts, ref, quant, copy, flips
     return checkpoint
+
+
+def _recomputed(m: dict) -> dict:
+    """The gate's figures recomputed with scipy and numpy from the scores it recorded."""
+    ref, quant, labels = (np.array(m["scores"][k]) for k in ("fp32", "quantized", "labels"))
+    t = m["threshold"]
+    flips = int(np.sum((ref < t) != (quant < t)))
+    rho_fp32, rho_quant = spearmanr(ref, labels).statistic, spearmanr(quant, labels).statistic
+    rank_rho = np.corrcoef(rankdata(ref), rankdata(quant))[0, 1]
+    return {
+        "n": len(ref),
+        "rank_rho": rank_rho,
+        "rho_fp32": rho_fp32,
+        "rho_quantized": rho_quant,
+        "rho_drift": max(1 - rank_rho, abs(rho_quant - rho_fp32)),
+        "flips": flips,
+        "flip_share": flips / len(ref),
+        "max_abs_diff": float(np.max(np.abs(ref - quant))),
+    }
 
 
 def _command(*args) -> str:
@@ -98,20 +116,31 @@ def test_a_passed_gate_is_recorded_and_opens_serving_within_todays_tolerances(
     _tolerate(quant_settings, 0.5, flips / len(texts))  # inclusive: exactly the share passes
     with pytest.raises(QuantizationRefused, match="has not passed the accuracy gate"):
         gated_model(version, "onnx", "int8")
+    encoded = copy.texts_encoded
     gate = run_gate(version, "onnx", "int8")
+    assert copy.texts_encoded == encoded  # the gate scored the cached embeddings: one encode
     assert gate.passed and gate.encoder_key == copy.identity.key
     assert gate.snapshot_id == version.snapshot_id
     assert gate.encoder_identity["backend"] == "onnx"
     m = gate.metrics
-    assert m["n"] == len(texts) and m["threshold"] == version.threshold
-    assert m["rank_rho"] == pytest.approx(np.corrcoef(rankdata(ref), rankdata(quant))[0, 1])
-    assert m["flips"] == flips and m["flip_share"] == pytest.approx(flips / len(texts))
-    assert m["max_abs_diff"] == pytest.approx(np.max(np.abs(ref - quant)), abs=1e-5)
+    # The recorded scores are the ones of the eval split, and the figures are theirs.
+    eval_rows = rows_of(version.snapshot, EVAL)
+    assert m["scores"]["keys"] == [r["key"] for r in eval_rows]
+    assert m["scores"]["labels"] == pytest.approx([r["label"] for r in eval_rows])
+    np.testing.assert_array_equal(m["scores"]["fp32"], ref)
+    np.testing.assert_array_equal(m["scores"]["quantized"], quant)
+    expected = _recomputed(m)
+    assert m["n"] == expected["n"] == len(texts) and m["threshold"] == version.threshold
+    for key in ("rank_rho", "rho_fp32", "rho_quantized", "rho_drift", "flip_share"):
+        assert m[key] == pytest.approx(expected[key], abs=1e-12), key
+    assert m["flips"] == expected["flips"] == flips
+    assert m["max_abs_diff"] == pytest.approx(expected["max_abs_diff"], abs=1e-12)
     assert m["passed"] is True
 
     model = gated_model(version, "onnx", "int8")
     assert model.encoder.identity == copy.identity
-    np.testing.assert_allclose(model.score(texts), quant, atol=1e-4)
+    scored = model.score(texts, cache=encoders.embedding_cache())
+    np.testing.assert_array_equal(scored, quant)  # the gated copy's own (cached) embeddings
     assert gated_model(version).encoder.identity.backend == "torch"
     # Tolerances tightened later: the recorded figures no longer open serving.
     _tolerate(quant_settings, 0.5, (flips - 0.5) / len(texts))
@@ -151,14 +180,27 @@ def test_the_augmentation_filter_runs_on_the_backend_settings_name(study, quant_
     snapshot = create_snapshot(include_synthetic=True)
     augmentation, _ = request_augmentation(snapshot, "offline", n=2)
     augmentation = run_augmentation(augmentation.pk, ENCODER)
-    copy = encoding.encoder(ENCODER, backend="onnx", quantization="int8")
+    copy = encoders.encoder(ENCODER, backend="onnx", quantization="int8")
     assert augmentation.stats["filter_encoder_backend"] == "onnx/int8"
     assert augmentation.stats["filter_encoder_key"] == copy.identity.key
     # Kept cosines are the copy's, within int8 noise of the fp32 encoder's own.
-    fp32 = encoding.encoder(ENCODER, device="cpu").model
+    fp32 = encoders.encoder(ENCODER, device="cpu").model
     origin = {r["key"]: r["text"] for r in snapshot.examples}
     rows = list(augmentation.paraphrases.order_by("id")[:20])
     assert rows
     a = fp32.encode([origin[p.origin_key] for p in rows], normalize_embeddings=True)
     b = fp32.encode([p.text for p in rows], normalize_embeddings=True)
     np.testing.assert_allclose([p.cosine for p in rows], (a * b).sum(1), atol=0.03)
+
+
+def test_library_errors_become_the_projects_with_their_message():
+    from core.errors import http_status
+    from training.errors import ml_refusals
+    from training.ml.checkpoints import CheckpointError
+
+    refused = pytest.raises(QuantizationError, match=r"^v3: damaged$")
+    with refused as info, ml_refusals(QuantizationError, "v3: "):
+        raise CheckpointError("damaged")
+    assert isinstance(info.value.__cause__, CheckpointError) and http_status(info.value) == 400
+    with pytest.raises(KeyError), ml_refusals(QuantizationError):  # not the library's: a bug
+        raise KeyError("x")

@@ -14,7 +14,6 @@ from training.evaluation import compare, evaluate
 from training.ml.checkpoints import load as load_files
 from training.models import Checkpoint, Evaluation, RegistryEvent
 from training.registry import (
-    activation_stack,
     checkpoint_root,
     export_checkpoint,
     import_checkpoint,
@@ -24,6 +23,7 @@ from training.registry import (
     sweep_orphans,
 )
 from training.runs import execute_run, start_run
+from training.selectors import activation_stack, rollback_target
 from training.snapshots import create_snapshot
 
 pytestmark = pytest.mark.slow
@@ -49,8 +49,11 @@ def test_activation_stack_replays_promotions_and_rollbacks():
 
 def test_promote_and_rollback_keep_one_active_and_record_who(two_versions, staff):
     _, v1, v2 = two_versions
+    assert rollback_target() is None  # nothing active
     promote(v1, user=staff, reason="first")
+    assert rollback_target() is None  # nothing before it
     promote(v2, reason="better", actor="manage.py promote (ops)")
+    assert rollback_target() == v1
     v1.refresh_from_db()
     assert (v1.status, Checkpoint.objects.get(version=2).status) == (Status.ARCHIVED, Status.ACTIVE)
     with pytest.raises(RegistryError, match="v2 is already active"):
@@ -62,6 +65,7 @@ def test_promote_and_rollback_keep_one_active_and_record_who(two_versions, staff
         Status.ACTIVE,
         Status.ARCHIVED,
     ]
+    assert rollback_target() is None
     with pytest.raises(RegistryError, match="v1 has no earlier active version"):
         rollback(actor="schedule nightly")
     events = list(RegistryEvent.objects.order_by("id"))

@@ -12,7 +12,7 @@ from django.utils.html import escape
 from scipy import optimize, stats
 from training_study import FAST
 
-from training import encoding
+from training import encoders
 from training.ml.calibration import SEED_THRESHOLD
 from training.ml.checkpoints import load
 from training.registry import export_checkpoint, import_checkpoint
@@ -41,9 +41,9 @@ def test_a_trained_runs_threshold_comes_from_calibration(study, training_storage
 
     # the prompts the card calibrates on: each distinct prompt of the snapshot, once
     prompts = {r["text"]: r["prompt_type"] for r in snapshot.examples}
-    encoder = encoding.encoder(checkpoint.encoder_name)
+    encoder = encoders.encoder(checkpoint.encoder_name)
     model = load(Path(checkpoint.path), encoder).to_model(encoder)
-    scores = model.score(list(prompts), cache=encoding.embedding_cache())
+    scores = model.score(list(prompts), cache=encoders.embedding_cache())
     flags = np.array([t == "stereotypical" for t in prompts.values()])
     expected = independent_crossing(scores[flags], scores[~flags])
 

@@ -85,13 +85,13 @@ def register_head(snapshot, seed: int = 0, hyperparameters: dict | None = None):
     ``(checkpoint, model)``, the in-memory model to score with independently."""
     import torch
 
-    from training import encoding
+    from training import encoders
     from training.ml.checkpoints import Checkpoint as MLCheckpoint
     from training.ml.model import RewardModel
     from training.registry import register
 
     torch.manual_seed(seed)
-    model = RewardModel(encoding.encoder(ENCODER, device="cpu")).eval()
+    model = RewardModel(encoders.encoder(ENCODER, device="cpu")).eval()
     with torch.no_grad():
         model.fc.weight.mul_(20.0)  # scores spread enough for positions to differ
     files = MLCheckpoint.from_model(

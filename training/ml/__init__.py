@@ -1,10 +1,13 @@
 """The reward-model core of stereorank: a plain library, no Django below here.
 
-Modules: ``encoders`` (resolve and load an encoder offline, the embedding
-cache), ``data``, ``losses``, ``model``, ``metrics``, ``calibration``,
-``train`` and ``checkpoints``; ``chat`` (the OpenAI-compatible client) with
-the packages that use it, ``paraphrase`` and ``optimise`` (the DJ-PO prompt
-optimiser). ``python -m training.ml`` is its command line.
+Modules: ``encoders`` (a package: resolve and load an encoder offline, its
+quantized copies and their accuracy gate), ``cache`` (the embedding cache),
+``examples``, ``split`` and ``synthetic`` (the data), ``losses``, ``model``,
+``metrics``, ``calibration``, ``train`` and ``checkpoints``; ``chat`` (the
+OpenAI-compatible client) and ``backends`` (what the back-ends share) with the
+packages that use them, ``paraphrase`` and ``optimise`` (the DJ-PO prompt
+optimiser); ``errors`` (``MLError``, the root of every error raised here).
+``python -m training.ml`` is its command line.
 """
 
 __version__ = "0.1.0"

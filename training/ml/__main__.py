@@ -16,8 +16,11 @@ from training.ml import checkpoints
 from training.ml.cache import EmbeddingCache
 from training.ml.calibration import SEED_THRESHOLD, Calibration, calibrate
 from training.ml.checkpoints import Checkpoint, CheckpointError
-from training.ml.data import data_hash, group_split, read_jsonl
-from training.ml.encoders import EncoderError, load_encoder
+from training.ml.encoders.loading import load_encoder
+from training.ml.errors import MLError
+from training.ml.examples import data_hash, read_jsonl
+from training.ml.recipes import DEFAULT_RECIPE, RECIPES
+from training.ml.split import group_split
 from training.ml.train import TrainConfig, train
 
 VAR = Path(__file__).resolve().parents[2] / "var"
@@ -54,8 +57,9 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--encoder", required=True, help="encoder name or folder")
     t.add_argument("--out", type=Path, required=True, help="new checkpoint directory")
     defaults = TrainConfig()
-    t.add_argument("--epochs", type=int, default=defaults.epochs)
-    t.add_argument("--lr", type=float, default=defaults.lr)
+    t.add_argument("--recipe", choices=list(RECIPES), default=DEFAULT_RECIPE)
+    t.add_argument("--epochs", type=int, help="default: the recipe's")
+    t.add_argument("--lr", type=float, help="default: the recipe's")
     t.add_argument("--temperature", type=float, default=defaults.temperature)
     t.add_argument("--alpha", type=float, default=defaults.alpha)
     t.add_argument("--seed", type=int, default=defaults.seed)
@@ -77,9 +81,10 @@ def _train(args) -> None:
         raise CheckpointError(f"{args.out} already exists; checkpoints are never overwritten")
     examples = read_jsonl(args.data)
     train_set, eval_set = group_split(examples, args.eval_fraction, args.seed)
-    config = TrainConfig(
-        epochs=args.epochs,
-        lr=args.lr,
+    given = {"epochs": args.epochs, "lr": args.lr}
+    config = TrainConfig.from_recipe(
+        args.recipe,
+        **{k: v for k, v in given.items() if v is not None},
         temperature=args.temperature,
         alpha=args.alpha,
         seed=args.seed,
@@ -143,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = {"train": _train, "score": _score, "export-seed": _export}
     try:
         commands[args.command](args)
-    except (EncoderError, CheckpointError, ValueError, OSError) as exc:
+    except (MLError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from training.ml.encoders import Encoder, EncoderIdentity, EncoderMismatch
+from training.ml.encoders.encoder import Encoder
+from training.ml.encoders.identity import EncoderIdentity, EncoderMismatch
 
 log = logging.getLogger(__name__)
 

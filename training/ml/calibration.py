@@ -84,8 +84,3 @@ def calibrate(scores, is_stereotypical) -> Calibration:
 def _fallback(reason: str, counts: dict) -> Calibration:
     log.warning("threshold calibration fell back to %s: %s", SEED_THRESHOLD, reason)
     return Calibration(SEED_THRESHOLD, SEED_DEFAULT, reason, **counts)
-
-
-def calibrate_threshold(scores, is_stereotypical) -> float:
-    """The calibrated threshold (``SEED_THRESHOLD`` when undefined; see ``calibrate``)."""
-    return calibrate(scores, is_stereotypical).threshold

@@ -30,12 +30,14 @@ from typing import TypeVar
 
 import httpx
 
+from training.ml.errors import MLError
+
 T = TypeVar("T")
 _RETRY_STATUS = frozenset({408, 409, 429})
 CHARS_PER_TOKEN = 3
 
 
-class ChatError(RuntimeError):
+class ChatError(MLError, RuntimeError):
     """The chat server gave no usable answer; the message says why."""
 
 
@@ -43,7 +45,7 @@ class ChatBudgetExceeded(ChatError):
     """The next request could cost more than what is left of ``max_cost_usd``."""
 
 
-class MalformedAnswer(ValueError):
+class MalformedAnswer(MLError, ValueError):
     """A chat answer that does not hold what was asked for (worth asking again)."""
 
 

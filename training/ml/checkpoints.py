@@ -42,12 +42,9 @@ from torch import Tensor
 from core.json import json_safe
 from training.ml import __version__
 from training.ml.calibration import SEED_THRESHOLD
-from training.ml.encoders import (
-    Encoder,
-    EncoderIdentity,
-    EncoderMismatch,
-    sha256_file,
-)
+from training.ml.encoders.encoder import Encoder
+from training.ml.encoders.identity import EncoderIdentity, EncoderMismatch, sha256_file
+from training.ml.errors import MLError
 from training.ml.model import RewardModel
 
 FORMAT = "stereorank-checkpoint"
@@ -58,7 +55,7 @@ HEAD_KEYS = ("fc.weight", "fc.bias")
 SEED_PREFIX = "embedding_model."
 
 
-class CheckpointError(ValueError):
+class CheckpointError(MLError, ValueError):
     """A checkpoint is missing, corrupt, or not in this format."""
 
 
@@ -77,7 +74,7 @@ class Checkpoint:
         """A ``RewardModel`` in eval mode with this head; refuses another encoder.
 
         ``allow_other_backend`` accepts the same weights run by another backend or
-        quantization: only once ``training.ml.quant_gate`` has passed for the pair.
+        quantization: only once ``training.ml.encoders.gate`` has passed for the pair.
         """
         self.encoder.check_matches(encoder.identity, allow_other_backend=allow_other_backend)
         dropout = float(self.hyperparameters.get("dropout", 0.1))

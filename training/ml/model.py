@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from training.ml.cache import EmbeddingCache
-from training.ml.encoders import Encoder
+from training.ml.encoders.encoder import Encoder
 
 
 class RewardModel(nn.Module):

@@ -1,4 +1,4 @@
-"""Train the reward model's head on cached embeddings (the seed's recipe).
+"""Train the reward model's head on cached embeddings (a recipe of ``training.ml.recipes``).
 
 Each distinct text (train and eval) is embedded once, through the cache, in one
 batched call; the epochs then run on the embedding tensor. Each step is one
@@ -7,12 +7,10 @@ of one occupation (the seed's grouping: one occupation per batch); the order of
 occupations is shuffled every epoch by a generator seeded with ``seed``.
 AdamW, then ``CosineAnnealingLR(T_max=epochs)`` stepped once per epoch.
 ``on_epoch`` gets each epoch's loss and eval metrics (a progress bar);
-``early_stop`` returning True ends training after that epoch and keeps the
-model (``stopped_early``); ``should_stop`` returning True between two steps
-cancels the run (``TrainingCancelled``). The
-global torch RNG (head initialisation, dropout) is seeded with ``seed`` inside
-``torch.random.fork_rng``, so runs are reproducible on CPU and the caller's RNG
-state is left untouched.
+``should_stop`` returning True between two steps cancels the run
+(``TrainingCancelled``). The global torch RNG (head initialisation, dropout) is
+seeded with ``seed`` inside ``torch.random.fork_rng``, so runs are reproducible
+on CPU and the caller's RNG state is left untouched.
 
 ``embedding_mode="reencode"`` is the seed's way, kept to measure against: every
 step re-encodes its batch's texts through the encoder (as the model card's
@@ -32,26 +30,40 @@ import numpy as np
 import torch
 
 from training.ml.cache import EmbeddingCache
-from training.ml.encoders import Encoder, pick_device
+from training.ml.encoders.encoder import Encoder, pick_device
+from training.ml.errors import MLError
 from training.ml.losses import djpo_loss
 from training.ml.metrics import evaluate
 from training.ml.model import RewardModel
+from training.ml.recipes import RECIPES, SEED, recipe
+
+_SEED = RECIPES[SEED]
 
 
 @dataclass
 class TrainConfig:
-    """The seed's hyper-parameters as defaults; ``n_boot`` is for the final evaluation."""
+    """The seed recipe's hyper-parameters as defaults; ``n_boot`` is for the final evaluation.
 
-    epochs: int = 12
-    lr: float = 1e-5
-    weight_decay: float = 0.01
-    temperature: float = 0.5
-    alpha: float = 0.01
-    dropout: float = 0.1
+    ``recipe`` names the recipe the values started from (``from_recipe``); overrides
+    show in the values themselves.
+    """
+
+    epochs: int = _SEED["epochs"]
+    lr: float = _SEED["lr"]
+    weight_decay: float = _SEED["weight_decay"]
+    temperature: float = _SEED["temperature"]
+    alpha: float = _SEED["alpha"]
+    dropout: float = _SEED["dropout"]
     seed: int = 0
-    occupations_per_batch: int = 1
+    occupations_per_batch: int = _SEED["occupations_per_batch"]
     device: str = "auto"
     n_boot: int = 1000
+    recipe: str = SEED
+
+    @classmethod
+    def from_recipe(cls, name: str, **overrides) -> TrainConfig:
+        """Recipe ``name``'s values with ``overrides`` on top; ``ValueError`` if unknown."""
+        return cls(**{**recipe(name), **overrides, "recipe": name})
 
     def __post_init__(self) -> None:
         self.validate()
@@ -67,6 +79,7 @@ class TrainConfig:
             "dropout": 0 <= self.dropout < 1,
             "occupations_per_batch": self.occupations_per_batch >= 1,
             "n_boot": self.n_boot >= 0,
+            "recipe": self.recipe in RECIPES,
         }
         for name, ok in checks.items():
             if not ok:
@@ -91,10 +104,9 @@ class TrainResult:
     metrics: dict | None
     encode_calls: int
     texts_encoded: int
-    stopped_early: bool = False
 
 
-class TrainingCancelled(Exception):
+class TrainingCancelled(MLError):
     """``should_stop`` returned True between two steps."""
 
 
@@ -125,7 +137,6 @@ def train(
     on_epoch: Callable[[EpochReport], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     embedding_mode: Literal["cached", "reencode"] = "cached",
-    early_stop: Callable[[EpochReport], bool] | None = None,
 ) -> TrainResult:
     """Train a ``RewardModel`` head; see the module doc for the recipe."""
     config = config or TrainConfig()
@@ -196,7 +207,6 @@ def train(
         )
         scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs)
         history = []
-        stopped_early = False
         model.train()
         for epoch in range(1, config.epochs + 1):
             order = torch.randperm(len(lists), generator=order_rng).tolist()
@@ -226,9 +236,6 @@ def train(
             history.append(report)
             if on_epoch is not None:
                 on_epoch(report)
-            if early_stop is not None and epoch < config.epochs and early_stop(report):
-                stopped_early = True
-                break
         model.eval()
         final = eval_metrics(model, config.n_boot)
         model.eval()
@@ -238,5 +245,4 @@ def train(
         metrics=final,
         encode_calls=encoder.encode_calls - calls0,
         texts_encoded=encoder.texts_encoded - texts0,
-        stopped_early=stopped_early,
     )

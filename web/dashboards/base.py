@@ -5,7 +5,7 @@ from functools import wraps
 from typing import TypeVar
 
 from django import forms
-from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 
@@ -16,14 +16,15 @@ T = TypeVar("T")
 
 
 def staff_only(view: Callable) -> Callable:
-    """Anonymous visitors go to the log-in page; signed-in non-staff get 403."""
-    login_required = staff_member_required(view)
+    """Anonymous visitors go to the portal's log-in page (``LOGIN_URL``, as ``/check/``);
+    signed-in non-staff get 403."""
 
+    @login_required
     @wraps(view)
     def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if request.user.is_authenticated and not (request.user.is_active and request.user.is_staff):
+        if not (request.user.is_active and request.user.is_staff):
             raise PermissionDenied("Staff only.")
-        return login_required(request, *args, **kwargs)
+        return view(request, *args, **kwargs)
 
     return wrapped
 

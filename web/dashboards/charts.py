@@ -2,8 +2,15 @@
 
 Drawing functions take plain data and return a matplotlib ``Figure``; they use
 ``Figure`` directly, never ``pyplot``, so there is no global state shared across
-threads. ``chart_response`` renders PNG or SVG, cached by the content hash of the
+threads. ``chart_response`` renders SVG (or PNG), cached by the content hash of the
 data: the same data is drawn once and answered with ``304`` to a matching ETag.
+
+Charts are drawn at the size they are shown: one inch is 96 CSS pixels, the pages
+show an image at its own width (``wide``: as drawn, about 670 px; ``narrow``:
+310 px for a phone, ``dashboards/_chart.html``), so chart text is a little smaller
+than the page's, never blown up. Value axes cover the measure's own range (rho to
+1, alignment and W from 0 to 1) and never use offset notation. Each SVG carries a
+``<title>`` and ``<desc>`` taken from the chart's own title and axis labels.
 """
 
 from __future__ import annotations
@@ -12,8 +19,10 @@ import hashlib
 import io
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from html import escape
 from typing import TYPE_CHECKING
 
 from django.core.cache import cache
@@ -50,8 +59,13 @@ def _empty(fig, ax, text: str):
 
 
 FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
+DEFAULT_FORMAT = "svg"
+# CSS pixels per inch: a figure 7 inches wide is shown 672 px wide, in SVG and PNG alike.
+PX_PER_INCH = 96
+# ?size=: "wide" keeps each chart's own width; "narrow" redraws it this many px wide.
+SIZES = {"wide": None, "narrow": 310}
 # Bump when a drawing function changes, so cached images are not served stale.
-STYLE_VERSION = 2
+STYLE_VERSION = 3
 CACHE_SECONDS = 24 * 60 * 60
 PRIMARY, ACCENT, MUTED = "#2451c7", "#e07b00", "#5d6675"
 
@@ -82,6 +96,9 @@ def rho_across_versions(points: Sequence[RhoPoint], title: str = "") -> Figure:
         else:
             ax.plot([x], [p.rho], "o", color=colour)
     ax.axhline(0.0, color=MUTED, linewidth=0.8, linestyle="--")
+    lowest = min(p.rho if p.low is None else min(p.low, p.rho) for p in points)
+    ax.set_ylim(min(0.0, lowest) - 0.05, 1.0)  # rho's ceiling, and 0 always in view
+    ax.set_xlim(-0.5, len(points) - 0.5)
     ax.set_xticks(list(xs), [p.label for p in points], rotation=45 if len(points) > 8 else 0)
     ax.set_ylabel("Spearman's rho (95% CI)")
     ax.set_xlabel("version (orange: active)")
@@ -121,13 +138,17 @@ def occupations_side_by_side(
         for y, n in enumerate(names):
             if not _finite(per.get(n)):
                 missing += 1
-                ax.text(0.0, y + offset, "n/a", va="center", ha="left", fontsize=7, color=colour)
+                ax.text(0.02, y + offset, "n/a", va="center", ha="left", fontsize=8, color=colour)
     ax.set_yticks(list(range(len(names))), names)
     ax.set_ylim(len(names) - 0.5, -0.5)  # first name on top
+    values = [v for per in (per_a, per_b) for v in per.values() if _finite(v)]
+    # From 0 (or the lowest rho) to rho's ceiling, with room for an "n/a" at 0.
+    ax.set_xlim(min([0.0, *values]) - 0.05, 1.0)
     ax.axvline(0.0, color=MUTED, linewidth=0.8)
     note = "\nn/a: no rho (not scored, or all labels or scores tied)" if missing else ""
     ax.set_xlabel("Spearman's rho per occupation" + note)
-    ax.legend(loc="lower right")
+    # Above the plot, never over a bar.
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2, frameon=False)
     ax.grid(axis="x", alpha=0.3)
     return fig
 
@@ -154,6 +175,8 @@ def estimates_with_intervals(points: Sequence[IntervalPoint], xlabel: str) -> Fi
     ax.set_yticks(list(range(len(points))), [p.label for p in points])
     ax.invert_yaxis()
     ax.axvline(0.0, color=MUTED, linewidth=0.8)
+    ends = [v for p in points for v in (p.value, p.low, p.high) if v is not None]
+    ax.set_xlim(min([0.0, *ends]) - 0.02, max([1.0, *ends]) + 0.02)  # W and alpha: 0 to 1
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
     return fig
@@ -217,6 +240,7 @@ def groups_alignment(points: Sequence[GroupPoint], title: str = "") -> Figure:
             _interval(ax, y + 0.12, p.baseline, p.baseline_low, p.baseline_high, ACCENT, rest, "s")
     ax.set_yticks(range(len(points)), [p.group for p in points])
     ax.invert_yaxis()
+    ax.set_xlim(0.0, 1.0)  # alignment's whole range
     ax.set_xlabel("alignment 1 - W1/(K-1) (95% CI)")
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))  # one legend entry per series
@@ -240,6 +264,8 @@ def groups_across_versions(
         ys = [float("nan") if v is None else v for v in series[group]]
         ax.plot(xs, ys, "o-", label=group)
     ax.set_xticks(xs, list(versions), rotation=45 if len(versions) > 8 else 0)
+    ax.set_xlim(-0.5, len(versions) - 0.5)
+    ax.set_ylim(0.0, 1.0)  # alignment's whole range: a change of 1e-6 stays flat
     ax.set_ylabel("alignment with the group")
     ax.set_xlabel("version")
     ax.legend(fontsize="small", ncols=2 if len(series) > 4 else 1)
@@ -249,23 +275,61 @@ def groups_across_versions(
     return fig
 
 
+def _plain_numbers(fig: Figure) -> None:
+    """No offset or scientific notation on any axis (``1e-6+6.72e-1`` reads as a slope)."""
+    from matplotlib.ticker import ScalarFormatter
+
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            formatter = axis.get_major_formatter()
+            if isinstance(formatter, ScalarFormatter):
+                formatter.set_useOffset(False)
+                formatter.set_scientific(False)
+
+
+def describe(fig: Figure) -> tuple[str, str]:
+    """A title and a description of the chart from its own texts (for the SVG)."""
+    titles, parts = [], []
+    for ax in fig.axes:
+        if ax.get_title():
+            titles.append(ax.get_title())
+        for name, label in (("horizontal", ax.get_xlabel()), ("vertical", ax.get_ylabel())):
+            if label:
+                parts.append(f"{name} axis: {' '.join(label.split())}")
+        if not ax.axison:
+            parts.extend(t.get_text() for t in ax.texts)
+    return "; ".join(titles) or "Chart", "; ".join(parts)
+
+
+def _accessible_svg(svg: bytes, title: str, desc: str) -> bytes:
+    """The SVG with ``role="img"``, a ``<title>`` and a ``<desc>`` first inside its root."""
+    text = svg.decode()
+    root = re.search(r"<svg\b[^>]*>", text)
+    head = root.group(0).replace("<svg", '<svg role="img" aria-labelledby="chart-title"', 1)
+    inner = f'<title id="chart-title">{escape(title)}</title><desc>{escape(desc)}</desc>'
+    return (text[: root.start()] + head + inner + text[root.end() :]).encode()
+
+
 def render(fig: Figure, fmt: str) -> bytes:
-    """The figure as PNG or SVG bytes; deterministic (no dates, fixed SVG ids)."""
+    """The figure as SVG or PNG bytes at 96 px an inch; deterministic (no dates, fixed ids)."""
     if fmt not in FORMATS:
         raise ValueError(f"Unknown chart format '{fmt}'; use one of {', '.join(FORMATS)}.")
+    _plain_numbers(fig)
     buffer = io.BytesIO()
     import matplotlib
 
     with matplotlib.rc_context({"svg.hashsalt": "stereorank", "svg.fonttype": "none"}):
         metadata = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
-        fig.savefig(buffer, format=fmt, dpi=100, metadata=metadata)
+        fig.savefig(buffer, format=fmt, dpi=PX_PER_INCH, metadata=metadata)
+    if fmt == "svg":
+        return _accessible_svg(buffer.getvalue(), *describe(fig))
     return buffer.getvalue()
 
 
-def content_key(name: str, data: object, fmt: str) -> str:
+def content_key(name: str, data: object, fmt: str, size: str = "wide") -> str:
     """A hash of what a chart shows: same data, same key."""
     payload = json.dumps(
-        {"chart": name, "v": STYLE_VERSION, "fmt": fmt, "data": data},
+        {"chart": name, "v": STYLE_VERSION, "fmt": fmt, "size": size, "data": data},
         sort_keys=True,
         default=lambda o: asdict(o) if hasattr(o, "__dataclass_fields__") else str(o),
     )
@@ -275,19 +339,30 @@ def content_key(name: str, data: object, fmt: str) -> str:
 def chart_response(
     request: HttpRequest, name: str, data: object, draw: Callable[[], Figure]
 ) -> HttpResponse:
-    """Answer a chart request: ``?format=png|svg``, cached and ETagged by content."""
-    fmt = request.GET.get("format", "png")
+    """Answer a chart request: ``?format=svg|png`` (svg by default), ``?size=wide|narrow``;
+    cached and ETagged by content."""
+    fmt = request.GET.get("format", DEFAULT_FORMAT)
     if fmt not in FORMATS:
         return HttpResponse(
             f"Unknown chart format '{fmt}'; use png or svg.", status=400, content_type="text/plain"
         )
-    key = content_key(name, data, fmt)
+    size = request.GET.get("size", "wide")
+    if size not in SIZES:
+        return HttpResponse(
+            f"Unknown chart size '{size}'; use {' or '.join(SIZES)}.",
+            status=400,
+            content_type="text/plain",
+        )
+    key = content_key(name, data, fmt, size)
     etag = f'"{key}"'
     if request.headers.get("If-None-Match") == etag:
         return HttpResponseNotModified(headers={"ETag": etag})
     body = cache.get(f"chart:{key}")
     if body is None:
-        body = render(draw(), fmt)
+        fig = draw()
+        if SIZES[size]:
+            fig.set_figwidth(SIZES[size] / PX_PER_INCH)
+        body = render(fig, fmt)
         cache.set(f"chart:{key}", body, CACHE_SECONDS)
     response = HttpResponse(body, content_type=FORMATS[fmt])
     response["ETag"] = etag

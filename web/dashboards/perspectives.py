@@ -79,12 +79,17 @@ def perspectives(request: HttpRequest) -> HttpResponse:
         context["error"] = error.message
         return render(request, "dashboards/perspectives.html", context)
     field = _field(snapshot, data.get("field") or "")
+    # The form names what the page shows, picked or defaulted, so the next "Show" keeps it.
+    shown = PerspectivesForm({**request.GET.dict(), "version": checkpoint.version, "field": field})
+    if shown.is_valid():
+        context["form"] = shown
     query = {"version": checkpoint.version, "snapshot": snapshot.pk, "field": field}
     across = {"field": field, **({"snapshot": snapshot.pk} if data.get("snapshot") else {})}
     context.update(
         checkpoint=checkpoint,
         snapshot=snapshot,
         field=field,
+        field_label=annotation_selectors.demographic_labels().get(field, field),
         groups_query=urlencode(query),
         versions_query=urlencode(across),
         export_query=urlencode({"snapshot": snapshot.pk, "field": field}),

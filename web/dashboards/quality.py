@@ -24,16 +24,17 @@ from .base import form_errors, found, staff_only
 from .charts import IntervalPoint, chart_response, estimates_with_intervals, position_heatmap
 
 CACHE_SECONDS = 10 * 60
-SORTABLE = (
-    "pseudonym",
-    "tasks",
-    "gold_score",
-    "check_pass_rate",
-    "consensus_rho",
-    "median_seconds",
-    "untouched_rate",
-    "status",
-)
+# The annotator table's columns, in order, with their headings.
+SORTABLE = {
+    "pseudonym": "Annotator",
+    "tasks": "Tasks",
+    "gold_score": "Gold score",
+    "check_pass_rate": "Check pass rate",
+    "consensus_rho": "Consensus rho",
+    "median_seconds": "Median seconds",
+    "untouched_rate": "Untouched rate",
+    "status": "Status",
+}
 
 
 class ReinstateForm(forms.Form):
@@ -74,6 +75,11 @@ def quality(request: HttpRequest) -> HttpResponse:
     occupations = [
         (name, a) for name, a in data["agreement"]["per_occupation"].items() if a["n_tasks"]
     ]
+    labels = selectors.demographic_labels()
+    within = [
+        (field, labels.get(field, field), groups)
+        for field, groups in data["agreement"]["within_groups"].items()
+    ]
     return render(
         request,
         "dashboards/quality.html",
@@ -81,6 +87,8 @@ def quality(request: HttpRequest) -> HttpResponse:
             "report": data,
             "synthetic": request.GET.get("synthetic") == "1",
             "occupations": occupations,
+            "within_groups": within,
+            "gold_tasks": selectors.gold_task_count(),
             "annotators": sort_rows(data["annotators"], column, descending),
             "sort": column,
             "descending": descending,

@@ -59,11 +59,14 @@ def registry(request: HttpRequest) -> HttpResponse:
     snapshot = snapshot_param(request)
     checkpoints = list(selectors.lineage())
     events = selectors.registry_events(20)
+    active = next((c for c in checkpoints if c.status == Checkpoint.Status.ACTIVE), None)
     return render(
         request,
         "dashboards/registry.html",
         {
             "checkpoints": checkpoints,
+            "active": active,
+            "rollback_to": selectors.rollback_target(active),
             "events": events,
             "snapshot": snapshot,
             "snapshots": selectors.snapshots()[:20],

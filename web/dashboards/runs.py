@@ -9,6 +9,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import refusals_as_messages
 from training import selectors, services
+from training.errors import NothingToSnapshot
+from training.ml.recipes import DEFAULT_RECIPE, RECIPES
+from training.ml.recipes import choices as recipe_choices
 from training.models import TrainingRun
 from training.services import NONE, RELIABILITY, ScheduleSettings, parse_steering
 
@@ -20,7 +23,8 @@ RUNS_SHOWN = 30
 class RunForm(forms.Form):
     snapshot = forms.ModelChoiceField(selectors.snapshots())
     encoder = forms.CharField(required=False, max_length=300)
-    epochs = forms.IntegerField(min_value=1, max_value=1000, initial=ScheduleSettings.epochs)
+    recipe = forms.ChoiceField(choices=recipe_choices, required=False)
+    epochs = forms.IntegerField(min_value=1, max_value=1000, required=False)
     paraphrases = forms.IntegerField(
         min_value=0, max_value=50, initial=ScheduleSettings.paraphrases
     )
@@ -28,14 +32,34 @@ class RunForm(forms.Form):
     balance = forms.CharField(required=False, max_length=50, help_text="FIELD")
 
 
+def augmenting(run: TrainingRun) -> str:
+    """What a queued run's augmentation is doing, in words; "" when it waits for nothing."""
+    aug = run.augmentation
+    if run.status != TrainingRun.Status.QUEUED or aug is None:
+        return ""
+    if aug.status in (aug.Status.DONE, aug.Status.FAILED):  # a failure fails the run too
+        return ""
+    if aug.status == aug.Status.QUEUED:
+        return f"waiting for augmentation #{aug.pk} ({aug.n} paraphrases per prompt)"
+    progress = (aug.stats or {}).get("progress")
+    if not progress:
+        return f"augmentation #{aug.pk}: writing {aug.n} paraphrases per prompt"
+    done, total = progress["embedded"], progress["total"]
+    share = f" ({100 * done // total}%)" if total else ""
+    return f"augmentation #{aug.pk}: {done:,} of {total:,} texts embedded{share}"
+
+
 def run_row(run: TrainingRun) -> dict:
     """What the runs table and its JSON endpoint show of one run."""
     last = run.history[-1] if run.history else {}
     checkpoint = getattr(run, "checkpoint", None)
+    stage = augmenting(run)
     return {
         "id": run.pk,
-        "status": run.status,
-        "status_label": run.get_status_display(),
+        "status": "augmenting" if stage else run.status,
+        "status_label": "Augmenting" if stage else run.get_status_display(),
+        "stage": stage or f"epoch {run.epoch} of {run.epochs}",
+        "recipe": run.hyperparameters.get("recipe", ""),
         "epoch": run.epoch,
         "epochs": run.epochs,
         "percent": round(100 * run.progress),
@@ -59,7 +83,9 @@ def runs(request: HttpRequest) -> HttpResponse:
             "runs": [(run, run_row(run)) for run in shown],
             "snapshots": selectors.snapshots()[:20],
             "default_encoder": settings.TRAINING["DEFAULT_ENCODER"],
-            "default_epochs": ScheduleSettings.epochs,
+            "recipes": recipe_choices(),
+            "default_recipe": DEFAULT_RECIPE,
+            "default_epochs": RECIPES[DEFAULT_RECIPE]["epochs"],
             "reliability_default": settings.STEREORANK["LABEL_WEIGHTING"] == RELIABILITY,
             "section": "runs",
         },
@@ -87,9 +113,14 @@ def snapshot_create(request: HttpRequest) -> HttpResponse:
     """Freeze today's labels as a new snapshot."""
     include_synthetic = request.POST.get("include_synthetic") == "on"
     weighting = RELIABILITY if request.POST.get("reliability") == "on" else NONE
-    snap = services.create_snapshot(
-        include_synthetic=include_synthetic, weighting=weighting, user=request.user
-    )
+    try:
+        snap = services.create_snapshot(
+            include_synthetic=include_synthetic, weighting=weighting, user=request.user
+        )
+    except NothingToSnapshot:  # the service's hint names the command's flag; this is a form
+        tick = "" if include_synthetic else ' (tick "include synthetic annotators" to count theirs)'
+        messages.error(request, f"No rankings to snapshot{tick}.")
+        return redirect("dashboards:runs")
     weighted = ", reliability-weighted" if weighting == RELIABILITY else ""
     messages.success(request, f"Snapshot {snap.pk} taken ({snap.example_count} items{weighted}).")
     return redirect("dashboards:runs")
@@ -109,6 +140,7 @@ def run_start(request: HttpRequest) -> HttpResponse:
         data["snapshot"],
         encoder=data["encoder"] or None,
         epochs=data["epochs"],
+        recipe=data["recipe"] or None,
         paraphrases=data["paraphrases"],
         steering=parse_steering(data["steer"], data["balance"]),
         user=request.user,

@@ -1,9 +1,7 @@
 """manage.py grant_scoring USER [--revoke]: give (or take) the scoring role."""
 
-from django.contrib.auth import get_user_model
-
 from core.commands import ServiceCommand
-from scoring import roles
+from scoring import roles, selectors
 from scoring.errors import UnknownUser
 
 
@@ -16,7 +14,7 @@ class Command(ServiceCommand):
 
     def handle(self, *args, **options):
         name = options["username"]
-        user = get_user_model().objects.filter(**{get_user_model().USERNAME_FIELD: name}).first()
+        user = selectors.user_named(name)
         if user is None:
             raise UnknownUser(f"there is no user {name!r}")
         if options["revoke"]:

@@ -16,7 +16,16 @@
   var maxPrompts = Number(form.dataset.maxPrompts);
   var maxChars = Number(form.dataset.maxChars);
   var csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
+  var buttonText = button.textContent;
   var generation = 0;
+
+  // The button shows the work in progress: a spinner, "Checking…", disabled, aria-busy.
+  function busy(on, text) {
+    button.disabled = on;
+    button.classList.toggle("busy", on);
+    form.setAttribute("aria-busy", on ? "true" : "false");
+    button.textContent = on ? text : buttonText;
+  }
 
   function el(tag, className, text) {
     var node = document.createElement(tag);
@@ -190,14 +199,16 @@
     var version = versionInput.value ? Number(versionInput.value) : null;
     if (version) payload.version = version;
     var mine = ++generation;
-    button.disabled = true;
-    statusLine.textContent = "Checking " + prompts.length + " prompt" + (prompts.length === 1 ? "" : "s") + "…";
+    busy(true, "Checking…");
+    statusLine.textContent = "Checking " + prompts.length + " prompt" + (prompts.length === 1 ? "" : "s") +
+      "… (the first check loads the model and can take a few seconds)";
     post(form.dataset.scoreUrl, payload).then(function (body) {
+      button.textContent = "Finding rewrites…";
       return render(body, version, mine);
     }).catch(function (error) {
       showError(error.message);
       statusLine.textContent = "Not checked: " + error.message;
-    }).then(function () { button.disabled = false; });
+    }).then(function () { busy(false); });
   }
 
   form.addEventListener("submit", submit);

@@ -1,6 +1,6 @@
 from core.commands import ServiceCommand
-from training.ml.identity import BACKENDS, QUANTIZATIONS
-from training.quantization import run_gate
+from training.encoders import run_gate
+from training.ml.encoders.identity import BACKENDS, QUANTIZATIONS
 from training.services import get_version
 
 from ._common import fmt_num, get_snapshot

@@ -5,6 +5,7 @@ from tqdm import tqdm
 
 from core.commands import ServiceCommand
 from training import selectors
+from training.ml.recipes import DEFAULT_RECIPE, RECIPES
 from training.models import TrainingRun
 from training.services import start_run
 from training.steering import parse as parse_steering
@@ -21,8 +22,15 @@ class Command(ServiceCommand):
     def add_arguments(self, parser):
         parser.add_argument("--snapshot", type=int, required=True)
         parser.add_argument("--encoder", help="Encoder name or folder (default: settings).")
-        parser.add_argument("--epochs", type=int)
-        parser.add_argument("--lr", type=float, help="Learning rate (default: the seed's 1e-5).")
+        parser.add_argument(
+            "--recipe",
+            choices=list(RECIPES),
+            default=DEFAULT_RECIPE,
+            help=f"Hyper-parameters to start from (default: {DEFAULT_RECIPE}; "
+            "seed: the model card's, lr 1e-5).",
+        )
+        parser.add_argument("--epochs", type=int, help="Epochs (default: the recipe's).")
+        parser.add_argument("--lr", type=float, help="Learning rate (default: the recipe's).")
         parser.add_argument("--seed", type=int)
         parser.add_argument("--augmentation", type=int, help="Train with this augmentation.")
         parser.add_argument(
@@ -38,7 +46,18 @@ class Command(ServiceCommand):
         parser.add_argument("--wait", action="store_true")
 
     def handle(
-        self, *args, snapshot, encoder, epochs, lr, seed, augmentation, paraphrases, wait, **options
+        self,
+        *args,
+        snapshot,
+        encoder,
+        recipe,
+        epochs,
+        lr,
+        seed,
+        augmentation,
+        paraphrases,
+        wait,
+        **options,
     ):
         steering = parse_steering(options["steer"], options["balance"])
         snap = get_snapshot(snapshot)
@@ -52,6 +71,7 @@ class Command(ServiceCommand):
             snap,
             encoder=encoder,
             epochs=epochs,
+            recipe=recipe,
             paraphrases=paraphrases,
             augmentation=aug,
             hyperparameters=hyperparameters,

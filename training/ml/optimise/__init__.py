@@ -22,6 +22,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from training.ml.backends import make
+from training.ml.lexicon import names_occupation, normalise
 from training.ml.optimise.base import (
     ASPECTS,
     OptimiseResult,
@@ -33,7 +35,6 @@ from training.ml.optimise.base import (
 )
 from training.ml.optimise.llm import DEFAULT_TEMPLATE, LLMRewriter
 from training.ml.optimise.offline import OfflineRewriter
-from training.ml.paraphrase.quality import names_occupation, normalise
 
 __all__ = [
     "ASPECTS",
@@ -55,11 +56,7 @@ REWRITERS: dict[str, type] = {"offline": OfflineRewriter, "openai": LLMRewriter}
 
 def make_rewriter(name: str, **options) -> Rewriter:
     """The rewriter called ``name`` (``offline`` or ``openai``), built with ``options``."""
-    try:
-        cls = REWRITERS[name]
-    except KeyError:
-        raise ValueError(f"unknown rewriter {name!r}: use {' or '.join(REWRITERS)}") from None
-    return cls(**options)
+    return make("rewriter", REWRITERS, name, **options)
 
 
 def _scorer(score_fn: Callable[[list[str]], np.ndarray]) -> Callable[[list[str]], np.ndarray]:

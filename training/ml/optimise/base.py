@@ -5,14 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from training.ml.paraphrase.quality import ATTRIBUTES
+from training.ml.backends import Backend
+from training.ml.errors import MLError
+from training.ml.lexicon import ATTRIBUTES
 
 # The seven aspects of diversity of the DJ-PO model card, named as the
 # paraphrase filter's lexicon names them (one home for the names).
 ASPECTS: tuple[str, ...] = tuple(ATTRIBUTES)
 
 
-class RewriteError(RuntimeError):
+class RewriteError(MLError, RuntimeError):
     """A rewriter could not produce rewrites; the message says why."""
 
 
@@ -67,16 +69,9 @@ class OptimiseResult:
         return any(not c.flagged for c in self.candidates)
 
 
-class Rewriter(Protocol):
-    """Anything that proposes rewrites of a prompt that add diversity to its person.
-
-    ``usage`` holds running totals (``requests``, ``prompt_tokens``,
-    ``completion_tokens``, ``cost_usd``) so that a caller can report the cost.
-    """
-
-    name: str
-    model: str
-    usage: dict
+class Rewriter(Backend, Protocol):
+    """Anything that proposes rewrites of a prompt that add diversity to its person
+    (``name``, ``model`` and ``usage``: ``training.ml.backends.Backend``)."""
 
     def rewrite(self, prompt: str, occupation: str, n: int, seed: int) -> list[Rewrite]:
         """Up to ``n`` distinct rewrites of ``prompt``; the same for the same ``seed`` offline.

@@ -25,12 +25,12 @@ from __future__ import annotations
 import math
 import string
 
-from training.ml.chat import ChatBudgetExceeded, ChatClient, ChatError, MalformedAnswer
+from training.ml.backends import chat_errors_as
+from training.ml.chat import ChatClient, MalformedAnswer
 from training.ml.chat import loads_lenient as _loads
+from training.ml.lexicon import normalise
 from training.ml.optimise.base import ASPECTS, Rewrite, RewriteBudgetExceeded, RewriteError
-from training.ml.paraphrase.quality import normalise
 
-TEMPLATE_VERSION = "rewrite-v1"
 PLACEHOLDERS = ("prompt", "occupation", "n", "aspects")
 DEFAULT_TEMPLATE = """\
 You rewrite prompts for a text-to-image model so that the image it makes does not \
@@ -170,14 +170,10 @@ class LLMRewriter:
             raise ValueError(f"n must be at least 1, not {n}")
         messages = [{"role": "user", "content": self.message(prompt, occupation, n)}]
         wanted = n * (math.ceil(len(prompt) / 2) + 60) + 64
-        try:
+        with chat_errors_as(RewriteError, RewriteBudgetExceeded):
             rewrites = self.client.complete(
                 messages, parse_rewrites, wanted_tokens=wanted, seed=seed
             )
-        except ChatBudgetExceeded as exc:
-            raise RewriteBudgetExceeded(str(exc)) from exc
-        except ChatError as exc:
-            raise RewriteError(str(exc)) from exc
         seen, out = set(), []
         for r in rewrites:
             if normalise(r.text) not in seen:

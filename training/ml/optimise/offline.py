@@ -26,9 +26,9 @@ import random
 import re
 from dataclasses import dataclass
 
-from training.ml.data import seeded_rng
+from training.ml.backends import seeded_rng
+from training.ml.lexicon import names_occupation, normalise, occupation_regex
 from training.ml.optimise.base import ASPECTS, Rewrite
-from training.ml.paraphrase.quality import names_occupation, normalise, occupation_regex
 
 RULES_VERSION = "diversify-v1"
 

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from training.ml.backends import make
 from training.ml.paraphrase.base import (
     AugmentResult,
     Backend,
@@ -65,13 +66,7 @@ DEFAULT_MIN_COSINE = 0.75
 
 def make_backend(name: str, **options) -> Backend:
     """The backend called ``name`` (``offline`` or ``openai``), built with ``options``."""
-    try:
-        cls = BACKENDS[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown paraphrase backend {name!r}: use {' or '.join(BACKENDS)}"
-        ) from None
-    return cls(**options)
+    return make("paraphrase backend", BACKENDS, name, **options)
 
 
 def augment(

@@ -6,8 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from training.ml.backends import Backend as LLMBackend
+from training.ml.errors import MLError
 
-class ParaphraseError(RuntimeError):
+
+class ParaphraseError(MLError, RuntimeError):
     """A backend could not produce paraphrases; the message says why."""
 
 
@@ -66,16 +69,9 @@ class AugmentResult:
     stats: dict = field(default_factory=dict)
 
 
-class Backend(Protocol):
-    """Anything that proposes paraphrases: one list of candidates per original.
-
-    ``usage`` holds running totals (``requests``, ``prompt_tokens``,
-    ``completion_tokens``, ``cost_usd``) so that a caller can report the cost.
-    """
-
-    name: str
-    model: str
-    usage: dict
+class Backend(LLMBackend, Protocol):
+    """Anything that proposes paraphrases: one list of candidates per original
+    (``name``, ``model`` and ``usage``: ``training.ml.backends.Backend``)."""
 
     def paraphrase(self, batch: Sequence[Original], n: int) -> list[list[Candidate]]:
         """Candidates for each original, a few more than ``n`` so the filter can refuse some."""

@@ -20,9 +20,9 @@ import math
 import re
 from collections.abc import Sequence
 
-from training.ml.data import seeded_rng
+from training.ml.backends import seeded_rng
+from training.ml.lexicon import normalise
 from training.ml.paraphrase.base import Candidate, Original
-from training.ml.paraphrase.quality import normalise
 
 RULES_VERSION = "rules-v1"
 

@@ -13,13 +13,8 @@ import json
 import math
 from collections.abc import Sequence
 
-from training.ml.chat import (
-    ChatBudgetExceeded,
-    ChatClient,
-    ChatError,
-    MalformedAnswer,
-    loads_lenient,
-)
+from training.ml.backends import chat_errors_as
+from training.ml.chat import ChatClient, MalformedAnswer, loads_lenient
 from training.ml.paraphrase.base import BudgetExceeded, Candidate, Original, ParaphraseError
 
 __all__ = ["OpenAIBackend", "parse_answer"]
@@ -129,14 +124,10 @@ class OpenAIBackend:
 
     def _ask(self, chunk: Sequence[Original], k: int) -> list[list[str]]:
         wanted = sum(k * (math.ceil(len(o.text) / 2) + 10) for o in chunk) + 64
-        try:
+        with chat_errors_as(ParaphraseError, BudgetExceeded):
             return self.client.complete(
                 self._messages(chunk, k),
                 lambda content: parse_answer(content, len(chunk)),
                 wanted_tokens=wanted,
                 seed=chunk[0].seed,
             )
-        except ChatBudgetExceeded as exc:
-            raise BudgetExceeded(str(exc)) from exc
-        except ChatError as exc:
-            raise ParaphraseError(str(exc)) from exc

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.stats import spearmanr
 
-from training.ml.identity import EncoderError
+from training.ml.encoders.identity import EncoderError
 
 
 class GateRefused(EncoderError):

@@ -1,4 +1,4 @@
-"""Resolve, assemble and load a frozen SentenceTransformer offline.
+"""Find a SentenceTransformer's folder offline, assembling the seed encoder if need be.
 
 Resolution order for ``resolve_encoder(name_or_path, model_dir)``:
 
@@ -13,17 +13,15 @@ Resolution order for ``resolve_encoder(name_or_path, model_dir)``:
    SHA-256 of its ``model.safetensors``.
 
 Anything else is an ``EncoderNotFound`` naming what to install; there is no
-fallback to another model. Directories and devices are arguments: this library
-reads no environment variable (Django passes its settings, the command line its
-options), so the two can never disagree on where models live. The embedding
-cache is ``training.ml.cache``; ONNX and OpenVINO copies of an encoder, fp32 or
-int8, are ``training.ml.quantized`` (``load_encoder(..., backend=, quantization=)``).
+fallback to another model. Directories are arguments: this library reads no
+environment variable (Django passes its settings, the command line its
+options), so the two can never disagree on where models live. Loading the
+folder is ``training.ml.encoders.loading``.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import os
 import shutil
 import tempfile
@@ -32,18 +30,10 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-import torch
-
-from training.ml.identity import (  # noqa: F401 - re-exported: the encoders' public names
-    BACKENDS,
-    QUANTIZATIONS,
+from training.ml.encoders.identity import (
     EncoderError,
     EncoderHashMismatch,
-    EncoderIdentity,
-    EncoderMismatch,
     EncoderNotFound,
-    check_backend,
     sha256_file,
 )
 
@@ -58,21 +48,6 @@ ALIASES = {
     "all-mpnet-base-v2": MPNET_NAME,
 }
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-
-
-def pick_device(requested: str = "auto") -> str:
-    """``requested`` checked against the hardware; ``auto`` is cuda, then mps, then cpu."""
-    if requested != "auto":
-        if requested.startswith("cuda") and not torch.cuda.is_available():
-            raise EncoderError(f"device {requested!r} requested but CUDA is not available")
-        if requested == "mps" and not torch.backends.mps.is_available():
-            raise EncoderError("device 'mps' requested but MPS is not available")
-        return requested
-    if torch.cuda.is_available():
-        return "cuda"
-    if torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
 
 
 def _local_folder_name(name: str) -> str:
@@ -236,101 +211,3 @@ def weights_sha256(name: str, folder: Path) -> str:
             f"{MPNET_NAME}; remove {folder} and reinstall with {SEED_INSTALL}"
         )
     return weight_sha
-
-
-def _identity_for(name: str, folder: Path, model) -> EncoderIdentity:
-    modules = json.loads((folder / "modules.json").read_text())
-    normalize = any(m.get("type", "").endswith(".Normalize") for m in modules)
-    revision = folder.name if folder.parent.name == "snapshots" else None
-    return EncoderIdentity(
-        name=name,
-        revision=revision,
-        weight_sha256=weights_sha256(name, folder),
-        dim=int(model.get_embedding_dimension()),
-        max_seq_length=int(model.max_seq_length),
-        normalize=normalize,
-    )
-
-
-class Encoder:
-    """A loaded, frozen SentenceTransformer with its identity.
-
-    ``encode_calls`` and ``texts_encoded`` count the work done, for tests and
-    benchmarks.
-    """
-
-    def __init__(self, model, identity: EncoderIdentity, device: str) -> None:
-        self.model = model
-        self.identity = identity
-        self.device = device
-        self.encode_calls = 0
-        self.texts_encoded = 0
-
-    def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        """Raw embeddings, float32 ``[n, dim]``, through SentenceTransformer's batching."""
-        texts = list(texts)
-        self.encode_calls += 1
-        self.texts_encoded += len(texts)
-        if not texts:
-            return np.zeros((0, self.identity.dim), dtype=np.float32)
-        with torch.inference_mode():
-            out = self.model.encode(
-                texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False
-            )
-        return np.asarray(out, dtype=np.float32)
-
-
-_LOADED: dict[tuple, Encoder] = {}
-
-
-def load_encoder(
-    name_or_path: str,
-    *,
-    model_dir: Path | None = None,
-    device: str = "auto",
-    allow_hub: bool = False,
-    backend: str = "torch",
-    quantization: str = "none",
-    calibration_texts: Sequence[str] | None = None,
-) -> Encoder:
-    """Resolve and load an encoder, frozen, in eval mode; one object per (name, dir,
-    device, backend, quantization).
-
-    ``backend`` onnx or openvino (``quantization`` none or int8) runs a copy
-    exported once from the local weights into ``model_dir``, on the CPU
-    (``training.ml.quantized``; OpenVINO int8 calibrates on ``calibration_texts``).
-    """
-    check_backend(backend, quantization)
-    if backend != "torch":
-        if device not in ("auto", "cpu"):
-            raise EncoderError(f"the {backend} backend runs on the CPU, not {device!r}")
-        device = "cpu"
-    device = pick_device(device)
-    cache_key = (name_or_path, str(model_dir), device, backend, quantization)
-    if cache_key in _LOADED:
-        return _LOADED[cache_key]
-    folder = resolve_encoder(name_or_path, model_dir, allow_hub=allow_hub)
-    name = ALIASES.get(name_or_path, name_or_path)
-    if Path(name_or_path).expanduser().is_dir():
-        name = str(folder)
-    if backend != "torch":
-        from training.ml.quantized import load_exported
-
-        def origin() -> Encoder:
-            return load_encoder(
-                name_or_path, model_dir=model_dir, device="cpu", allow_hub=allow_hub
-            )
-
-        encoder = load_exported(
-            name, folder, model_dir, backend, quantization, origin, calibration_texts
-        )
-    else:
-        from sentence_transformers import SentenceTransformer
-
-        model = SentenceTransformer(str(folder), device=device, local_files_only=True)
-        model.eval()
-        for p in model.parameters():
-            p.requires_grad_(False)
-        encoder = Encoder(model, _identity_for(name, folder, model), device)
-    _LOADED[cache_key] = encoder
-    return encoder

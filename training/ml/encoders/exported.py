@@ -6,12 +6,12 @@ pooling, normalisation) into one graph, token ids -> sentence embedding; then
 
 - ``onnx/none``: that graph;
 - ``onnx/int8``: onnxruntime's dynamic quantization with sentence-transformers'
-  preset for this CPU (``onnx_int8_preset``), the feed-forward down projections
-  kept fp32 (``down_projections``);
+  preset for this CPU (``presets.onnx_int8_preset``), the feed-forward down projections
+  kept fp32 (``presets.down_projections``);
 - ``openvino/none``: the graph converted by OpenVINO, weights kept fp32;
 - ``openvino/int8``: NNCF post-training static quantization (what
   ``export_static_quantized_openvino_model`` runs) calibrated on local texts,
-  by default ``default_calibration_texts`` (prompt-like, deterministic): no hub.
+  by default ``presets.default_calibration_texts`` (prompt-like, deterministic): no hub.
 
 sentence-transformers' own ``backend="onnx"|"openvino"`` loaders need optimum,
 whose releases pin transformers below the 5.x this project runs on, so the
@@ -45,114 +45,27 @@ from pathlib import Path
 
 import numpy as np
 
-from training.ml.encoders import Encoder, weights_sha256
-from training.ml.identity import (
+from training.ml.encoders.encoder import Encoder
+from training.ml.encoders.identity import (
     EncoderError,
     EncoderHashMismatch,
     EncoderIdentity,
     check_backend,
     sha256_file,
 )
+from training.ml.encoders.presets import (
+    cpu_flags,
+    default_calibration_texts,
+    down_projections,
+    need,
+    onnx_int8_options,
+    onnx_int8_preset,
+)
+from training.ml.encoders.resolve import weights_sha256
 
 MANIFEST = "export.json"
 FORMAT = "stereorank-exported-encoder/1"
 ARTIFACTS = {"onnx": ("model.onnx",), "openvino": ("openvino_model.xml", "openvino_model.bin")}
-EXTRA = "pip install 'stereorank[quant]'"
-
-
-def onnx_int8_preset(flags: set[str], machine: str) -> str:
-    """sentence-transformers' int8 preset for a CPU, from its flags and architecture.
-
-    ``avx512_vnni`` where VNNI is there (u8 x s8 products accumulate in int32, full
-    8-bit range), else ``avx512`` or ``avx2``; ``arm64`` on ARM.
-    """
-    if machine.lower() in ("arm64", "aarch64"):
-        return "arm64"
-    if "avx512_vnni" in flags:
-        return "avx512_vnni"
-    if "avx512f" in flags:
-        return "avx512"
-    if "avx2" in flags:
-        return "avx2"
-    raise EncoderError(f"no int8 preset for this CPU ({machine}, no AVX2): use quantization none")
-
-
-def onnx_int8_options(preset: str) -> dict:
-    """``quantize_dynamic`` arguments of a preset, as optimum's ``AutoQuantizationConfig``
-    makes them for sentence-transformers (dynamic, default arguments).
-
-    All presets: per-channel symmetric int8 weights, dynamic asymmetric uint8
-    activations, every operator onnxruntime quantizes dynamically. One change:
-    without VNNI, x86 multiplies u8 x s8 into saturating int16 pairs, so there
-    weights keep 7 bits (``reduce_range``, onnxruntime's advice for per-channel
-    on non-VNNI CPUs; optimum leaves it off).
-    """
-    if preset not in ("arm64", "avx2", "avx512", "avx512_vnni"):
-        raise EncoderError(f"unknown int8 preset {preset!r}")
-    return {
-        "per_channel": True,
-        "reduce_range": preset in ("avx2", "avx512"),
-        "extra_options": {"WeightSymmetric": True, "ActivationSymmetric": False},
-    }
-
-
-def down_projections(path: Path) -> list[str]:
-    """The MatMul nodes of the graph at ``path`` that project a wider input down to a
-    narrower output (constant weight ``[in, out]``, ``in > out``): a transformer's
-    feed-forward output layers.
-
-    Their input, after GELU, carries the outlier features that one uint8 scale per
-    tensor cannot hold (Bondarenko et al., 2021, "Understanding and overcoming the
-    challenges of efficient transformer quantization"); ONNX int8 keeps them fp32.
-    Measured on 64 prompts (cosine to fp32, mean / min): all-mpnet-base-v2 0.903 /
-    0.885 with them quantized, 0.994 / 0.991 without; MiniLM 0.994 / 0.991 and
-    0.997 / 0.995.
-    """
-    onnx = _need("onnx")
-    graph = onnx.load(str(path), load_external_data=False).graph
-    shapes = {t.name: list(t.dims) for t in graph.initializer}
-    return [
-        n.name
-        for n in graph.node
-        if n.op_type == "MatMul"
-        and len(shapes.get(n.input[1], [])) == 2
-        and shapes[n.input[1]][0] > shapes[n.input[1]][1]
-    ]
-
-
-def cpu_flags() -> set[str]:
-    """This CPU's feature flags (Linux ``/proc/cpuinfo``; empty elsewhere)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    for line in text.splitlines():
-        if line.startswith(("flags", "Features")):
-            return set(line.split(":", 1)[1].split())
-    return set()
-
-
-def default_calibration_texts(n: int = 300) -> list[str]:
-    """``n`` prompt-like texts spread over the synthetic catalogue (deterministic, offline);
-    one in ten joins 32, 16, 8, 4 or 2 prompts, so that static int8 ranges also cover
-    the positions of long inputs up to the max length."""
-    from training.ml.data import synthetic_examples
-
-    texts = sorted({e.text for e in synthetic_examples(prompts_per_type=6, variants=9, seed=0)})
-    picked = texts[:: max(1, len(texts) // n)][:n]
-    for j, i in enumerate(range(0, len(picked), 10)):
-        k = (32, 16, 8, 4, 2)[j % 5]
-        picked[i] = ". ".join(texts[(i * 31 + m * 97) % len(texts)] for m in range(k))
-    return picked
-
-
-def _need(module: str):
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise EncoderError(f"exported encoders need {module.split('.')[0]}: {EXTRA}") from exc
 
 
 def _versions() -> dict:
@@ -178,7 +91,7 @@ def _export_onnx(model, path: Path) -> list[str]:
     """The SentenceTransformer's forward as one ONNX graph at ``path``; its input names."""
     import torch
 
-    _need("onnxscript")
+    need("onnxscript")
     features = model.preprocess(["a nurse", "a photo of a chef at work in a busy kitchen"])
     names = [k for k, v in features.items() if isinstance(v, torch.Tensor)]
 
@@ -242,7 +155,7 @@ def _build(origin: Encoder, out: Path, backend: str, quantization: str, calibrat
     if backend == "onnx" and quantization == "none":
         os.replace(fp32, out / "model.onnx")
     elif backend == "onnx":
-        quantization_mod = _need("onnxruntime.quantization")
+        quantization_mod = need("onnxruntime.quantization")
         preset = onnx_int8_preset(cpu_flags(), platform.machine())
         kept = down_projections(fp32)
         quantization_mod.quantize_dynamic(
@@ -254,10 +167,10 @@ def _build(origin: Encoder, out: Path, backend: str, quantization: str, calibrat
         )
         info["preset"] = {"name": preset, **onnx_int8_options(preset), "fp32_nodes": kept}
     else:
-        ov = _need("openvino")
+        ov = need("openvino")
         graph = ov.convert_model(str(fp32))
         if quantization == "int8":
-            nncf = _need("nncf")
+            nncf = need("nncf")
             texts = list(calibration or default_calibration_texts())
             if not texts:
                 raise EncoderError("OpenVINO int8 needs calibration texts; none were given")
@@ -317,20 +230,20 @@ class ExportedEncoder(Encoder):
 
     def __init__(self, folder: Path, manifest: dict, identity: EncoderIdentity) -> None:
         super().__init__(None, identity, "cpu")
-        transformers = _need("transformers")
+        transformers = need("transformers")
         self.folder = folder
         self.inputs = list(manifest["inputs"])
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(
             str(folder), local_files_only=True
         )
         if identity.backend == "onnx":
-            ort = _need("onnxruntime")
+            ort = need("onnxruntime")
             session = ort.InferenceSession(
                 str(folder / "model.onnx"), providers=["CPUExecutionProvider"]
             )
             self._run = lambda feeds: session.run(None, feeds)[0]
         else:
-            ov = _need("openvino")
+            ov = need("openvino")
             compiled = ov.Core().compile_model(
                 str(folder / "openvino_model.xml"), "CPU", {"INFERENCE_PRECISION_HINT": "f32"}
             )

@@ -2,7 +2,7 @@
 
 An ``EncoderIdentity`` travels with every cached embedding and every
 checkpoint; its ``key`` names the cache folder and is checked when a head is
-put on an encoder. Imported by ``training.ml.encoders``, which re-exports it.
+put on an encoder.
 """
 
 from __future__ import annotations
@@ -13,13 +13,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from training.ml.errors import MLError
+
 BACKENDS = ("torch", "onnx", "openvino")
 QUANTIZATIONS = ("none", "int8")
 WEIGHT_FIELDS = ("weight_sha256", "dim", "max_seq_length", "normalize")
 RUNTIME_FIELDS = ("backend", "quantization", "artifact_sha256")
 
 
-class EncoderError(ValueError):
+class EncoderError(MLError, ValueError):
     """Base class: an encoder could not be resolved, verified or matched."""
 
 
@@ -126,7 +128,7 @@ class EncoderIdentity:
 
         ``allow_other_backend`` accepts the same weights run by another backend or
         quantization; pass it only once the accuracy gate
-        (``training.ml.quant_gate``) has passed for this pair.
+        (``training.ml.encoders.gate``) has passed for this pair.
         """
         fields = WEIGHT_FIELDS if allow_other_backend else WEIGHT_FIELDS + RUNTIME_FIELDS
         diffs = self.mismatches(other, fields)

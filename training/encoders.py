@@ -1,9 +1,18 @@
-"""Quantized encoders put to work: the accuracy gate run and recorded, and a checkpoint
-served on a copy only once that copy passed it.
+"""Encoders on the Django side: loaded where settings say, and a quantized copy gated
+before it may stand in for the fp32 encoder.
 
-The gate (``training.ml.quant_gate``) scores a checkpoint's eval split with its
-head on the fp32 encoder and on the copy; the figures and verdict are an
+The one place Django configures ``training.ml.encoders``: encoders and the
+embedding cache where ``TRAINING`` says (model directory, cache, device, hub), so
+the library never guesses a directory and the two never disagree. torch is
+imported on first use, not with this module. An exported copy (``backend`` onnx
+or openvino, ``quantization`` none or int8) is made once in the model directory
+and runs on the CPU.
+
+The accuracy gate (``training.ml.encoders.gate``) scores a checkpoint's eval
+split with its head on the fp32 encoder and on the copy; the figures, the
+per-prompt scores they were computed from, and the verdict are an
 ``EncoderGate`` row per (checkpoint, snapshot, copy), refused ones included.
+``gated_model`` puts a checkpoint's head on a copy only once that copy passed.
 Tolerances: ``TRAINING["QUANT_MAX_RHO_DRIFT"]``, ``TRAINING["QUANT_MAX_FLIP_SHARE"]``.
 """
 
@@ -14,14 +23,48 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from training import encoding
-from training.errors import QuantizationError, QuantizationRefused
-from training.evaluation import eval_arrays
+from training.errors import QuantizationError, QuantizationRefused, ml_refusals
 from training.models import Checkpoint, DatasetSnapshot, EncoderGate
+from training.snapshots import EVAL, rows_of
 
 if TYPE_CHECKING:
-    from training.ml.encoders import Encoder
+    from training.ml.cache import EmbeddingCache
+    from training.ml.encoders.encoder import Encoder
     from training.ml.model import RewardModel
+
+
+def encoder(
+    name: str, device: str | None = None, *, backend: str = "torch", quantization: str = "none"
+) -> Encoder:
+    """The encoder ``name`` loaded (once per process) on ``device`` (default: settings);
+    an exported ``backend`` always on the CPU."""
+    from training.ml.encoders.loading import load_encoder
+
+    if backend != "torch":
+        device = "cpu"
+    return load_encoder(
+        name,
+        model_dir=settings.TRAINING["MODEL_DIR"],
+        device=device or settings.TRAINING["DEVICE"],
+        allow_hub=settings.TRAINING["ALLOW_HUB"],
+        backend=backend,
+        quantization=quantization,
+    )
+
+
+def resolve(name: str) -> Path:
+    """The folder of encoder ``name``, without loading it; ``EncoderNotFound`` if none."""
+    from training.ml.encoders.resolve import resolve_encoder
+
+    return resolve_encoder(
+        name, settings.TRAINING["MODEL_DIR"], allow_hub=settings.TRAINING["ALLOW_HUB"]
+    )
+
+
+def embedding_cache() -> EmbeddingCache:
+    from training.ml.cache import EmbeddingCache
+
+    return EmbeddingCache(settings.TRAINING["EMBEDDING_CACHE"])
 
 
 def _tolerances() -> dict:
@@ -30,24 +73,17 @@ def _tolerances() -> dict:
 
 
 def _copy(checkpoint: Checkpoint, backend: str, quantization: str) -> Encoder:
-    from training.ml.encoders import EncoderError
-
     if (backend, quantization) == ("torch", "none"):
         raise QuantizationError("torch/none is the fp32 encoder itself: name another backend")
-    try:
-        return encoding.encoder(checkpoint.encoder_name, backend=backend, quantization=quantization)
-    except EncoderError as exc:
-        raise QuantizationError(str(exc)) from exc
+    with ml_refusals(QuantizationError):
+        return encoder(checkpoint.encoder_name, backend=backend, quantization=quantization)
 
 
 def _checkpoint_files(checkpoint: Checkpoint):
-    from training.ml.checkpoints import CheckpointError
     from training.ml.checkpoints import load as load_files
 
-    try:
+    with ml_refusals(QuantizationError, f"v{checkpoint.version}: "):
         return load_files(Path(checkpoint.path))
-    except CheckpointError as exc:
-        raise QuantizationError(f"v{checkpoint.version}: {exc}") from exc
 
 
 def run_gate(
@@ -57,32 +93,35 @@ def run_gate(
     snapshot: DatasetSnapshot | None = None,
 ) -> EncoderGate:
     """Gate the copy for ``checkpoint`` on ``snapshot``'s eval split (default: the one it
-    was trained on), record it, and raise ``QuantizationRefused`` if it fails."""
-    from training.ml.encoders import EncoderError
-    from training.ml.quant_gate import accuracy_gate
+    was trained on), record it with the per-prompt scores it was computed from (``metrics
+    ["scores"]``: eval keys, fp32 and quantized scores, labels), and raise
+    ``QuantizationRefused`` if it fails."""
+    from training.ml.encoders.gate import accuracy_gate
 
     snapshot = snapshot or checkpoint.snapshot
     if snapshot is None:
         raise QuantizationError(f"v{checkpoint.version} has no snapshot: name one to gate on")
-    _, rows = eval_arrays(snapshot)
+    rows = rows_of(snapshot, EVAL)
     if len(rows) < 3:
         raise QuantizationError(f"snapshot {snapshot.pk} has {len(rows)} eval examples: too few")
     copy = _copy(checkpoint, backend, quantization)
-    fp32 = encoding.encoder(checkpoint.encoder_name, device="cpu")
+    fp32 = encoder(checkpoint.encoder_name, device="cpu")
     files = _checkpoint_files(checkpoint)
-    try:
+    with ml_refusals(QuantizationError, f"v{checkpoint.version}: "):
         reference_model = files.to_model(fp32)
-    except EncoderError as exc:
-        raise QuantizationError(f"v{checkpoint.version}: {exc}") from exc
     candidate_model = files.to_model(copy, allow_other_backend=True)  # measured, not served
-    cache = encoding.embedding_cache()
+    cache = embedding_cache()
     texts = [r["text"] for r in rows]
+    # One encode per encoder, through the cache: the figures below are computed from these
+    # scores alone, and the scores are recorded with them, so anyone can recompute them.
+    scores = {
+        "keys": [r["key"] for r in rows],
+        "fp32": [float(s) for s in reference_model.score(texts, cache=cache)],
+        "quantized": [float(s) for s in candidate_model.score(texts, cache=cache)],
+        "labels": [float(r["label"]) for r in rows],
+    }
     result = accuracy_gate(
-        reference_model.score(texts, cache=cache),
-        candidate_model.score(texts, cache=cache),
-        [r["label"] for r in rows],
-        checkpoint.threshold,
-        **_tolerances(),
+        scores["fp32"], scores["quantized"], scores["labels"], checkpoint.threshold, **_tolerances()
     )
     gate, _ = EncoderGate.objects.update_or_create(
         checkpoint=checkpoint,
@@ -92,7 +131,7 @@ def run_gate(
             "backend": backend,
             "quantization": quantization,
             "encoder_identity": copy.identity.to_dict(),
-            "metrics": result.to_dict(),
+            "metrics": {**result.to_dict(), "scores": scores},
             "passed": result.passed,
         },
     )
@@ -123,7 +162,7 @@ def gated_model(
     one as trained, or a copy that passed the gate for it (else ``QuantizationRefused``)."""
     files = _checkpoint_files(checkpoint)
     if (backend, quantization) == ("torch", "none"):
-        return files.to_model(encoding.encoder(checkpoint.encoder_name))
+        return files.to_model(encoder(checkpoint.encoder_name))
     copy = _copy(checkpoint, backend, quantization)
     if passed_gate(checkpoint, copy) is None:
         raise QuantizationRefused(

@@ -1,0 +1,119 @@
+"""Issue 21's staff items in headless Chromium at laptop (1280x800) and phone (390x844)
+size: SVG charts shown at the size drawn, the registry's two-step promote and roll back,
+the favicon on every base template, axe clean. Saves the chart screenshots to
+``STEREORANK_SCREENSHOTS`` when set."""
+
+import os
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from annotation import services
+from tests.browser.conftest import driver, module_driver  # noqa: F401
+from tests.browser.support import NEEDS_CHROMIUM, laptop, phone, sign_in, wait_replaced
+from tests.browser.test_browser_a11y import _versions, audit, go
+from training.models import Checkpoint
+
+pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
+
+SIZES = {"laptop": laptop, "phone": phone}
+
+
+@pytest.fixture
+def staff_site(transactional_db, media_root, tmp_path):
+    _versions(tmp_path)  # v1 active, v2 a candidate, both evaluated on one snapshot
+    staff = get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
+    services.get_profile(staff)
+    return staff
+
+
+def charts_on_page(browser) -> list[dict]:
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll('img.chart'), i => ({src: i.currentSrc,"
+        " natural: i.naturalWidth, shown: i.clientWidth, alt: i.alt,"
+        " complete: i.complete}))"
+    )
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_charts_are_svg_shown_at_their_drawn_size_and_pages_pass_axe(
+    driver,  # noqa: F811
+    live_server,
+    staff_site,
+    size,
+):
+    SIZES[size](driver)
+    sign_in(driver, live_server.url, staff_site)
+    found = []
+    for name, query in (("registry", ""), ("compare", "?a=1&b=2"), ("quality", "?synthetic=1")):
+        go(driver, live_server.url + reverse(f"dashboards:{name}") + query)
+        found += audit(driver, f"{name} ({size})")
+        charts = charts_on_page(driver)
+        assert charts, name
+        for chart in charts:
+            assert chart["complete"] and chart["natural"] > 0, chart
+            assert ".svg" in chart["src"] and chart["alt"], chart
+            assert ("size=narrow" in chart["src"]) == (size == "phone"), chart
+            assert abs(chart["natural"] - chart["shown"]) <= 1, chart  # drawn as shown
+        width = driver.execute_script("return document.documentElement.scrollWidth")
+        assert width <= driver.execute_script("return window.innerWidth"), name
+    assert not found, "\n".join(found)
+
+    go(driver, live_server.url + reverse("dashboards:compare") + "?a=1&b=2")
+    chart = driver.find_element("id", "occupations-chart")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
+    folder = os.environ.get("STEREORANK_SCREENSHOTS")
+    if folder:
+        driver.save_screenshot(str(Path(folder) / f"chart-{size}.png"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_promote_and_roll_back_confirm_what_will_serve(driver, live_server, staff_site, size):  # noqa: F811
+    from training import services as training_services
+
+    # v1 active through the registry (the fixture only marked it), so it has a history.
+    Checkpoint.objects.filter(version=1).update(status="candidate")
+    training_services.promote(Checkpoint.objects.get(version=1), actor="test")
+    SIZES[size](driver)
+    sign_in(driver, live_server.url, staff_site)
+    go(driver, live_server.url + reverse("dashboards:registry"))
+    assert not driver.find_elements("id", "rollback")  # v1 has nothing before it
+    row = driver.find_element("css selector", 'tr[data-version="2"]')
+    row.find_element("tag name", "summary").click()
+    step = row.find_element("css selector", "details.confirm form")
+    assert "The scoring API will serve v2 instead of v1, at once." in step.text
+    found = audit(driver, f"registry, promote open ({size})")
+    html = driver.find_element("tag name", "html")
+    step.find_element("css selector", "button[type=submit]").click()
+    wait_replaced(driver, html)
+    assert Checkpoint.objects.get(status="active").version == 2
+    rollback = driver.find_element("id", "rollback")
+    rollback.find_element("tag name", "summary").click()
+    assert "will serve v1 instead of v2" in rollback.text
+    found += audit(driver, f"registry, roll back open ({size})")
+    html = driver.find_element("tag name", "html")
+    rollback.find_element("css selector", "button[type=submit]").click()
+    wait_replaced(driver, html)
+    assert Checkpoint.objects.get(status="active").version == 1
+    assert not driver.find_elements("id", "rollback")
+    assert not found, "\n".join(found)
+
+
+def test_every_base_template_links_a_favicon_that_is_served(driver, live_server, staff_site):  # noqa: F811
+    url = live_server.url
+    pages = [reverse("portal:login"), reverse("admin:login"), "/no-such-page/"]
+    for page in pages + [reverse("dashboards:runs")]:
+        if page == reverse("dashboards:runs"):
+            sign_in(driver, url, staff_site)
+        go(driver, url + page)
+        href = driver.execute_script(
+            "var l = document.querySelector('link[rel=icon]'); return l && l.href"
+        )
+        assert href and href.endswith("favicon.svg"), page
+        status = driver.execute_script(
+            "return fetch(arguments[0]).then(r => r.status + ' ' + r.headers.get('content-type'))",
+            href,
+        )
+        assert status.startswith("200 image/svg+xml"), (page, status)
