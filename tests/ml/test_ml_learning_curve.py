@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from training.ml.errors import MLError
 from training.ml.learning_curve import (
     CurvePoints,
+    LearningCurveError,
     fit_learning_curve,
     inverse_power_law,
     measure,
@@ -83,10 +85,11 @@ def test_a_flat_curve_stops_paying():
     ],
 )
 def test_bad_input_is_refused_with_a_clear_message(points, n_rankings, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(LearningCurveError, match=message) as caught:
         fit_learning_curve(points, n_rankings)
+    assert isinstance(caught.value, MLError) and isinstance(caught.value, ValueError)
 
 
 def test_measure_needs_a_share_and_a_seed():
-    with pytest.raises(ValueError, match="one share and one seed"):
+    with pytest.raises(LearningCurveError, match="one share and one seed"):
         measure(lambda s, seed: 0.0, [], [0])

@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 import torch
 
+from training.ml.errors import MLError
 from training.ml.sampler import (
     Candidate,
+    SamplerError,
     d_optimal_priorities,
     laplace_precision,
     pl_fisher,
@@ -193,5 +195,6 @@ def test_same_seed_same_priorities():
     ],
 )
 def test_bad_input_is_refused_with_a_clear_message(call, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(SamplerError, match=message) as caught:
         call()
+    assert isinstance(caught.value, MLError) and isinstance(caught.value, ValueError)

@@ -26,6 +26,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import OptimizeWarning, curve_fit
 
+from training.ml.errors import MLError
+
+
+class LearningCurveError(MLError, ValueError):
+    """Bad points, or points the curve does not fit (also a ``ValueError``)."""
+
+
 BOUNDS = ([-np.inf, 0.0, 1e-3], [1.0, np.inf, 3.0])
 
 
@@ -68,7 +75,7 @@ def measure(
 ) -> CurvePoints:
     """``train_and_evaluate(share, seed) -> eval rho`` at every share and seed."""
     if not shares or not seeds:
-        raise ValueError("measure at one share and one seed or more")
+        raise LearningCurveError("measure at one share and one seed or more")
     rows = [(s, seed, float(train_and_evaluate(s, seed))) for seed in seeds for s in shares]
     share, seed, rho = (np.array(col) for col in zip(*rows, strict=True))
     return CurvePoints(share.astype(float), rho, seed)
@@ -100,17 +107,19 @@ def _projections(params: np.ndarray, n_rankings: int) -> dict[str, float]:
 def _check(points: CurvePoints, n_rankings: int, threshold: float) -> None:
     share, rho = points.share, points.rho
     if share.ndim != 1 or share.shape != rho.shape or share.shape != points.seed.shape:
-        raise ValueError("share, rho and seed must be vectors of one length")
+        raise LearningCurveError("share, rho and seed must be vectors of one length")
     if not (np.isfinite(share).all() and ((share > 0) & (share <= 1)).all()):
-        raise ValueError("every share must be in (0, 1]")
+        raise LearningCurveError("every share must be in (0, 1]")
     if not (np.isfinite(rho).all() and (np.abs(rho) <= 1).all()):
-        raise ValueError("every rho must be a finite number in [-1, 1]")
+        raise LearningCurveError("every rho must be a finite number in [-1, 1]")
     if np.unique(share).size < 3:
-        raise ValueError("the curve has 3 parameters: measure at 3 different shares or more")
+        raise LearningCurveError(
+            "the curve has 3 parameters: measure at 3 different shares or more"
+        )
     if not isinstance(n_rankings, int | np.integer) or n_rankings < 1:
-        raise ValueError(f"n_rankings must be a positive integer, not {n_rankings!r}")
+        raise LearningCurveError(f"n_rankings must be a positive integer, not {n_rankings!r}")
     if not (isinstance(threshold, int | float) and math.isfinite(threshold) and threshold >= 0):
-        raise ValueError(f"threshold must be a non-negative number, not {threshold!r}")
+        raise LearningCurveError(f"threshold must be a non-negative number, not {threshold!r}")
 
 
 def fit_learning_curve(
@@ -132,7 +141,7 @@ def fit_learning_curve(
     try:
         params = _fit(points.share, points.rho)
     except RuntimeError as exc:
-        raise ValueError(f"the learning curve did not fit these points: {exc}") from exc
+        raise LearningCurveError(f"the learning curve did not fit these points: {exc}") from exc
     out = _projections(params, n_rankings)
     intervals = None
     seeds = np.unique(points.seed)

@@ -42,6 +42,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, special
 
+from training.ml.errors import MLError
+
+
+class SamplerError(MLError, ValueError):
+    """Bad input to the sampler (also a ``ValueError``)."""
+
+
 DEFAULT_TEMPERATURE = 0.5
 MAX_K = 12  # the subset recursion visits 2^K subsets
 
@@ -49,22 +56,22 @@ MAX_K = 12  # the subset recursion visits 2^K subsets
 def _check_temperature(temperature: float) -> None:
     ok = isinstance(temperature, int | float) and math.isfinite(temperature)
     if not ok or temperature <= 0:
-        raise ValueError(f"temperature must be a positive number, not {temperature!r}")
+        raise SamplerError(f"temperature must be a positive number, not {temperature!r}")
 
 
 def _check_w(w, d: int | None = None) -> np.ndarray:
     w = np.asarray(w, dtype=np.float64)
     if w.ndim != 1 or not np.isfinite(w).all():
-        raise ValueError(f"w must be a finite vector (d,), not shape {w.shape}")
+        raise SamplerError(f"w must be a finite vector (d,), not shape {w.shape}")
     if d is not None and w.shape[0] != d:
-        raise ValueError(f"w has {w.shape[0]} weights but the embeddings have d = {d}")
+        raise SamplerError(f"w has {w.shape[0]} weights but the embeddings have d = {d}")
     return w
 
 
 def _check_embeddings(x, name: str, ndim: int) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != ndim or not np.isfinite(x).all():
-        raise ValueError(f"{name} must be a finite array with {ndim} dimensions, not {x.shape}")
+        raise SamplerError(f"{name} must be a finite array with {ndim} dimensions, not {x.shape}")
     return x
 
 
@@ -77,10 +84,10 @@ def pl_kernel(u) -> np.ndarray:
     """
     u = np.asarray(u, dtype=np.float64)
     if u.ndim != 2 or not np.isfinite(u).all():
-        raise ValueError(f"utilities must be a finite (n, K) array, not {u.shape}")
+        raise SamplerError(f"utilities must be a finite (n, K) array, not {u.shape}")
     n, k = u.shape
     if k > MAX_K:
-        raise ValueError(f"the Fisher recursion visits 2^K subsets; K = {k} is more than {MAX_K}")
+        raise SamplerError(f"the Fisher recursion visits 2^K subsets; K = {k} is more than {MAX_K}")
     a = np.zeros((n, k, k))
     q = np.zeros((n, 1 << k))
     q[:, -1] = 1.0
@@ -116,11 +123,11 @@ def pl_fisher(x, w, *, temperature: float = DEFAULT_TEMPERATURE) -> np.ndarray:
 def _prior_matrix(prior, d: int) -> np.ndarray:
     if np.isscalar(prior):
         if not (math.isfinite(prior) and prior > 0):
-            raise ValueError(f"a scalar prior precision must be positive, not {prior!r}")
+            raise SamplerError(f"a scalar prior precision must be positive, not {prior!r}")
         return float(prior) * np.eye(d)
     p = np.asarray(prior, dtype=np.float64)
     if p.shape != (d, d) or not np.isfinite(p).all() or not np.allclose(p, p.T):
-        raise ValueError(f"the prior precision must be a positive number or symmetric ({d}, {d})")
+        raise SamplerError(f"the prior precision must be a positive number or symmetric ({d}, {d})")
     return p
 
 
@@ -149,11 +156,11 @@ def laplace_precision(
     for number, ranking in enumerate(rankings):
         idx = np.asarray(ranking)
         if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
-            raise ValueError(f"ranking {number} must be a sequence of item indices")
+            raise SamplerError(f"ranking {number} must be a sequence of item indices")
         if idx.size and (idx.min() < 0 or idx.max() >= n_items):
-            raise ValueError(f"ranking {number} points outside the {n_items} embeddings")
+            raise SamplerError(f"ranking {number} points outside the {n_items} embeddings")
         if len(set(idx.tolist())) != idx.size:
-            raise ValueError(f"ranking {number} holds an item twice")
+            raise SamplerError(f"ranking {number} holds an item twice")
         if idx.size >= 2:
             by_length.setdefault(idx.size, []).append(idx[::-1])
     u_all = emb @ w / temperature
@@ -237,27 +244,27 @@ def d_optimal_priorities(
     """
     _check_temperature(temperature)
     if not isinstance(batch, int) or batch < 0:
-        raise ValueError(f"batch must be a non-negative integer, not {batch!r}")
+        raise SamplerError(f"batch must be a non-negative integer, not {batch!r}")
     if not (isinstance(exploration, int | float) and 0 <= exploration <= 1):
-        raise ValueError(f"exploration must be a share in [0, 1], not {exploration!r}")
+        raise SamplerError(f"exploration must be a share in [0, 1], not {exploration!r}")
     prec = _check_embeddings(precision, "precision", 2)
     d = prec.shape[0]
     w = _check_w(w, d)
     if prec.shape != (d, d):
-        raise ValueError(f"precision must be square, not {prec.shape}")
+        raise SamplerError(f"precision must be square, not {prec.shape}")
     n = len(tasks)
     if n == 0:
         return Priorities(np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool))
     shapes = {np.shape(t.embeddings) for t in tasks}
     if len(shapes) != 1:
-        raise ValueError(f"every task must have the same (K, d) embeddings, not {sorted(shapes)}")
+        raise SamplerError(f"every task must have the same (K, d) embeddings, not {sorted(shapes)}")
     x = _check_embeddings(np.stack([t.embeddings for t in tasks]), "task embeddings", 3)
     if x.shape[2] != d:
-        raise ValueError(f"task embeddings have d = {x.shape[2]}, the precision {d}")
+        raise SamplerError(f"task embeddings have d = {x.shape[2]}, the precision {d}")
     try:
         p_inv = linalg.cho_solve(linalg.cho_factor(prec), np.eye(d))
     except linalg.LinAlgError as exc:
-        raise ValueError("the precision must be positive definite") from exc
+        raise SamplerError("the precision must be positive definite") from exc
     rng = np.random.default_rng(rng)
     k = x.shape[1]
     s = _square_roots(pl_kernel(x @ w / temperature)) / temperature  # (n, K, K)
