@@ -1,6 +1,6 @@
 """Staff API for the pipeline: snapshots, runs (start, cancel), the registry (promote,
-roll back, compare). Thin: every write goes through ``training.services``; a service
-error is an HTTP 400 with its message."""
+roll back, compare, model cards). Thin: every write goes through ``training.services``;
+a service error is an HTTP 400 with its message."""
 
 from __future__ import annotations
 
@@ -254,6 +254,16 @@ class PromoteView(StaffView):
         reason = _valid(ReasonSerializer, request.data)
         checkpoint = services.promote(services.get_version(version), user=request.user, **reason)
         return Response(CheckpointSerializer(checkpoint).data)
+
+
+class CardView(StaffView):
+    @extend_schema(
+        responses={(200, "text/markdown"): OpenApiTypes.STR},
+        description="The version's model card: YAML front matter, then Markdown.",
+    )
+    def get(self, request, version: int):
+        card = services.model_card(services.get_version(version))
+        return HttpResponse(card, content_type="text/markdown; charset=utf-8")
 
 
 class RollbackView(StaffView):

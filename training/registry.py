@@ -40,6 +40,8 @@ if TYPE_CHECKING:  # the checkpoint format brings torch: imported where files ar
     from training.ml.checkpoints import Checkpoint as MLCheckpoint
 
 STAGING = ".staging"
+EXPORT_FORMATS = ("seed", "native")
+README = "README.md"  # a native export's model card, as on the Hugging Face hub
 STALE_STAGING_SECONDS = 6 * 60 * 60
 
 
@@ -255,8 +257,24 @@ def load_model(checkpoint: Checkpoint):
         return load_files(Path(checkpoint.path), encoder).to_model(encoder)
 
 
-def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path) -> Path:
-    """Write a version as the seed's ``.pth`` or as a native folder, atomically."""
+def card_path(seed_pth: Path) -> Path:
+    """Where a seed ``.pth`` export's model card goes: beside it, ``v1.pth`` -> ``v1.md``."""
+    return Path(seed_pth).with_suffix(".md")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path, card: str = "") -> Path:
+    """Write a version as the seed's ``.pth`` or as a native folder, atomically; ``card``
+    (a model card, ``training.model_card``) goes into the folder as ``README.md``, or
+    beside the ``.pth`` (``card_path``)."""
     from training.ml.checkpoints import export_seed_pth
     from training.ml.checkpoints import load as load_files
 
@@ -264,7 +282,10 @@ def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path) -> Path:
     if fmt == "seed":
         encoder = encoders.encoder(checkpoint.encoder_name, device="cpu")
         files = load_files(Path(checkpoint.path), encoder)
-        return export_seed_pth(files, out, encoder)
+        path = export_seed_pth(files, out, encoder)
+        if card:
+            _write_atomically(card_path(path), card)
+        return path
     if fmt == "native":
         if out.exists():
             raise RegistryError(f"{out} already exists")
@@ -273,6 +294,8 @@ def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path) -> Path:
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
         try:
             shutil.copytree(checkpoint.path, tmp / "copy")
+            if card:
+                (tmp / "copy" / README).write_text(card, encoding="utf-8")
             os.rename(tmp / "copy", out)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

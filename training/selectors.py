@@ -252,3 +252,18 @@ def alignment_across_versions(field: str, snapshot: DatasetSnapshot | None = Non
             "checkpoint__version", "group", "alignment"
         )
     )
+
+
+def snapshot_annotators(snapshot: DatasetSnapshot) -> dict[int, dict]:
+    """``{annotator id: demographics}`` of the annotators behind ``snapshot``'s rankings as
+    they count today (``snapshot_rankings``' rule): a model card's counts, never its rows."""
+    if snapshot.last_ranking_id is None:
+        return {}
+    rankings = counted_rankings(snapshot.include_synthetic).filter(pk__lte=snapshot.last_ranking_id)
+    rows = rankings.order_by().values_list("annotator_id", "annotator__demographics").distinct()
+    return {annotator: demographics or {} for annotator, demographics in rows}
+
+
+def paraphrase_count(augmentation: Augmentation, origin_keys) -> int:
+    """How many of ``augmentation``'s kept paraphrases come from ``origin_keys``."""
+    return augmentation.paraphrases.filter(origin_key__in=list(origin_keys)).count()

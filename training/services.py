@@ -3,6 +3,7 @@
 Each concept has its home module (``snapshots``, ``augmentation``, ``runs``,
 ``registry``, ``evaluation``); this module names the entry points the rest of the
 project uses.
+``export_checkpoint`` is the registry's export with the version's model card.
 Beside them, what callers pass in: the label weightings a snapshot takes, the
 steering parser, a schedule's settings (their defaults seed a run's form); and the
 stored perspective report as JSON. Reads are in ``training.selectors``, refusals in
@@ -11,6 +12,7 @@ stored perspective report as JSON. Reads are in ``training.selectors``, refusals
 
 from training.augmentation import request_augmentation, run_augmentation
 from training.evaluation import compare, evaluate, request_evaluations
+from training.model_card import export_checkpoint, model_card
 from training.perspective_export import report as perspective_report
 from training.perspectives import (
     compare_versions,
@@ -20,7 +22,6 @@ from training.perspectives import (
     request_reports,
 )
 from training.registry import (
-    export_checkpoint,
     get_version,
     import_checkpoint,
     promote,
@@ -45,6 +46,7 @@ __all__ = [
     "export_checkpoint",
     "get_version",
     "import_checkpoint",
+    "model_card",
     "parse_steering",
     "perspective_report",
     "promote",

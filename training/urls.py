@@ -14,6 +14,7 @@ urlpatterns = [
         api.PerspectivesView.as_view(),
         name="training-perspectives",
     ),
+    path("checkpoints/<int:version>/card/", api.CardView.as_view(), name="training-card"),
     path("checkpoints/rollback/", api.RollbackView.as_view(), name="training-rollback"),
     path("checkpoints/compare/", api.CompareView.as_view(), name="training-compare"),
 ]

@@ -49,7 +49,7 @@ def test_import_then_export_both_formats(seed_pth, staff_client):
     native = staff_client.get(url, {"format": "native"})
     archive = zipfile.ZipFile(io.BytesIO(b"".join(native.streaming_content)))
     names = {n.split("/", 1)[1] for n in archive.namelist() if not n.endswith("/")}
-    assert names == {"head.safetensors", "manifest.json"}
+    assert names == {"head.safetensors", "manifest.json", "README.md"}  # README: the model card
     assert staff_client.get(url, {"format": "onnx"}).status_code == 400
 
 

@@ -17,7 +17,7 @@ from training.models import Checkpoint, DatasetSnapshot
 from .base import form_errors, found, snapshot_param, staff_action, staff_only
 from .charts import RhoPoint, draw_response, rho_across_versions
 
-EXPORT_FORMATS = ("seed", "native")
+EXPORT_FORMATS = ("seed", "native", "card")
 
 
 class ImportForm(forms.Form):
@@ -106,13 +106,20 @@ def registry_rollback(request: HttpRequest) -> HttpResponse:
 @require_GET
 @refusals_as_messages("dashboards:registry")
 def registry_export(request: HttpRequest, version: int) -> HttpResponse:
-    """Download a version: ``?format=seed`` (.pth of the seed) or ``native`` (zip)."""
+    """Download a version: ``?format=seed`` (.pth of the seed), ``native`` (zip, its model
+    card inside as README.md) or ``card`` (the model card alone, Markdown)."""
     checkpoint = found(selectors.checkpoint(version), "No such version.")
     fmt = request.GET.get("format", "seed")
     if fmt not in EXPORT_FORMATS:
-        return HttpResponseBadRequest(f"Unknown export format '{fmt}'; use seed or native.")
-    folder = Path(tempfile.mkdtemp(prefix="export-"))
+        return HttpResponseBadRequest(f"Unknown export format '{fmt}'; use seed, native or card.")
     name = f"stereorank-v{checkpoint.version}"
+    if fmt == "card":
+        response = HttpResponse(
+            services.model_card(checkpoint), content_type="text/markdown; charset=utf-8"
+        )
+        response["Content-Disposition"] = f'attachment; filename="{name}.md"'
+        return response
+    folder = Path(tempfile.mkdtemp(prefix="export-"))
     try:
         if fmt == "seed":
             out = services.export_checkpoint(checkpoint, "seed", folder / f"{name}.pth")
