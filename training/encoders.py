@@ -205,11 +205,12 @@ def gated_model(
     snapshot (else ``QuantizationRefused``, naming the command that gates it); scored
     through ``cache`` (default: a new handle on the settings' embedding cache)."""
     cache = cache or embedding_cache()
+    if (backend, quantization) == ("torch", "none"):  # as trained: nothing to translate
+        from training.ml.checkpoints import load as load_files
+
+        fp32 = encoder(checkpoint.encoder_name, device=device)
+        return Gated(load_files(Path(checkpoint.path), fp32).to_model(fp32), None, cache)
     files = _checkpoint_files(checkpoint)
-    if (backend, quantization) == ("torch", "none"):
-        with ml_refusals(QuantizationError, f"v{checkpoint.version}: "):
-            model = files.to_model(encoder(checkpoint.encoder_name, device=device))
-        return Gated(model, None, cache)
     copy = _copy(checkpoint, backend, quantization)
     gate = passed_gate(checkpoint, copy)
     if gate is None:
