@@ -38,10 +38,22 @@ class ScoredPrompt(serializers.Serializer):
     flagged = serializers.BooleanField(help_text="score < threshold: stereotypical.")
 
 
+class ServedEncoder(serializers.Serializer):
+    backend = serializers.CharField(help_text="torch (fp32 as trained), onnx or openvino.")
+    quantization = serializers.CharField(help_text="none or int8.")
+    gate = serializers.IntegerField(
+        allow_null=True, help_text="The accuracy gate that let this copy serve; null for fp32."
+    )
+    fallback = serializers.BooleanField(
+        help_text="fp32 served because the configured copy is not gated (staff's choice)."
+    )
+
+
 class ScoreResponse(serializers.Serializer):
     version = serializers.IntegerField()
     threshold = serializers.FloatField()
     threshold_basis = serializers.CharField(help_text="How the threshold was set.")
+    encoder = ServedEncoder(help_text="The encoder that served these scores.")
     results = ScoredPrompt(many=True)
 
 
@@ -65,6 +77,7 @@ class OptimiseResponse(serializers.Serializer):
     version = serializers.IntegerField()
     threshold = serializers.FloatField()
     threshold_basis = serializers.CharField()
+    encoder = ServedEncoder(help_text="The encoder that served these scores.")
     occupation = serializers.CharField()
     rewriter = serializers.CharField()
     original = ScoredPrompt()
@@ -105,6 +118,7 @@ def score_body(report: services.ScoreReport) -> dict:
         "version": report.version,
         "threshold": report.threshold,
         "threshold_basis": report.threshold_basis,
+        "encoder": report.encoder.to_dict(),
         "results": [
             {"prompt": r.prompt, "score": r.score, "flagged": r.flagged} for r in report.results
         ],
@@ -139,6 +153,7 @@ def optimise_body(report: services.OptimiseReport) -> dict:
         "version": report.version,
         "threshold": report.threshold,
         "threshold_basis": report.threshold_basis,
+        "encoder": report.encoder.to_dict(),
         "occupation": report.occupation,
         "rewriter": report.rewriter,
         "original": {

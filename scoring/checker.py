@@ -3,14 +3,15 @@
 One HTML page for the scoring role (log in as usual); its script
 (``static/scoring/check.js``, no build step) calls ``/api/score/`` and, for each
 flagged prompt, ``/api/optimise/`` with the session, so the page and the API
-share every check, limit and message.
+share every check, limit and message. The page says which encoder serves the active
+version, or, when its quantized copy is not gated, that it is refused and why.
 """
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from scoring import selectors, services
+from scoring import selectors, services, serving
 from scoring.roles import has_scoring_role
 
 
@@ -20,12 +21,15 @@ def prompt_checker(request: HttpRequest) -> HttpResponse:
     if not has_scoring_role(request.user):
         return render(request, "scoring/check.html", {"refused": True}, status=403)
     limits = services.limits()
+    active = selectors.active_checkpoint()
+    described = serving.describe(active, selectors.encoder_gates(active)) if active else None
     return render(
         request,
         "scoring/check.html",
         {
             "max_prompts": limits["MAX_PROMPTS"],
             "max_chars": limits["MAX_CHARS"],
-            "active_version": selectors.active_version(),
+            "active_version": active.version if active else None,
+            "serving": described,
         },
     )

@@ -17,3 +17,8 @@ class RewriterFailed(ScoringError, Conflict):
 
 class UnknownUser(ScoringError, NotFound):
     """No account has that user name."""
+
+
+class EncoderNotGated(ScoringError, Conflict):
+    """The deployment serves a quantized copy that has not passed the accuracy gate for the
+    version (and staff did not choose the fp32 fallback); the message names the command."""

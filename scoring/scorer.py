@@ -6,10 +6,13 @@ rollback, made by any process, is therefore seen on the next request, without
 a restart; weights are read from disk only when a version is first needed.
 Loaded versions sit in a small LRU (``STEREORANK["SCORING"]["VERSIONS_LOADED"]``,
 default 2: the active one and one asked for by number). Versions never change
-once registered, so a loaded one is never stale. Encoders are shared with the
-rest of the process (``training.encoders``), and texts go through the embedding
-cache, so a prompt already embedded for training or an earlier request is not
-encoded again. torch is imported on first load, not with this module.
+once registered; the encoder serving one is the deployment's setting, through
+its gated copy when that is a quantized one (``scoring.serving``), and the gate's
+verdict is read again on each request (one query), so a gate refused, passed or
+tightened since is seen without a restart. Encoders are shared with the rest of
+the process (``training.encoders``), and texts go through the embedding cache, so
+a prompt already embedded for training or an earlier request is not encoded
+again. torch is imported on first load, not with this module.
 """
 
 from __future__ import annotations
@@ -18,34 +21,43 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 from django.conf import settings
 
-from scoring import selectors
+from scoring import selectors, serving
 from scoring.errors import NoActiveVersion
+from scoring.serving import ServedEncoder
 from training import encoders
+from training.encoders import Gated
 
 if TYPE_CHECKING:
     from training.ml.cache import EmbeddingCache
-    from training.ml.model import RewardModel
 
 
 @dataclass(frozen=True)
 class LoadedVersion:
-    """A registry version ready to score: its model, threshold and the threshold's basis."""
+    """A registry version ready to score: its model on the encoder serving it, threshold
+    and the threshold's basis."""
 
     version: int
     threshold: float
     threshold_basis: str
-    model: RewardModel
-    cache: EmbeddingCache
+    gated: Gated
+    encoder: ServedEncoder
+    checkpoint_id: int
+    snapshot_id: int | None
+
+    @property
+    def model(self):
+        """The reward model (``training.ml.model.RewardModel``)."""
+        return self.gated.model
 
     def score(self, prompts: Sequence[str]) -> np.ndarray:
-        """Scores of ``prompts`` (float64, higher = more diverse), one batched pass."""
-        return self.model.score(list(prompts), cache=self.cache).astype(np.float64)
+        """Scores of ``prompts`` (float64, higher = more diverse), one batched pass through
+        the embedding cache: the accuracy gate's own path."""
+        return self.gated.score(prompts).astype(np.float64)
 
     def flags(self, scores: np.ndarray) -> list[bool]:
         """The model card's rule: flagged (stereotypical) when ``score < threshold``."""
@@ -77,6 +89,10 @@ class Scorer:
                 raise NoActiveVersion("no version is active: promote one in the registry")
         with self._lock:
             loaded = self._loaded.get(version)
+            if loaded is not None and not serving.still_served(
+                loaded.checkpoint_id, loaded.snapshot_id, loaded.encoder
+            ):
+                loaded = None
             if loaded is None:
                 loaded = self._load(version)
                 self._loaded[version] = loaded
@@ -90,15 +106,20 @@ class Scorer:
         return list(self._loaded)
 
     def _load(self, version: int) -> LoadedVersion:
-        from training.ml.checkpoints import load
-
         row = selectors.checkpoint(version)
-        encoder = encoders.encoder(row.encoder_name, device=self.device)
-        model = load(Path(row.path), encoder).to_model(encoder)
         if self._cache is None:
             self._cache = encoders.embedding_cache()
+        gated, served = serving.load(row, self.device, self._cache)
         self.loads += 1
-        return LoadedVersion(row.version, row.threshold, row.threshold_basis, model, self._cache)
+        return LoadedVersion(
+            row.version,
+            row.threshold,
+            row.threshold_basis,
+            gated,
+            served,
+            row.pk,
+            row.snapshot_id,
+        )
 
 
 _scorer: Scorer | None = None

@@ -1,4 +1,5 @@
-"""Reads of the scoring side: which version is active, a version's row, a user by name."""
+"""Reads of the scoring side: which version is active, a version's row and gates, a user by
+name."""
 
 from __future__ import annotations
 
@@ -13,6 +14,16 @@ def active_version() -> int | None:
     """The active version's number: the scorer's per-request freshness check (one indexed
     row, one column; the weights are read only when the number changes)."""
     return selectors.active_version()
+
+
+def active_checkpoint() -> Checkpoint | None:
+    """The active version's row, if one is active."""
+    return selectors.active_checkpoint()
+
+
+def encoder_gates(checkpoint: Checkpoint) -> list[dict]:
+    """The accuracy gates' verdicts and figures of ``checkpoint``, newest first."""
+    return selectors.encoder_gates(checkpoint.pk).get(checkpoint.pk, [])
 
 
 def checkpoint(version: int) -> Checkpoint:

@@ -16,6 +16,7 @@ from annotation.catalogue import read_catalogue
 from annotation.models import Occupation
 from scoring.errors import RewriterFailed, ScoringError
 from scoring.scorer import LoadedVersion, get_scorer
+from scoring.serving import ServedEncoder
 from training.errors import ml_refusals
 
 
@@ -70,11 +71,13 @@ class Scored:
 
 @dataclass(frozen=True)
 class VersionReport:
-    """What one version answered, with the threshold it flags prompts by."""
+    """What one version answered, with the threshold it flags prompts by and the encoder
+    that served it."""
 
     version: int
     threshold: float
     threshold_basis: str
+    encoder: ServedEncoder
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ def score_prompts(prompts: object, version: object = None) -> ScoreReport:
         loaded.version,
         loaded.threshold,
         loaded.threshold_basis,
+        loaded.encoder,
         [Scored(t, float(s), f) for t, s, f in zip(texts, scores, flags, strict=True)],
     )
 
@@ -203,5 +207,11 @@ def optimise_prompt(
         if hasattr(rewriter, "close"):
             rewriter.close()
     return OptimiseReport(
-        loaded.version, loaded.threshold, loaded.threshold_basis, name, rewriter.name, result
+        loaded.version,
+        loaded.threshold,
+        loaded.threshold_basis,
+        loaded.encoder,
+        name,
+        rewriter.name,
+        result,
     )

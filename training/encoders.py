@@ -12,15 +12,20 @@ The accuracy gate (``training.ml.encoders.gate``) scores a checkpoint's eval
 split with its head on the fp32 encoder and on the copy; the figures, the
 per-prompt scores they were computed from, and the verdict are an
 ``EncoderGate`` row per (checkpoint, snapshot, copy), refused ones included.
-``gated_model`` puts a checkpoint's head on a copy only once that copy passed.
+``gated_model`` puts a checkpoint's head on a copy only once that copy passed on the
+version's snapshot, and scores through the same cache and encode as the gate did, so
+what the gate measured is what the scorer (``scoring.serving``) serves.
 Tolerances: ``TRAINING["QUANT_MAX_RHO_DRIFT"]``, ``TRAINING["QUANT_MAX_FLIP_SHARE"]``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 from django.conf import settings
 
 from training.errors import QuantizationError, QuantizationRefused, ml_refusals
@@ -62,6 +67,7 @@ def resolve(name: str) -> Path:
 
 
 def embedding_cache() -> EmbeddingCache:
+    """The embedding cache where ``TRAINING["EMBEDDING_CACHE"]`` says."""
     from training.ml.cache import EmbeddingCache
 
     return EmbeddingCache(settings.TRAINING["EMBEDDING_CACHE"])
@@ -109,15 +115,16 @@ def run_gate(
     files = _checkpoint_files(checkpoint)
     with ml_refusals(QuantizationError, f"v{checkpoint.version}: "):
         reference_model = files.to_model(fp32)
-    candidate_model = files.to_model(copy, allow_other_backend=True)  # measured, not served
     cache = embedding_cache()
+    candidate = Gated(files.to_model(copy, allow_other_backend=True), None, cache)
     texts = [r["text"] for r in rows]
     # One encode per encoder, through the cache: the figures below are computed from these
     # scores alone, and the scores are recorded with them, so anyone can recompute them.
+    # The copy's scores come from Gated.score, the path the scorer serves through.
     scores = {
         "keys": [r["key"] for r in rows],
         "fp32": [float(s) for s in reference_model.score(texts, cache=cache)],
-        "quantized": [float(s) for s in candidate_model.score(texts, cache=cache)],
+        "quantized": [float(s) for s in candidate.score(texts)],
         "labels": [float(r["label"]) for r in rows],
     }
     result = accuracy_gate(
@@ -143,31 +150,74 @@ def run_gate(
     return gate
 
 
-def passed_gate(checkpoint: Checkpoint, copy: Encoder) -> EncoderGate | None:
-    """The newest gate ``copy`` passed for ``checkpoint`` within today's tolerances."""
+def within_tolerances(rho_drift: float, flip_share: float) -> bool:
+    """Whether a gate's recorded drift and flip share are within today's tolerances."""
     tol = _tolerances()
-    for gate in EncoderGate.objects.filter(
-        checkpoint=checkpoint, encoder_key=copy.identity.key, passed=True
-    ):
-        m = gate.metrics
-        if m["rho_drift"] <= tol["max_rho_drift"] and m["flip_share"] <= tol["max_flip_share"]:
-            return gate
+    return rho_drift <= tol["max_rho_drift"] and flip_share <= tol["max_flip_share"]
+
+
+def current_gate(checkpoint_id: int, snapshot_id: int | None, encoder_key: str) -> int | None:
+    """The id of the newest gate that copy ``encoder_key`` passed for the checkpoint, on its
+    snapshot (on any, for a version without one), within today's tolerances; one query that
+    reads two figures, not the recorded scores (the scorer asks it on every request)."""
+    gates = EncoderGate.objects.filter(
+        checkpoint_id=checkpoint_id, encoder_key=encoder_key, passed=True
+    )
+    if snapshot_id is not None:
+        gates = gates.filter(snapshot_id=snapshot_id)
+    for pk, drift, share in gates.values_list("pk", "metrics__rho_drift", "metrics__flip_share"):
+        if within_tolerances(drift, share):
+            return pk
     return None
 
 
+def passed_gate(checkpoint: Checkpoint, copy: Encoder) -> EncoderGate | None:
+    """The newest gate ``copy`` passed for ``checkpoint`` on its snapshot within today's
+    tolerances."""
+    pk = current_gate(checkpoint.pk, checkpoint.snapshot_id, copy.identity.key)
+    return None if pk is None else EncoderGate.objects.get(pk=pk)
+
+
+@dataclass(frozen=True)
+class Gated:
+    """A checkpoint's reward model on the encoder it may be served by, and the gate that
+    allowed it (None for the fp32 encoder); ``score`` is the gate's own path: the head on
+    the encoder's embeddings through the embedding cache."""
+
+    model: RewardModel
+    gate: EncoderGate | None
+    cache: EmbeddingCache
+
+    def score(self, texts: Sequence[str]) -> np.ndarray:
+        """Scores of ``texts``, exactly as ``run_gate`` scored the eval split."""
+        return self.model.score(list(texts), cache=self.cache)
+
+
 def gated_model(
-    checkpoint: Checkpoint, backend: str = "torch", quantization: str = "none"
-) -> RewardModel:
+    checkpoint: Checkpoint,
+    backend: str = "torch",
+    quantization: str = "none",
+    device: str | None = None,
+    cache: EmbeddingCache | None = None,
+) -> Gated:
     """``checkpoint``'s reward model on the encoder ``backend``/``quantization``: the fp32
-    one as trained, or a copy that passed the gate for it (else ``QuantizationRefused``)."""
+    one as trained (on ``device``), or a copy that passed the gate for it on the version's
+    snapshot (else ``QuantizationRefused``, naming the command that gates it); scored
+    through ``cache`` (default: a new handle on the settings' embedding cache)."""
+    cache = cache or embedding_cache()
+    if (backend, quantization) == ("torch", "none"):  # as trained: nothing to translate
+        from training.ml.checkpoints import load as load_files
+
+        fp32 = encoder(checkpoint.encoder_name, device=device)
+        return Gated(load_files(Path(checkpoint.path), fp32).to_model(fp32), None, cache)
     files = _checkpoint_files(checkpoint)
-    if (backend, quantization) == ("torch", "none"):
-        return files.to_model(encoder(checkpoint.encoder_name))
     copy = _copy(checkpoint, backend, quantization)
-    if passed_gate(checkpoint, copy) is None:
+    gate = passed_gate(checkpoint, copy)
+    if gate is None:
+        on = f" on snapshot {checkpoint.snapshot_id}" if checkpoint.snapshot_id else ""
         raise QuantizationRefused(
             f"{backend}/{quantization} has not passed the accuracy gate for "
-            f"v{checkpoint.version} within the current tolerances: run manage.py encoder_gate "
-            f"{checkpoint.version} --backend {backend} --quantization {quantization}"
+            f"v{checkpoint.version}{on} within the current tolerances: run manage.py "
+            f"encoder_gate {checkpoint.version} --backend {backend} --quantization {quantization}"
         )
-    return files.to_model(copy, allow_other_backend=True)
+    return Gated(files.to_model(copy, allow_other_backend=True), gate, cache)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import F, Func, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Coalesce
 from django_celery_beat.models import PeriodicTask
 
@@ -12,6 +13,7 @@ from .models import (
     Augmentation,
     Checkpoint,
     DatasetSnapshot,
+    EncoderGate,
     Evaluation,
     PerspectiveReport,
     PerspectiveSummary,
@@ -55,6 +57,30 @@ def lineage(oldest_first: bool = False) -> QuerySet[Checkpoint]:
     """Every version with its parent (the registry's table), newest first unless asked."""
     order = "version" if oldest_first else "-version"
     return Checkpoint.objects.select_related("parent").order_by(order)
+
+
+def encoder_gates(checkpoint_id: int | None = None) -> dict[int, list[dict]]:
+    """Every accuracy gate's verdict and figures (not its recorded scores) by checkpoint id
+    (only ``checkpoint_id``'s when given), newest first: one query for the registry page."""
+    out: dict[int, list[dict]] = {}
+    gates = EncoderGate.objects.all()
+    if checkpoint_id is not None:
+        gates = gates.filter(checkpoint_id=checkpoint_id)
+    rows = gates.values(
+        "checkpoint_id",
+        "snapshot_id",
+        "backend",
+        "quantization",
+        "passed",
+        "at",
+        rho_drift=KeyTransform("rho_drift", "metrics"),
+        flips=KeyTransform("flips", "metrics"),
+        flip_share=KeyTransform("flip_share", "metrics"),
+        n=KeyTransform("n", "metrics"),
+    )
+    for row in rows:
+        out.setdefault(row["checkpoint_id"], []).append(row)
+    return out
 
 
 def registry_events(limit: int = 20) -> QuerySet[RegistryEvent]:

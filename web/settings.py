@@ -319,6 +319,13 @@ STEREORANK = {
         "VERSIONS_LOADED": env.int("STEREORANK_SCORING_VERSIONS_LOADED", default=2),
         # Web processes score on the CPU unless told otherwise (the GPU is the trainer's).
         "DEVICE": env.str("STEREORANK_SCORING_DEVICE", default="cpu"),
+        # The encoder versions are served by: torch/none (fp32, as trained) or a copy,
+        # onnx or openvino with none or int8, served only once it passed the accuracy gate
+        # for the version (manage.py encoder_gate); without one the version is refused,
+        # unless UNGATED is "fp32" (staff's choice: serve it by fp32). scoring/serving.py.
+        "ENCODER_BACKEND": env.str("STEREORANK_SCORING_ENCODER_BACKEND", default="torch"),
+        "ENCODER_QUANTIZATION": env.str("STEREORANK_SCORING_ENCODER_QUANTIZATION", default="none"),
+        "UNGATED": env.str("STEREORANK_SCORING_UNGATED", default="refuse"),
         # The optimiser: "offline" (rules) or "openai" (TRAINING["OPENAI_*"] settings).
         "REWRITER": env.str("STEREORANK_REWRITER", default="offline"),
         "OPTIMISE_MAX_N": env.int("STEREORANK_OPTIMISE_MAX_N", default=10),

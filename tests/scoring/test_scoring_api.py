@@ -134,7 +134,15 @@ def test_the_schema_documents_score_and_optimise(db):
     assert set(request["properties"]) == {"prompts", "version"}
     assert request["required"] == ["prompts"]
     response = schema["components"]["schemas"]["ScoreResponse"]
-    assert set(response["properties"]) == {"version", "threshold", "threshold_basis", "results"}
+    assert set(response["properties"]) == {
+        "version",
+        "threshold",
+        "threshold_basis",
+        "encoder",
+        "results",
+    }
+    served = schema["components"]["schemas"]["ServedEncoder"]["properties"]
+    assert set(served) == {"backend", "quantization", "gate", "fallback"}
     assert "/api/optimise/" in schema["paths"]
     assert {"prompt", "n", "occupation", "version"} == set(
         schema["components"]["schemas"]["OptimiseRequest"]["properties"]

@@ -137,11 +137,13 @@ def test_a_passed_gate_is_recorded_and_opens_serving_within_todays_tolerances(
     assert m["max_abs_diff"] == pytest.approx(expected["max_abs_diff"], abs=1e-12)
     assert m["passed"] is True
 
-    model = gated_model(version, "onnx", "int8")
-    assert model.encoder.identity == copy.identity
-    scored = model.score(texts, cache=encoders.embedding_cache())
+    gated = gated_model(version, "onnx", "int8")
+    assert gated.model.encoder.identity == copy.identity and gated.gate == gate
+    scored = gated.model.score(texts, cache=encoders.embedding_cache())
     np.testing.assert_array_equal(scored, quant)  # the gated copy's own (cached) embeddings
-    assert gated_model(version).encoder.identity.backend == "torch"
+    np.testing.assert_array_equal(gated.score(texts), quant)  # the gate's path, served
+    fp32 = gated_model(version)
+    assert fp32.model.encoder.identity.backend == "torch" and fp32.gate is None
     # Tolerances tightened later: the recorded figures no longer open serving.
     _tolerate(quant_settings, 0.5, (flips - 0.5) / len(texts))
     with pytest.raises(QuantizationRefused, match="current tolerances"):

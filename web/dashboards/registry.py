@@ -1,4 +1,5 @@
-"""The registry: versions with rho and intervals; promote, roll back, export, import."""
+"""The registry: versions with rho and intervals, their quantized copies' accuracy gates and
+the encoder serving each; promote, roll back, export, import."""
 
 import shutil
 import tempfile
@@ -11,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from core.errors import refusals_as_messages
+from scoring import serving
 from training import selectors, services
 from training.models import Checkpoint, DatasetSnapshot
 
@@ -55,9 +57,13 @@ def rho_points(snapshot: DatasetSnapshot | None) -> list[RhoPoint]:
 
 @staff_only
 def registry(request: HttpRequest) -> HttpResponse:
-    """Versions with their metrics and status; promote, roll back, export, import."""
+    """Versions with their metrics, status, gates and serving encoder; promote, roll back,
+    export, import."""
     snapshot = snapshot_param(request)
     checkpoints = list(selectors.lineage())
+    gates = selectors.encoder_gates()
+    for c in checkpoints:
+        c.serving = serving.describe(c, gates.get(c.pk, []))
     events = selectors.registry_events(20)
     active = next((c for c in checkpoints if c.status == Checkpoint.Status.ACTIVE), None)
     return render(
@@ -71,6 +77,7 @@ def registry(request: HttpRequest) -> HttpResponse:
             "snapshot": snapshot,
             "snapshots": selectors.snapshots()[:20],
             "import_form": ImportForm(),
+            "encoder": "/".join(serving.configured()),
             "section": "registry",
         },
     )

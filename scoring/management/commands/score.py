@@ -5,6 +5,7 @@ import json
 from core.commands import ServiceCommand
 from scoring import services
 from scoring.api import score_body
+from scoring.serving import FP32
 
 
 class Command(ServiceCommand):
@@ -24,8 +25,12 @@ class Command(ServiceCommand):
         if options["json"]:
             self.stdout.write(json.dumps(score_body(report)))
             return
+        served = report.encoder
+        said = ""  # the plain fp32 deployment's line is as it always was
+        if served != FP32:
+            said = f", encoder {served.label}" + (" (fp32 fallback)" if served.fallback else "")
         self.stdout.write(
-            f"v{report.version}, threshold {report.threshold:.4f} ({report.threshold_basis})"
+            f"v{report.version}, threshold {report.threshold:.4f} ({report.threshold_basis}){said}"
         )
         for r in report.results:
             flag = "stereotypical" if r.flagged else "ok"

@@ -157,7 +157,8 @@
     lo -= pad; hi += pad;
     versionLine.hidden = false;
     versionLine.textContent = "Version v" + body.version + " · threshold " + fmt(body.threshold) +
-      " (" + body.threshold_basis + ")";
+      " (" + body.threshold_basis + ") · encoder " + body.encoder.backend + "/" +
+      body.encoder.quantization + (body.encoder.fallback ? " (fp32 fallback: the copy is not gated)" : "");
     var flagged = [];
     body.results.forEach(function (r, i) {
       var entry = el("li", "result" + (r.flagged ? " flagged" : ""));
