@@ -214,6 +214,7 @@ def main() -> None:
         "STEREORANK_TASK_OVERLAP": "2",
         "STEREORANK_ANNOTATOR_QUOTA": str(args.tasks_each),
         "BENCH_TREE": args.tree,
+        "PYTHONPATH": args.tree,  # the tree served, not the venv's editable install
     }
     if args.workers:
         env["GUNICORN_WORKERS"] = os.environ["GUNICORN_WORKERS"] = str(args.workers)
