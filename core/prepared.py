@@ -7,6 +7,10 @@ queryset whose run-time values are ``Param``s; it is compiled once per thread
 and database connection, and each run binds the values (through the fields'
 own ``get_db_prep_value``) and applies the ORM's converters to the rows. The
 SQL is the ORM's, so lookups, subqueries and row locks stay the ORM's.
+
+On PostgreSQL the query runs on a server-binding cursor, so psycopg prepares it
+on the server after ``prepare_threshold`` runs (``DATABASE_PREPARE_THRESHOLD``
+in web/settings.py; off when None) and PostgreSQL stops parsing and planning it.
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ class Prepared:
             p.field.get_db_prep_value(values[p.name], connection) if isinstance(p, _Slot) else p
             for p in compiled.params
         ]
-        with connection.cursor() as cursor:
+        with _cursor(connection) as cursor:
             cursor.execute(compiled.sql, params)
             fetched = cursor.fetchall()
         rows = compiled.compiler.results_iter(results=[fetched])
@@ -83,6 +87,20 @@ class Prepared:
         """The first row, or None."""
         rows = self.rows(**values)
         return rows[0] if rows else None
+
+
+def _cursor(connection):
+    """Django's cursor (logged, error-wrapped); on PostgreSQL with prepared statements on,
+    over a server-binding psycopg cursor (Django's own class for ``server_side_binding``)."""
+    if connection.vendor != "postgresql":
+        return connection.cursor()
+    connection.ensure_connection()
+    if connection.connection.prepare_threshold is None:
+        return connection.cursor()
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    with connection.wrap_database_errors:
+        return connection._prepare_cursor(ServerBindingCursor(connection.connection))
 
 
 def columns(model: type, prefix: str = "") -> list[str]:
