@@ -22,12 +22,14 @@ import random
 from collections.abc import Callable, Sequence
 
 from django.conf import settings
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection, transaction
 from django.db.models import (
     Count,
     DateTimeField,
     Exists,
     F,
+    Func,
     IntegerField,
     OuterRef,
     Q,
@@ -71,8 +73,18 @@ def _count(rankings: QuerySet[Ranking]) -> Subquery:
 
 def uniform(mine: QuerySet[Ranking]) -> list[SortKey]:
     """The occupation the annotator has seen least first, then the task with the fewest
-    rankings (furthest from its overlap)."""
-    seen = Coalesce(_count(mine.filter(task__occupation=OuterRef("occupation"))), 0)
+    rankings (furthest from its overlap).
+
+    On PostgreSQL the occupations of the annotator's rankings are read once per query
+    (an uncorrelated ``ARRAY(...)``) and counted per open task with ``array_positions``;
+    elsewhere a correlated count, which runs once per open task.
+    """
+    if connection.vendor == "postgresql":
+        seen_occupations = ArraySubquery(mine.values("task__occupation"))
+        positions = Func(seen_occupations, F("occupation"), function="array_positions")
+        seen = Func(positions, function="cardinality", output_field=IntegerField())
+    else:
+        seen = Coalesce(_count(mine.filter(task__occupation=OuterRef("occupation"))), 0)
     return [seen.asc(), "ranking_count"]
 
 
@@ -225,7 +237,9 @@ def _candidates(profile, now, ordering: str, gold: bool) -> QuerySet[RankingTask
 def _best_query(ordering: str, gold: bool) -> Callable[[], QuerySet]:
     def build() -> QuerySet:
         best = _candidates(PROFILE, NOW, ordering, gold).select_related("occupation")
-        return best.values(*columns(RankingTask), *columns(Occupation, "occupation__"))[:1]
+        # "live" selected: ORDER BY names it instead of counting the reservations again.
+        fields = (*columns(RankingTask), *columns(Occupation, "occupation__"), "live")
+        return best.values(*fields)[:1]
 
     return build
 
