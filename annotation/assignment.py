@@ -80,7 +80,7 @@ def uniform(mine: QuerySet[Ranking]) -> list[SortKey]:
     elsewhere a correlated count, which runs once per open task.
     """
     if connection.vendor == "postgresql":
-        seen_occupations = ArraySubquery(mine.values("task__occupation"))
+        seen_occupations = ArraySubquery(mine.order_by().values("task__occupation"))
         positions = Func(seen_occupations, F("occupation"), function="array_positions")
         seen = Func(positions, function="cardinality", output_field=IntegerField())
     else:
