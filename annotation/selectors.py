@@ -4,6 +4,9 @@
 "The rankings that count" is answered here and only here (``counted_rankings``):
 labels, snapshots, exports and the retraining schedule all read through it;
 ``left_out_rankings`` is its complement, with the reasons.
+
+A little past 400 lines on purpose: every read of annotators and their rankings
+has this one home, the hot path's compiled ones (``core.prepared``) included.
 """
 
 from __future__ import annotations
