@@ -3,6 +3,11 @@
 Threaded workers: a request mostly waits on PostgreSQL, so a few threads per
 process keep the CPUs busy; one process per CPU sidesteps the GIL. Override
 with GUNICORN_WORKERS / GUNICORN_THREADS.
+
+``reuse_port``: each worker listens on a socket of its own (SO_REUSEPORT), so the
+kernel spreads new connections across the workers; on one shared socket the
+worker that wakes first could take every keep-alive client (all 32 of the load
+benchmark sometimes landed on one worker while the other idled).
 """
 
 import multiprocessing
@@ -13,4 +18,5 @@ worker_class = "gthread"
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count()))
 threads = int(os.environ.get("GUNICORN_THREADS", 4))
 keepalive = 5
+reuse_port = True
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "warning")

@@ -22,15 +22,38 @@ import random
 from collections.abc import Callable, Sequence
 
 from django.conf import settings
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import (
+    Count,
+    DateTimeField,
+    Exists,
+    F,
+    Func,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+)
 from django.db.models.expressions import BaseExpression
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from core.prepared import Param, Prepared, columns, instance
+
 from . import quotas
 from .errors import AnnotatorExcluded, ConsentRequired
-from .models import AnnotatorProfile, AnnotatorStatus, Assignment, Item, Ranking, RankingTask
+from .models import (
+    AnnotatorProfile,
+    AnnotatorStatus,
+    Assignment,
+    Item,
+    Occupation,
+    Prompt,
+    Ranking,
+    RankingTask,
+)
 from .selectors import consents_to_current_text, excluded_message
 from .task_selectors import live_reservations
 
@@ -50,8 +73,18 @@ def _count(rankings: QuerySet[Ranking]) -> Subquery:
 
 def uniform(mine: QuerySet[Ranking]) -> list[SortKey]:
     """The occupation the annotator has seen least first, then the task with the fewest
-    rankings (furthest from its overlap)."""
-    seen = Coalesce(_count(mine.filter(task__occupation=OuterRef("occupation"))), 0)
+    rankings (furthest from its overlap).
+
+    On PostgreSQL the occupations of the annotator's rankings are read once per query
+    (an uncorrelated ``ARRAY(...)``) and counted per open task with ``array_positions``;
+    elsewhere a correlated count, which runs once per open task.
+    """
+    if connection.vendor == "postgresql":
+        seen_occupations = ArraySubquery(mine.order_by().values("task__occupation"))
+        positions = Func(seen_occupations, F("occupation"), function="array_positions")
+        seen = Func(positions, function="cardinality", output_field=IntegerField())
+    else:
+        seen = Coalesce(_count(mine.filter(task__occupation=OuterRef("occupation"))), 0)
     return [seen.asc(), "ranking_count"]
 
 
@@ -75,6 +108,54 @@ def gold_is_due(done: int, gold_done: int, rate: float, phase: float) -> bool:
     return gold_done < math.floor(rate * (done + 1) + phase)
 
 
+PROFILE = Param("profile", IntegerField())
+NOW = Param("now", DateTimeField())
+
+
+def _state_query() -> QuerySet:
+    """The annotator's state for ``next_task``, one row (compiled once: ``_STATE``)."""
+    mine = Ranking.objects.filter(annotator=OuterRef("pk"))
+    return (
+        AnnotatorProfile.objects.filter(pk=PROFILE)
+        .annotate(
+            consented=consents_to_current_text(OuterRef("pk")),
+            done=_count(mine),
+            gold_done=_count(mine.filter(task__is_gold=True)),
+            current=Subquery(
+                Assignment.objects.filter(annotator=OuterRef("pk"), reserved_until__gt=NOW)
+                .order_by("-reserved_until")
+                .values("pk")[:1]
+            ),
+            seated=quotas.has_seat(OuterRef("pk")),
+            quotas_set=quotas.any_quota(),
+        )
+        .values("consented", "done", "gold_done", "current", "status", "seated", "quotas_set")
+    )
+
+
+_STATE = Prepared(_state_query)
+
+
+def _items_query() -> QuerySet:
+    """A task's items with their prompts (compiled once: ``_ITEMS``)."""
+    return Item.objects.filter(task_items__task=Param("task", IntegerField())).values(
+        *columns(Item), *columns(Prompt, "prompt__")
+    )
+
+
+_ITEMS = Prepared(_items_query)
+
+
+def _task_items(task: RankingTask) -> list[Item]:
+    """``task``'s items, each with its prompt."""
+    items = []
+    for row in _ITEMS.rows(task=task.pk):
+        item = instance(Item, row)
+        item.prompt = instance(Prompt, row, "prompt__")
+        items.append(item)
+    return items
+
+
 def next_task(profile: AnnotatorProfile, ordering: str = "uniform") -> Assignment | None:
     """The annotator's reserved task (resume), or reserve a new one, the open tasks in
     ``ordering`` (a name in ``ORDERINGS``); None if none left.
@@ -85,26 +166,9 @@ def next_task(profile: AnnotatorProfile, ordering: str = "uniform") -> Assignmen
     their groups' quotas (``annotation.quotas``; ``GroupFull`` when one is full).
     ``AnnotatorExcluded`` for an excluded annotator.
     """
-    order = ORDERINGS[ordering]
+    ORDERINGS[ordering]  # an unknown name fails before anything is read
     now = timezone.now()
-    mine = Ranking.objects.filter(annotator=OuterRef("pk"))
-    state = (
-        AnnotatorProfile.objects.filter(pk=profile.pk)
-        .annotate(
-            consented=consents_to_current_text(OuterRef("pk")),
-            done=_count(mine),
-            gold_done=_count(mine.filter(task__is_gold=True)),
-            current=Subquery(
-                Assignment.objects.filter(annotator=OuterRef("pk"), reserved_until__gt=now)
-                .order_by("-reserved_until")
-                .values("pk")[:1]
-            ),
-            seated=quotas.has_seat(OuterRef("pk")),
-            quotas_set=quotas.any_quota(),
-        )
-        .values("consented", "done", "gold_done", "current", "status", "seated", "quotas_set")
-        .get()
-    )
+    (state,) = _STATE.rows(profile=profile.pk, now=now)
     if not state["consented"]:
         raise ConsentRequired("Give consent before ranking.")
     if state["status"] == AnnotatorStatus.EXCLUDED:
@@ -119,10 +183,10 @@ def next_task(profile: AnnotatorProfile, ordering: str = "uniform") -> Assignmen
     with transaction.atomic():
         if state["quotas_set"] and not state["done"] and not state["seated"]:
             quotas.take_seats(profile, now)  # balanced pools: GroupFull if a group is full
-        task = _take_task(profile, now, order, gold)
+        task = _take_task(profile, now, ordering, gold)
         if task is None:
             return None
-        items = list(Item.objects.filter(task_items__task=task).select_related("prompt"))
+        items = _task_items(task)
         random.shuffle(items)
         (assignment,) = Assignment.objects.bulk_create(
             [
@@ -151,8 +215,60 @@ def _live_assignments(now) -> Subquery:
     )
 
 
+def _candidates(profile, now, ordering: str, gold: bool) -> QuerySet[RankingTask]:
+    """Open tasks ``profile`` has not ranked, best first (see ``_take_task``), locked."""
+    mine = Ranking.objects.filter(annotator=profile)
+    open_slot = Q(
+        is_gold=False,
+        ranking_count__lt=F("overlap"),
+        live__lt=F("overlap") - F("ranking_count"),
+    )
+    candidates = (
+        RankingTask.objects.exclude(Exists(mine.filter(task=OuterRef("pk"))))
+        .annotate(live=Coalesce(_live_assignments(now), 0))
+        .filter(open_slot | Q(is_gold=True) if gold else open_slot)
+        .order_by(*(["-is_gold"] if gold else []), *ORDERINGS[ordering](mine), "live", "id")
+    )
+    if connection.features.has_select_for_update_skip_locked:
+        candidates = candidates.select_for_update(skip_locked=True, of=("self",))
+    return candidates
+
+
+def _best_query(ordering: str, gold: bool) -> Callable[[], QuerySet]:
+    def build() -> QuerySet:
+        best = _candidates(PROFILE, NOW, ordering, gold).select_related("occupation")
+        # "live" selected: ORDER BY names it instead of counting the reservations again.
+        fields = (*columns(RankingTask), *columns(Occupation, "occupation__"), "live")
+        return best.values(*fields)[:1]
+
+    return build
+
+
+_BEST: dict[tuple[str, Ordering, bool], Prepared] = {}
+
+
+def _best(profile: AnnotatorProfile, now, ordering: str, gold: bool) -> RankingTask | None:
+    """The best candidate, locked (the query compiled once per ordering and gold flag)."""
+    key = (ordering, ORDERINGS[ordering], gold)  # a name registered again compiles again
+    if key not in _BEST:
+        _BEST[key] = Prepared(_best_query(ordering, gold))
+    row = _BEST[key].first(profile=profile.pk, now=now)
+    if row is None:
+        return None
+    task = instance(RankingTask, row)
+    task.occupation = instance(Occupation, row, "occupation__")
+    return task
+
+
+def _live_query() -> QuerySet:
+    return live_reservations(NOW).filter(task=Param("task", IntegerField())).values("pk")
+
+
+_LIVE = Prepared(_live_query)
+
+
 def _take_task(
-    profile: AnnotatorProfile, now, order: Ordering, gold: bool = False, tries: int = 20
+    profile: AnnotatorProfile, now, ordering: str, gold: bool = False, tries: int = 20
 ) -> RankingTask | None:
     """Lock the best task this annotator has not ranked: a gold task first when one is
     due (``gold``), then the open tasks in ``order``, ties to the task with the fewest
@@ -161,29 +277,19 @@ def _take_task(
     Gold tasks ignore overlap (everyone may rank them). The best candidate is
     locked in the query that finds it (PostgreSQL skips rows other transactions
     hold); an ordinary task's live reservations are then counted again in a
-    statement of their own, so a reservation committed meanwhile is seen.
+    statement of their own, so a reservation committed meanwhile is seen. The first
+    try runs compiled once (``_best``); a retry, rare, through the ORM.
     """
-    mine = Ranking.objects.filter(annotator=profile)
-    open_slot = Q(
-        is_gold=False,
-        ranking_count__lt=F("overlap"),
-        live__lt=F("overlap") - F("ranking_count"),
-    )
-    candidates = (
-        RankingTask.objects.select_related("occupation")
-        .exclude(Exists(mine.filter(task=OuterRef("pk"))))
-        .annotate(live=Coalesce(_live_assignments(now), 0))
-        .filter(open_slot | Q(is_gold=True) if gold else open_slot)
-        .order_by(*(["-is_gold"] if gold else []), *order(mine), "live", "id")
-    )
-    if connection.features.has_select_for_update_skip_locked:
-        candidates = candidates.select_for_update(skip_locked=True, of=("self",))
     tried: list[int] = []
     for _ in range(tries):
-        task = candidates.exclude(pk__in=tried).first()
+        if tried:
+            candidates = _candidates(profile, now, ordering, gold).select_related("occupation")
+            task = candidates.exclude(pk__in=tried).first()
+        else:
+            task = _best(profile, now, ordering, gold)
         if task is None or task.is_gold:
             return task
-        live = live_reservations(now).filter(task=task).count()
+        live = len(_LIVE.rows(task=task.pk, now=now))
         if task.ranking_count + live < task.overlap:
             return task
         tried.append(task.pk)

@@ -4,6 +4,9 @@
 "The rankings that count" is answered here and only here (``counted_rankings``):
 labels, snapshots, exports and the retraining schedule all read through it;
 ``left_out_rankings`` is its complement, with the reasons.
+
+Past 400 lines because every read of annotators and their rankings
+has this one home, the hot path's compiled ones (``core.prepared``) included.
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.contrib.auth import get_user_model
 from django.core.paginator import Page, Paginator
 from django.db.models import (
     Case,
     Count,
     Exists,
     F,
+    IntegerField,
     Max,
     OuterRef,
     Q,
@@ -28,6 +33,8 @@ from django.db.models import (
     When,
 )
 from rest_framework.authtoken.models import Token
+
+from core.prepared import Param, Prepared, columns, instance
 
 from .labels import LabelRow
 from .models import (
@@ -92,9 +99,28 @@ def excluded_message(profile: AnnotatorProfile) -> str:
     )
 
 
+def _token_query() -> QuerySet:
+    user = get_user_model()
+    return Token.objects.filter(key=Param("key", Token._meta.pk)).values(
+        *columns(Token), *columns(user, "user__"), *columns(AnnotatorProfile, "user__annotator__")
+    )[:1]
+
+
+_TOKEN = Prepared(_token_query)
+
+
 def token_with_profile(key: str) -> Token | None:
-    """The API token ``key`` with its user and the user's annotator profile (one query)."""
-    return Token.objects.select_related("user__annotator").filter(key=key).first()
+    """The API token ``key`` with its user and the user's annotator profile (one query,
+    compiled once: it runs on every API request)."""
+    row = _TOKEN.first(key=key)
+    if row is None:
+        return None
+    token = instance(Token, row)
+    token.user = instance(get_user_model(), row, "user__")
+    profile = instance(AnnotatorProfile, row, "user__annotator__")
+    if profile is not None:
+        token.user.annotator = profile
+    return token
 
 
 def demographic_questions() -> QuerySet[DemographicField]:
@@ -236,26 +262,48 @@ class QualityInputs:
     ranking_ids: list[int] = field(default_factory=list)
 
 
+_QUALITY_COLUMNS = (
+    "id",
+    "task_id",
+    "annotator__user_id",
+    "task__occupation__name",
+    "order",
+    "shown_order",
+    "seconds_spent",
+    "annotator__demographics",
+    "task__is_gold",
+    "task__gold_reference",
+    "task__check_item_id",
+    "task__check_position",
+)
+
+
 def quality_inputs(rankings: QuerySet[Ranking]) -> QualityInputs:
     """``rankings`` as ``RankingRecord``s (annotator = user id), one query.
 
     A gold task whose stored reference is malformed (edited past the model's
     checks) is logged and not scored.
     """
-    rows = rankings.order_by("id").values_list(
-        "id",
-        "task_id",
-        "annotator__user_id",
-        "task__occupation__name",
-        "order",
-        "shown_order",
-        "seconds_spent",
-        "annotator__demographics",
-        "task__is_gold",
-        "task__gold_reference",
-        "task__check_item_id",
-        "task__check_position",
+    return _quality_inputs(rankings.order_by("id").values_list(*_QUALITY_COLUMNS))
+
+
+_ANNOTATOR_RANKINGS = Prepared(
+    lambda: (
+        since_reinstatement(Ranking.objects.filter(annotator_id=Param("profile", IntegerField())))
+        .order_by("id")
+        .values(*_QUALITY_COLUMNS)
     )
+)
+
+
+def annotator_quality_inputs(profile: AnnotatorProfile) -> QualityInputs:
+    """``quality_inputs`` of one annotator's rankings since their last reinstatement (what
+    the policy reads after each submit; one query, compiled once)."""
+    rows = _ANNOTATOR_RANKINGS.rows(profile=profile.pk)
+    return _quality_inputs([tuple(row[c] for c in _QUALITY_COLUMNS) for row in rows])
+
+
+def _quality_inputs(rows) -> QualityInputs:
     out, malformed = QualityInputs(), set()
     for rid, task, user, occupation, order, shown, seconds, demo, gold, ref, card, at in rows:
         out.ranking_ids.append(rid)

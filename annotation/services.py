@@ -7,8 +7,10 @@ ranking re-applies the quality policy to its annotator (``annotation.standing``)
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import F
+from django.db.models import DateTimeField, F, IntegerField, OuterRef, QuerySet, Subquery
 from django.utils import timezone
+
+from core.prepared import Param, Prepared, columns, instance
 
 from . import standing
 from .catalogue import ensure_consent_text
@@ -127,15 +129,17 @@ def submit_ranking(
     if profile.status == AnnotatorStatus.EXCLUDED:
         raise AnnotatorExcluded(excluded_message(profile))
     with transaction.atomic():
-        task = RankingTask.objects.select_for_update().filter(pk=task_id).first()
-        if task is None:
+        row = _LOCKED_TASK.first(task=task_id)
+        if row is None:
             raise TaskNotFound(f"Task {task_id} does not exist.")
-        existing = Ranking.objects.filter(task=task, annotator=profile).first()
-        if existing:
-            if validate_order(order, set(existing.shown_order)) == existing.order:
-                return existing, False
-            raise AlreadyRanked("You already ranked this task differently.")
-        assignment = _locked_reservation(task, profile)
+        task = instance(RankingTask, row)
+        assignment, existing_pk = _locked_reservation(task, profile)
+        if existing_pk is not None or assignment is None:
+            existing = Ranking.objects.filter(task=task, annotator=profile).first()
+            if existing:
+                if validate_order(order, set(existing.shown_order)) == existing.order:
+                    return existing, False
+                raise AlreadyRanked("You already ranked this task differently.")
         if assignment is None:
             # Say what is wrong with the order first (400), then that it is not reserved.
             validate_order(order, set(task.task_items.values_list("item_id", flat=True)))
@@ -158,24 +162,49 @@ def submit_ranking(
             for i, item_id in enumerate(order)
         )
         RankingTask.objects.filter(pk=task.pk).update(ranking_count=F("ranking_count") + 1)
-        assignment.delete()
+        Assignment.objects.filter(pk=assignment.pk).delete()
     standing.apply_policy(profile)
     return ranking, True
 
 
-def _locked_reservation(task: RankingTask, profile: AnnotatorProfile) -> Assignment | None:
-    """The annotator's live reservation of ``task``, row-locked, none once erased: an erasure
-    then waits for this submit and deletes its ranking, or this submit finds nothing."""
+TASK, PROFILE = Param("task", IntegerField()), Param("profile", IntegerField())
+
+
+def _locked_task_query() -> QuerySet:
+    """The task row, locked: a submit racing its retry, or an erasure, waits here."""
+    return RankingTask.objects.select_for_update().filter(pk=TASK).values(*columns(RankingTask))
+
+
+def _reservation_query() -> QuerySet:
+    """The live reservation, row-locked, with the ranking already stored, if any; read in a
+    statement after the task's lock, so what a transaction that held it did is seen."""
+    ranked = Ranking.objects.filter(task=OuterRef("task"), annotator=OuterRef("annotator"))
     return (
         Assignment.objects.select_for_update(of=("self",))
         .filter(
-            task=task,
-            annotator=profile,
+            task_id=TASK,
+            annotator_id=PROFILE,
             annotator__erased_at__isnull=True,
-            reserved_until__gt=timezone.now(),
+            reserved_until__gt=Param("now", DateTimeField()),
         )
-        .first()
+        .annotate(ranked=Subquery(ranked.values("pk")[:1]))
+        .values(*columns(Assignment), "ranked")[:1]
     )
+
+
+_LOCKED_TASK, _RESERVATION = Prepared(_locked_task_query), Prepared(_reservation_query)
+
+
+def _locked_reservation(
+    task: RankingTask, profile: AnnotatorProfile
+) -> tuple[Assignment | None, int | None]:
+    """The annotator's live reservation of ``task``, row-locked, none once erased (an erasure
+    then waits for this submit and deletes its ranking, or this submit finds nothing),
+    and the id of their ranking of ``task`` if one is stored beside it."""
+    row = _RESERVATION.first(task=task.pk, profile=profile.pk, now=timezone.now())
+    if row is None:
+        return None, None
+    return instance(Assignment, row), row["ranked"]
 
 
 def validate_order(order, item_ids: set[int]) -> list[int]:

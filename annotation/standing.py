@@ -16,7 +16,7 @@ from django.db import transaction
 
 from . import selectors
 from .errors import InvalidAnswer, StatusConflict
-from .models import AnnotatorProfile, AnnotatorStatus, Ranking, StatusChange
+from .models import AnnotatorProfile, AnnotatorStatus, StatusChange
 from .quality.gold import annotator_quality
 from .quality.policy import Decision, Policy
 
@@ -34,8 +34,7 @@ def policy() -> Policy:
 
 def decide(profile: AnnotatorProfile) -> Decision:
     """The policy's decision on one annotator, from their rankings since reinstatement."""
-    rankings = selectors.since_reinstatement(Ranking.objects.filter(annotator=profile))
-    inputs = selectors.quality_inputs(rankings)
+    inputs = selectors.annotator_quality_inputs(profile)
     quality = annotator_quality(inputs.records, inputs.gold, inputs.checks)
     if profile.user_id not in quality:
         return Decision(AnnotatorStatus.OK, ())

@@ -18,13 +18,16 @@ def load() -> str:
 
 
 @contextmanager
-def gunicorn(env: dict, port: int, tries: int) -> Iterator[subprocess.Popen]:
-    """gunicorn (gunicorn.conf.py) serving web.wsgi on 127.0.0.1:``port`` with ``env``, once
-    ``/login/`` answers (or after ``tries`` tries 0.2 s apart); stopped on leaving."""
+def gunicorn(
+    env: dict, port: int, tries: int, cwd: Path = ROOT
+) -> Iterator[subprocess.Popen]:
+    """gunicorn (gunicorn.conf.py) serving web.wsgi from the tree ``cwd`` on
+    127.0.0.1:``port`` with ``env``, once ``/login/`` answers (or after ``tries`` tries
+    0.2 s apart); stopped on leaving."""
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "web.wsgi",
          "--bind", f"127.0.0.1:{port}"],
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
     )  # fmt: skip
     try:

@@ -8,6 +8,11 @@ threads, each on its own keep-alive HTTP connection, loop over "next task" +
 load average, requests/s, p50/p95/p99 latency (all, next, submit, log-in) and the
 rankings stored versus submitted (lost or duplicated must both be zero).
 
+``--compare OTHER_TREE`` runs this benchmark on two code trees in turn (this one
+on DATABASE_URL, the other, e.g. a worktree of an older commit sharing the venv, on
+``--compare-database-url``), ``--rounds`` times alternated, and prints each run's
+figures, the medians and the ratios (this tree / the other).
+
 ``--think-ms`` pauses each annotator between seeing a task and submitting it
 (a person takes seconds) and spreads their first arrivals over that time; 0,
 the default, is a saturation test: then latency is bound by Little's law
@@ -15,6 +20,9 @@ the default, is a saturation test: then latency is bound by Little's law
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_portal \\
         .venv/bin/python benchmarks/portal_load.py --annotators 32
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_new .venv/bin/python \\
+        benchmarks/portal_load.py --compare ../old-tree \\
+        --compare-database-url postgres://postgres@127.0.0.1:5432/bench_old
 """
 
 import argparse
@@ -69,7 +77,7 @@ class Api:
 def manage(env: dict, *args: str) -> str:
     return subprocess.run(
         [sys.executable, "manage.py", *args],
-        cwd=ROOT,
+        cwd=env["BENCH_TREE"],
         env=env,
         check=True,
         capture_output=True,
@@ -125,6 +133,47 @@ def server_cpu(server: int) -> dict[str, dict[int, float]]:
     return {"web": cpu_seconds(children(server)), "db": cpu_seconds(database_backends())}
 
 
+FIGURES = ("web_ms", "db_ms", "p95_ms", "requests_per_s")
+
+
+def compare(args: argparse.Namespace) -> None:
+    """Alternate this tree and ``args.compare`` ``args.rounds`` times; medians and ratios."""
+    if not args.compare_database_url.startswith("postgres"):
+        sys.exit("portal_load: --compare needs --compare-database-url (a PostgreSQL database)")
+    trees = {
+        "this": (ROOT, os.environ["DATABASE_URL"]),
+        "other": (Path(args.compare).resolve(), args.compare_database_url),
+    }
+    passed = [f"--annotators={args.annotators}", f"--tasks-each={args.tasks_each}",
+              f"--think-ms={args.think_ms}", f"--port={args.port}"]  # fmt: skip
+    passed += [f"--{k}={v}" for k in ("workers", "threads") if (v := getattr(args, k))]
+    runs: dict[str, list[dict]] = {name: [] for name in trees}
+    for round_ in range(1, args.rounds + 1):
+        for name, (tree, url) in trees.items():
+            out = subprocess.run(
+                [sys.executable, __file__, *passed, f"--tree={tree}", "--json"],
+                env={**os.environ, "DATABASE_URL": url},
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            print(f"--- round {round_}: {name} ({tree})\n{out}", end="", flush=True)
+            runs[name].append(json.loads(out.splitlines()[-1]))
+    print(f"\nmedians of {args.rounds} alternated rounds (this = {ROOT}, other = {args.compare})")
+    medians = {
+        n: {f: statistics.median(r[f] for r in rs) for f in FIGURES} for n, rs in runs.items()
+    }
+    for figure in FIGURES:
+        this, other = medians["this"][figure], medians["other"][figure]
+        print(f"  {figure:15} this {this:8.2f}  other {other:8.2f}  this/other {this / other:.2f}")
+    ratios = [r["web_ms"] / o["web_ms"] for r, o in zip(runs["this"], runs["other"], strict=True)]
+    print("  gunicorn CPU ratio per round: " + " ".join(f"{x:.2f}" for x in ratios))
+    ratios = [r["db_ms"] / o["db_ms"] for r, o in zip(runs["this"], runs["other"], strict=True)]
+    print("  PostgreSQL CPU ratio per round: " + " ".join(f"{x:.2f}" for x in ratios))
+    bad = [r for rs in runs.values() for r in rs if r["lost"] or r["duplicated"] or r["failed"]]
+    print(f"  runs with a lost or duplicated ranking or a failed request: {len(bad)}")
+
+
 def spent(before: dict[int, float], after: dict[int, float]) -> float:
     return sum(t - before.get(pid, 0.0) for pid, t in after.items())
 
@@ -137,9 +186,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="threads per process")
     parser.add_argument("--think-ms", type=float, default=0.0, help="pause before a submit")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--tree", default=str(ROOT), help="the code tree to serve")
+    parser.add_argument("--json", action="store_true", help="end with the figures as JSON")
+    parser.add_argument("--compare", help="another code tree, alternated with this one")
+    parser.add_argument("--compare-database-url", default="", help="the other tree's database")
+    parser.add_argument("--rounds", type=int, default=3, help="alternations with --compare")
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         sys.exit("portal_load: set DATABASE_URL to a PostgreSQL database (it is flushed)")
+    if args.compare:
+        return compare(args)
 
     env = {
         **os.environ,
@@ -153,6 +209,8 @@ def main() -> None:
         "STEREORANK_THROTTLE_SUBMIT": "100000/min",
         "STEREORANK_TASK_OVERLAP": "2",
         "STEREORANK_ANNOTATOR_QUOTA": str(args.tasks_each),
+        "BENCH_TREE": args.tree,
+        "PYTHONPATH": args.tree,  # the tree served, not the venv's editable install
     }
     if args.workers:
         env["GUNICORN_WORKERS"] = os.environ["GUNICORN_WORKERS"] = str(args.workers)
@@ -178,7 +236,7 @@ def main() -> None:
     failures: list[str] = []
     submitted = 0
     lock = threading.Lock()
-    with gunicorn(env, args.port, tries=150) as server:
+    with gunicorn(env, args.port, tries=150, cwd=Path(args.tree)) as server:
         apis = {name: Api(args.port) for name in names}
 
         def log_in(name: str) -> None:
@@ -243,7 +301,7 @@ def main() -> None:
     ).split()
     stored, over = int(out[-2]), int(out[-1])
     every = latencies["next"] + latencies["submit"]
-    conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))  # reads the same env
+    conf = runpy.run_path(str(Path(args.tree) / "gunicorn.conf.py"))  # reads the same env
     print(
         f"annotators: {args.annotators}  tasks each: {args.tasks_each}  "
         f"think: {args.think_ms:.0f} ms  gunicorn: {conf['workers']} {conf['worker_class']} "
@@ -260,6 +318,8 @@ def main() -> None:
         f"PostgreSQL {per_request['db']:.1f} ms (capacity on {os.cpu_count()} idle CPUs: "
         f"~{os.cpu_count() * 1000 / (per_request['web'] + per_request['db']):.0f} requests/s)"
     )
+    workers = sorted(t - cpu_before["web"].get(pid, 0.0) for pid, t in cpu_after["web"].items())
+    print("gunicorn CPU by worker: " + " ".join(f"{t:.2f} s" for t in workers))
     print(f"log-in (once per annotator, not in the figures above): {percentiles(logins)}")
     print(
         f"rankings submitted (201): {submitted}  stored: {stored}  "
@@ -268,6 +328,19 @@ def main() -> None:
     )
     for failure in failures[:10]:
         print(f"  {failure}")
+    if args.json:
+        p95 = 1000 * statistics.quantiles(every, n=100)[94]
+        figures = dict(
+            zip(
+                FIGURES,
+                [per_request["web"], per_request["db"], p95, len(every) / wall],
+                strict=True,
+            )
+        )
+        lost, duplicated = max(submitted - stored, 0), max(stored - submitted, 0)
+        print(
+            json.dumps({**figures, "lost": lost, "duplicated": duplicated, "failed": len(failures)})
+        )
 
 
 if __name__ == "__main__":

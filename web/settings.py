@@ -103,6 +103,13 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
         "connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=5)
     )
+    # The portal's hot queries (core/prepared.py) become server-side prepared statements
+    # on their second run on a connection (PostgreSQL then skips parsing and planning);
+    # other queries bind client-side as before. 0 turns it off (a pooler in transaction
+    # mode without prepared-statement support).
+    DATABASES["default"]["OPTIONS"].setdefault(
+        "prepare_threshold", env.int("DATABASE_PREPARE_THRESHOLD", default=2) or None
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -167,10 +167,10 @@ def test_exports_are_staff_only_pseudonymous_and_exclude_synthetic(make_tasks, a
 # its live reservations (1), its items (1), upsert the reservation (1). (With group
 # quotas, a newcomer's first task costs up to four more: test_annotation_quotas.)
 NEXT_QUERIES = 6
-# Token auth (1), lock the task (1), existing ranking (1), reservation (1), ranking (1),
+# Token auth (1), lock the task (1), reservation with any existing ranking (1), ranking (1),
 # its items' positions (1), the task's count (1), release the reservation (1), the
 # rankings the quality policy reads (1; its status did not change: no write).
-SUBMIT_QUERIES = 9
+SUBMIT_QUERIES = 8
 
 
 def _queries(name, make_tasks, annotator, n, k):

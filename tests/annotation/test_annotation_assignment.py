@@ -49,3 +49,24 @@ def test_a_registered_ordering_is_used_by_name_at_the_same_query_count(
     with CaptureQueriesContext(connection) as newest:
         assert next_task(second, ordering="newest").task_id == tasks[-1].pk
     assert len(newest) == len(uniform)
+
+
+def _ranked(profile, task):
+    """A ranking stored as submit_ranking stores it (the task's count too), no reservation."""
+    from annotation.models import Ranking, RankingTask
+
+    order = list(task.task_items.values_list("item_id", flat=True))
+    Ranking.objects.create(task=task, annotator=profile, order=order, shown_order=order)
+    RankingTask.objects.filter(pk=task.pk).update(ranking_count=F("ranking_count") + 1)
+
+
+def test_uniform_counts_how_often_each_occupation_was_seen(make_tasks, annotator, no_gold):
+    first_nurse, second_nurse, third_nurse = make_tasks(3, k=3, overlap=3)
+    first_ceo, second_ceo = make_tasks(2, k=3, overlap=3, occupation="ceo")
+    profile = annotator("ann").profile
+    for task in (first_nurse, second_nurse, first_ceo):
+        _ranked(profile, task)  # seen: nurse twice, ceo once
+    _ranked(annotator("x").profile, second_ceo)  # the ceo task has more rankings
+    # ceo (seen once) before nurse (seen twice), whatever the rankings: a count, not a flag.
+    assert next_task(profile).task_id == second_ceo.pk
+    assert third_nurse.ranking_count == 0

@@ -1,0 +1,86 @@
+"""core/prepared.py: a query compiled once answers as the ORM does for every value bound."""
+
+import threading
+from datetime import timedelta
+
+from django.db.models import DateTimeField, IntegerField
+from django.utils import timezone
+
+from annotation.models import AnnotatorProfile, Assignment, Ranking, RankingTask
+from core.prepared import Param, Prepared, columns, instance
+
+
+def _rank(profile, task, order):
+    return Ranking.objects.create(task=task, annotator=profile, order=order, shown_order=order)
+
+
+def test_values_bound_at_each_run_give_the_orms_rows(make_tasks, annotator):
+    first, second = make_tasks(2, k=3)
+    a, b = annotator("a").profile, annotator("b").profile
+    _rank(a, first, [i.pk for i in first.items.all()])
+    _rank(b, second, list(reversed([i.pk for i in second.items.all()])))
+    builds = []
+
+    def build():
+        builds.append(1)
+        return Ranking.objects.filter(annotator_id=Param("who", IntegerField())).values(
+            "task_id", "order", "annotator__user__username"
+        )
+
+    query = Prepared(build)
+    for profile in (a, b, a):
+        expected = list(
+            Ranking.objects.filter(annotator=profile).values(
+                "task_id", "order", "annotator__user__username"
+            )
+        )
+        assert query.rows(who=profile.pk) == expected
+    assert isinstance(query.rows(who=a.pk)[0]["order"], list)  # the JSON field's converter
+    assert len(builds) == 1, "compiled once for this thread and connection"
+    assert query.first(who=-1) is None
+
+
+def test_a_datetime_param_is_prepared_as_the_field_stores_it(make_tasks, annotator):
+    (task,) = make_tasks(1)
+    profile = annotator("a").profile
+    now = timezone.now()
+    Assignment.objects.create(
+        task=task, annotator=profile, shown_order=[], reserved_until=now + timedelta(minutes=5)
+    )
+    live = Prepared(
+        lambda: Assignment.objects.filter(reserved_until__gt=Param("now", DateTimeField())).values(
+            "pk"
+        )
+    )
+    assert len(live.rows(now=now)) == 1
+    assert live.rows(now=now + timedelta(minutes=6)) == []
+
+
+def test_each_thread_compiles_its_own(make_tasks, transactional_db):
+    make_tasks(1)
+    builds = []
+
+    def build():
+        builds.append(threading.get_ident())
+        return RankingTask.objects.filter(pk__gt=Param("after", IntegerField())).values("pk")
+
+    query = Prepared(build)
+    assert len(query.rows(after=0)) == 1
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(len(query.rows(after=0))))
+    thread.start()
+    thread.join()
+    assert seen == [1] and len(set(builds)) == 2
+
+
+def test_instance_loads_a_model_and_none_for_a_missing_left_join(annotator, db):
+    profile = annotator("a").profile
+    row = (
+        AnnotatorProfile.objects.filter(pk=profile.pk)
+        .values(*columns(AnnotatorProfile), *columns(Assignment, "assignments__"))
+        .get()
+    )
+    loaded = instance(AnnotatorProfile, row)
+    assert (loaded.pk, loaded.user_id, loaded.quota) == (profile.pk, profile.user_id, profile.quota)
+    assert not loaded._state.adding
+    assert instance(Assignment, row, "assignments__") is None
