@@ -59,6 +59,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("services"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _a_broker_per_xdist_worker():
+    """Under pytest-xdist, each pytest worker queues Celery tasks on a Redis database of
+    its own (db 1 + its index), so a live Celery worker started by one test never takes a
+    task another pytest worker's test queued against another test database."""
+    index = os.environ.get("PYTEST_XDIST_WORKER", "")[2:]
+    if not index.isdigit() or not settings.CELERY_BROKER_URL.startswith("redis"):
+        yield
+        return
+    from urllib.parse import urlsplit, urlunsplit
+
+    from web.celery import app
+
+    own = urlunsplit(urlsplit(settings.CELERY_BROKER_URL)._replace(path=f"/{1 + int(index)}"))
+    before = settings.CELERY_BROKER_URL, settings.CELERY_RESULT_BACKEND
+    settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = own
+    app.conf.broker_url = app.conf.result_backend = own
+    yield
+    settings.CELERY_BROKER_URL, settings.CELERY_RESULT_BACKEND = before
+    app.conf.broker_url, app.conf.result_backend = before
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     missing = _missing_services(item)
     if missing:
