@@ -220,7 +220,9 @@ def card_data(checkpoint: Checkpoint, validation: Sequence[Mapping] = ()) -> dic
             },
             "recipe": {
                 "name": hyperparameters.get("recipe"),
-                "hyperparameters": {n: v for n, v in hyperparameters.items() if n != "recipe"},
+                "hyperparameters": {
+                    n: v for n, v in sorted(hyperparameters.items()) if n != "recipe"
+                },
                 "steering": steering,
             },
             "training_data": _training_data(snapshot, run, k) if snapshot is not None else None,
