@@ -16,6 +16,7 @@ from .quality.records import PREFER_NOT_TO_SAY
 # The study's own models (recruitment, quotas, erasure records) live in a module of their
 # own, which imports nothing from here; imported so that Django registers them with the app.
 from .study_models import Erasure, GroupQuota, Participation, QuotaSeat, Study  # noqa: F401
+from .validation_models import Condition, ConditionImage, ConditionPrompt  # noqa: F401
 
 
 class PromptType(models.TextChoices):
