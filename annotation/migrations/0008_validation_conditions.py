@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0006_participation_left_at"),
+        ("annotation", "0007_task_priority"),
     ]
 
     operations = [
