@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0006_participation_left_at"),
+        ("annotation", "0008_validation_conditions"),
     ]
 
     operations = [
