@@ -7,6 +7,7 @@ exports. Every list runs a fixed number of queries whatever its length.
 
 from django.conf import settings
 from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers, status, viewsets
 from rest_framework.exceptions import ParseError
@@ -245,7 +246,7 @@ class QualityView(APIView):
                 description="Bootstrap draws of the intervals (default: the setting).",
             ),
         ],
-        responses=QualityReportSerializer,
+        responses={200: QualityReportSerializer, 202: OpenApiTypes.OBJECT},
     )
     def get(self, request):
         n_boot = _int_param(request, "n_boot")
