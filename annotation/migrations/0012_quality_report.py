@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0008_validation_conditions"),
+        ("annotation", "0011_study_owns_its_rows"),
     ]
 
     operations = [
