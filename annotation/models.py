@@ -16,6 +16,7 @@ from .quality.records import PREFER_NOT_TO_SAY
 # The study's own models (recruitment, quotas, erasure records) live in a module of their
 # own, which imports nothing from here; imported so that Django registers them with the app.
 from .study_models import Erasure, GroupQuota, Participation, QuotaSeat, Study  # noqa: F401
+from .validation_models import Condition, ConditionImage, ConditionPrompt  # noqa: F401
 
 
 class PromptType(models.TextChoices):
@@ -115,6 +116,9 @@ def parse_gold_reference(ref) -> GoldReference:
 class RankingTask(models.Model):
     """One occupation, K items, ranked by ``overlap`` annotators.
 
+    ``priority`` orders the open tasks under the ``active`` sampler (higher first);
+    0 until the sampler has scored the task.
+
     A *gold* task (``is_gold``) carries a reference, ``{"order": [ids]}`` (most to
     least stereotypical, every pair keyed) or ``{"pairs": [[a, b], ...]}`` (only
     these pairs keyed: a before b); it ignores overlap and never feeds labels.
@@ -129,6 +133,9 @@ class RankingTask(models.Model):
     # Denormalised count of stored rankings, kept by services.submit_ranking under
     # a row lock; lets assignment order by "furthest from overlap" cheaply.
     ranking_count = models.PositiveIntegerField(default=0)
+    # Written by the training side's sampler (training/sampling.py) for an ``active``
+    # study: higher is handed out sooner; assignment's ``active`` ordering reads it.
+    priority = models.FloatField(default=0.0, db_index=True)
     is_gold = models.BooleanField(default=False, db_index=True)
     gold_reference = models.JSONField(null=True, blank=True)
     check_item = models.ForeignKey(
