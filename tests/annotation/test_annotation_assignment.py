@@ -70,3 +70,65 @@ def test_uniform_counts_how_often_each_occupation_was_seen(make_tasks, annotator
     # ceo (seen once) before nurse (seen twice), whatever the rankings: a count, not a flag.
     assert next_task(profile).task_id == second_ceo.pk
     assert third_nurse.ranking_count == 0
+
+
+def test_active_takes_the_highest_priority_then_the_uniform_order(make_tasks, annotator, no_gold):
+    from annotation.models import RankingTask
+
+    low, high, unscored, other = make_tasks(4, k=3)
+    for task, priority in ((low, 1.0), (high, 3.0), (other, 2.0)):
+        RankingTask.objects.filter(pk=task.pk).update(priority=priority)
+    taken = [next_task(annotator(name).profile, ordering="active").task_id for name in "abcd"]
+    assert taken == [high.pk, other.pk, low.pk, unscored.pk]  # one slot each (overlap 1)
+
+
+def test_active_costs_what_uniform_costs(make_tasks, annotator, no_gold):
+    from annotation.models import RankingTask
+
+    tasks = make_tasks(5, k=3)
+    next_task(annotator("warm").profile, ordering="active")  # compiled once per process
+    RankingTask.objects.filter(pk=tasks[2].pk).update(priority=5.0)
+    with CaptureQueriesContext(connection) as uniform:
+        next_task(annotator("a").profile)
+    with CaptureQueriesContext(connection) as active:
+        assert next_task(annotator("b").profile, ordering="active").task_id == tasks[2].pk
+    assert len(active) == len(uniform)
+
+
+def _pace(settings, **rates):
+    settings.STEREORANK = {
+        **settings.STEREORANK,
+        "GOLD_RATE": 0.0,
+        "CHECK_RATE": 0.0,
+        "AGREEMENT_RATE": 0.0,
+        **rates,
+    }
+
+
+@pytest.mark.parametrize("ordering", ["uniform", "active"])
+def test_a_due_agreement_slot_finishes_a_started_set_first(
+    make_tasks, annotator, settings, ordering
+):
+    from annotation.models import RankingTask
+
+    plain = make_tasks(3, k=3)
+    fresh, started = make_tasks(2, k=3, overlap=3, occupation="ceo")
+    RankingTask.objects.filter(pk=plain[0].pk).update(priority=9.0)
+    _ranked(annotator("x").profile, started)
+    _pace(settings, AGREEMENT_RATE=0.999)  # due from the first task (phase >= 0.001)
+    assert next_task(annotator("a").profile, ordering=ordering).task_id == started.pk
+    _pace(settings)  # not due: the ordering's own choice (a tie under uniform: the oldest)
+    assert next_task(annotator("b").profile, ordering=ordering).task_id == plain[0].pk
+    assert fresh.ranking_count == 0
+
+
+def test_a_due_check_slot_takes_an_attention_check_task(make_tasks, annotator, settings):
+    from annotation.models import RankingTask
+
+    tasks = make_tasks(3, k=3)
+    card = tasks[2].task_items.first().item_id
+    RankingTask.objects.filter(pk=tasks[2].pk).update(check_item_id=card, check_position=0)
+    _pace(settings, CHECK_RATE=0.999)
+    assert next_task(annotator("a").profile).task_id == tasks[2].pk
+    _pace(settings)
+    assert next_task(annotator("b").profile).task_id == tasks[0].pk
