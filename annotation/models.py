@@ -183,6 +183,15 @@ class RankingTask(models.Model):
                 name="check_has_card_and_position_and_no_gold",
             ),
         ]
+        indexes = [
+            # The open tasks only: assignment's candidate query reads these, so its cost
+            # follows the open tasks, not every task a study has finished.
+            models.Index(
+                fields=["study", "id"],
+                condition=Q(is_gold=False, ranking_count__lt=models.F("overlap")),
+                name="open_task",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"task {self.pk} ({self.occupation})"
