@@ -44,6 +44,10 @@ class RegistryConflict(RegistryError, Conflict):
     """The registry is already in the state asked for."""
 
 
+class GroupsFall(RegistryConflict):
+    """A promotion asked to check the groups, refused: a group clearly loses alignment."""
+
+
 class ScheduleError(TrainingError):
     """A retraining schedule's settings that cannot be used."""
 
