@@ -150,13 +150,14 @@ def _check_row(number: int, raw: dict, folder: Path, prompts: dict) -> _Row:
     )
 
 
-def _store(rows: list[_Row], placeholder: bool = False) -> dict:
-    """Write the checked rows' items and their condition images; known images are skipped."""
+def _store(study: Study, rows: list[_Row], placeholder: bool = False) -> dict:
+    """Write the checked rows' items (the study's) and their condition images; images the
+    study holds already are skipped."""
     known = {
         i.image_sha256: i
-        for i in Item.objects.filter(image_sha256__in=[r.sha256 for r in rows]).select_related(
-            "condition_image"
-        )
+        for i in Item.objects.filter(
+            study=study, image_sha256__in=[r.sha256 for r in rows]
+        ).select_related("condition_image")
     }
     taken = {
         (ci.prompt_id, ci.seed): ci.item.image_sha256
@@ -182,6 +183,7 @@ def _store(rows: list[_Row], placeholder: bool = False) -> dict:
                     f"{where}: prompt_id {r.prompt.pk} seed {r.seed} has another image already"
                 )
             item = Item(
+                study=study,
                 prompt=r.prompt.prompt,
                 image_sha256=r.sha256,
                 generator=r.generator,
@@ -220,7 +222,7 @@ def import_images(study: Study, manifest: Path) -> dict:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise ConditionError(f"{manifest.name}: {errors[0]}{more}; nothing was imported")
     try:
-        return _store(rows)
+        return _store(study, rows)
     except ConditionError as error:
         raise ConditionError(f"{manifest.name}: {error.message}; nothing was imported") from None
 
@@ -247,4 +249,4 @@ def placeholder_images(study: Study, images_per_prompt: int) -> dict:
                 {"name": "placeholder", "placeholder": True},
             )
         )
-    return _store(rows, placeholder=True)
+    return _store(study, rows, placeholder=True)
