@@ -111,7 +111,7 @@ def lines(r: dict) -> list[str]:
         f"  d_z {est(e['d_z'])}, d_pooled {est(e['d_pooled'])}, "
         f"P(treatment above) {est(e['probability_of_superiority'])}"
     )
-    for name, p in r["power"].items():
+    for p in r["power"].values():
         need = p["n_needed"] if p["n_needed"] is not None else "more than 10000"
         achieved = "-" if p["achieved"] is None else f"{p['achieved']:.2f}"
         out.append(

@@ -25,6 +25,10 @@ from .errors import ConditionError
 from .models import RankingTask, Study, TaskItem
 from .validation_models import Condition, ConditionImage
 
+# Rankings per validation task when the study sets no overlap: the card's 20 annotators,
+# every one ranking every task (the tests compare each annotator's two conditions).
+VALIDATION_OVERLAP = 20
+
 
 def _free_images(study: Study) -> dict[int, dict[str, list[int]]]:
     """``{occupation id: {role: [item ids]}}`` of the study's images in no task yet."""
@@ -62,7 +66,7 @@ def build_validation_tasks(study: Study, *, seed: int = 0, checks_per_occupation
     roles = set(study.conditions.values_list("role", flat=True))
     if roles != set(Condition.Role.values):
         raise ConditionError(f"study {study.slug} needs a baseline and a treatment condition")
-    k, overlap = task_size(study), studies.overlap(study)
+    k, overlap = task_size(study), study.overlap or VALIDATION_OVERLAP
     card_text = RankingTask.CardText.CONDITION if study.shows_prompts else RankingTask.CardText.NONE
     rng = random.Random(seed)
     made = 0

@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import yaml
-
 from django.conf import settings
 
 from annotation import validation_results

@@ -360,6 +360,12 @@ TRAINING = {
     "OPENAI_BASE_URL": env.str("OPENAI_BASE_URL", default="https://api.openai.com/v1"),
     "OPENAI_API_KEY": env.str("OPENAI_API_KEY", default=""),
     "OPENAI_MODEL": env.str("OPENAI_MODEL", default="gpt-4o"),
+    # A validation study's optional image generator (training/image_generation.py): an
+    # OpenAI-compatible images endpoint; empty (the default): none, images are imported.
+    "IMAGES_BASE_URL": env.str("STEREORANK_IMAGES_BASE_URL", default=""),
+    "IMAGES_API_KEY": env.str("STEREORANK_IMAGES_API_KEY", default=""),
+    "IMAGES_MODEL": env.str("STEREORANK_IMAGES_MODEL", default="gpt-image-1"),
+    "IMAGES_SIZE": env.str("STEREORANK_IMAGES_SIZE", default="1024x1024"),
     # Passed to training.ml.paraphrase.openai_compat.OpenAIBackend; None = no limit/price.
     "OPENAI_CLIENT": {
         "timeout": env.float("OPENAI_TIMEOUT", default=60.0),

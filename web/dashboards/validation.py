@@ -50,9 +50,7 @@ def report(study: Study) -> dict | None:
 @staff_only
 def validation_studies(request: HttpRequest) -> HttpResponse:
     """Every validation study, with its conditions."""
-    found_studies = Study.objects.filter(kind=Study.Kind.VALIDATION).prefetch_related(
-        "conditions"
-    )
+    found_studies = Study.objects.filter(kind=Study.Kind.VALIDATION).prefetch_related("conditions")
     return render(
         request,
         "dashboards/validation_list.html",
@@ -92,7 +90,9 @@ def _points(data: dict) -> list[IntervalPoint]:
     points.append(IntervalPoint("difference (bootstrap)", d["value"], d["ci_low"], d["ci_high"]))
     for occupation, f in sorted(data["per_occupation"].items()):
         d = f["difference"]
-        points.append(IntervalPoint(f"{occupation}: difference", d["value"], d["ci_low"], d["ci_high"]))
+        points.append(
+            IntervalPoint(f"{occupation}: difference", d["value"], d["ci_low"], d["ci_high"])
+        )
     return points
 
 
