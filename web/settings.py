@@ -15,6 +15,8 @@ from pathlib import Path
 
 import environ
 
+from web import storage_settings
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -130,18 +132,20 @@ STATIC_URL = "static/"
 STATIC_ROOT = Path(env.str("STEREORANK_STATIC_ROOT", default=str(VAR_DIR / "static")))
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env.str("STEREORANK_MEDIA_ROOT", default=str(VAR_DIR / "media")))
-STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {
-        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        if DEBUG or EMBEDDED
-        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
-    },
-}
+# Media and checkpoints: local folders (the default) or an S3-compatible object store
+# (STEREORANK_STORAGE=s3, for a fleet of nodes that share no filesystem): see
+# web/storage_settings.py for its settings.
+STORAGE_KIND, STORAGES = storage_settings.storages(
+    env,
+    static_backend="django.contrib.staticfiles.storage.StaticFilesStorage"
+    if DEBUG or EMBEDDED
+    else "whitenoise.storage.CompressedManifestStaticFilesStorage",
+)
 # Embedded: WhiteNoise serves the apps' static folders as they are, DEBUG or not.
 WHITENOISE_USE_FINDERS = DEBUG or EMBEDDED
-# Item images are served by Django itself (no separate server), see web/urls.py.
-SERVE_MEDIA = env.bool("STEREORANK_SERVE_MEDIA", default=True)
+# Item images on local disk are served by Django itself (no separate server), see
+# web/urls.py; on the object store, by the store (signed URLs or its custom domain).
+SERVE_MEDIA = env.bool("STEREORANK_SERVE_MEDIA", default=STORAGE_KIND == storage_settings.LOCAL)
 
 LOGIN_URL = "portal:login"
 LOGIN_REDIRECT_URL = "portal:home"
