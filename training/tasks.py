@@ -1,7 +1,8 @@
 """Celery tasks: thin wrappers that take ids and call the services.
 
-``train_run``, ``evaluate_checkpoint`` and ``perspective_report`` go to the ``gpu``
-queue, the others to ``default`` (``web/celery.py``). Services queue tasks by name
+``train_run`` and ``evaluate_checkpoint`` go to the ``gpu`` queue; the others to
+``default`` (``web/celery.py``), ``perspective_report`` included (a report over every
+ranking, its items scored once: it must not block training). Services queue tasks by name
 (``training.queue``), so no service imports this module. torch and the model code are imported
 inside the tasks, never at worker start, so a forking pool's parent never
 touches CUDA. When a worker that consumes the ``gpu`` queue starts, it removes

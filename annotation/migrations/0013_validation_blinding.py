@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0011_study_owns_its_rows"),
+        ("annotation", "0012_quality_report"),
     ]
 
     operations = [
