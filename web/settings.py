@@ -310,6 +310,11 @@ STEREORANK = {
     "AGREEMENT_OVERLAP": env.int("STEREORANK_AGREEMENT_OVERLAP", default=3),
     # Share of each annotator's tasks that are gold tasks (when there are gold tasks).
     "GOLD_RATE": env.float("STEREORANK_GOLD_RATE", default=0.15),
+    # Shares of each annotator's tasks paced like gold from the first rankings, whatever
+    # the sampler: attention-check tasks, and rankings of the agreement subset (sets
+    # already started first), so a study stopped early still measures agreement.
+    "CHECK_RATE": env.float("STEREORANK_CHECK_RATE", default=0.1),
+    "AGREEMENT_RATE": env.float("STEREORANK_AGREEMENT_RATE", default=0.2),
     # Demographic groups with fewer annotators are not reported.
     "GROUP_K": env.int("STEREORANK_GROUP_K", default=5),
     # Overrides of annotation.quality.policy.Policy, whose defaults are documented there,
