@@ -102,3 +102,7 @@ def ml_refusals(error: type[StereorankError], prefix: str = "") -> Iterator[None
         yield
     except MLError as exc:
         raise error(f"{prefix}{exc}") from exc
+
+
+class ImageGenerationRefused(TrainingError):
+    """A validation study's images cannot be generated (no generator, or it failed)."""
