@@ -34,3 +34,14 @@ def task_size(study: Study) -> int:
 def overlap(study: Study) -> int:
     """Rankings per task: the study's own, else ``STEREORANK_TASK_OVERLAP``."""
     return study.overlap or settings.STEREORANK["TASK_OVERLAP"]
+
+
+def set_sampler(study: Study, sampler: str) -> Study:
+    """Switch how the study's open tasks are ordered (``Study.Sampler``). Saved through
+    ``save``, so the training side hears it and computes an ``active`` study's
+    priorities once this commits (``training.apps``); until then, the uniform order."""
+    if sampler not in Study.Sampler.values:
+        raise ValueError(f"sampler must be one of {', '.join(Study.Sampler.values)}")
+    study.sampler = sampler
+    study.save(update_fields=["sampler"])
+    return study

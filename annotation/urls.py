@@ -25,5 +25,10 @@ urlpatterns = [
         staff_api.ReinstateView.as_view(),
         name="api-staff-reinstate",
     ),
+    path(
+        "staff/studies/<slug:slug>/sampler/",
+        staff_api.SamplerView.as_view(),
+        name="api-staff-sampler",
+    ),
     path("staff/", include(staff.urls)),
 ]
