@@ -19,6 +19,10 @@ computes a priority, so annotation never imports torch.
 Race-free: the best candidate is locked in the query that finds it (on
 PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``, so two annotators never take
 the one remaining slot); SQLite serialises writers (``transaction_mode=IMMEDIATE``).
+
+Its cost follows the open tasks, not the finished ones: the candidates are read
+from the ``open_task`` partial index (``RankingTask``: not gold, fewer rankings than
+overlap), kept by the ``ranking_count`` that submit updates in its transaction.
 """
 
 import math

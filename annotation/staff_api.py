@@ -273,6 +273,33 @@ class QualityView(APIView):
         return Response(served.as_dict())
 
 
+class ValidationReportView(APIView):
+    """A validation study's report: per condition, Welch's t, paired t, Wilcoxon, the cluster
+    bootstrap, effect sizes, per occupation and group, power, each annotator's means."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "n_boot",
+                {"type": "integer", "minimum": 0, "maximum": MAX_N_BOOT},
+                description="Bootstrap draws of the intervals (default: the setting).",
+            ),
+        ],
+        responses={200: dict},
+    )
+    def get(self, request, slug: str):
+        n_boot = _int_param(request, "n_boot")
+        if n_boot is None:
+            n_boot = settings.STEREORANK["QUALITY_N_BOOT"]
+        if not 0 <= n_boot <= MAX_N_BOOT:
+            raise ParseError(f"n_boot: {n_boot} is not between 0 and {MAX_N_BOOT}.")
+        from . import validation_results  # scipy: not with the URL conf
+
+        return Response(validation_results.report(studies.resolve(slug), n_boot=n_boot))
+
+
 class ReinstateSerializer(serializers.Serializer):
     reason = serializers.CharField(
         allow_blank=True, help_text="Why the annotator is reinstated: recorded with the change."

@@ -125,6 +125,10 @@ class Study(models.Model):
     # priorities rest on, and when they were written.
     priorities_basis = models.CharField(max_length=300, blank=True, editable=False)
     priorities_updated_at = models.DateTimeField(null=True, blank=True, editable=False)
+    shows_prompts = models.BooleanField(
+        default=False,
+        help_text="Validation studies: cards show their condition's text (blinded otherwise).",
+    )
     tasks_per_participant = models.PositiveIntegerField(
         null=True, blank=True, help_text="Each participant's quota; blank: the default quota."
     )

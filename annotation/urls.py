@@ -30,5 +30,10 @@ urlpatterns = [
         staff_api.SamplerView.as_view(),
         name="api-staff-sampler",
     ),
+    path(
+        "staff/studies/<slug:slug>/validation/",
+        staff_api.ValidationReportView.as_view(),
+        name="api-staff-validation",
+    ),
     path("staff/", include(staff.urls)),
 ]

@@ -47,6 +47,15 @@ def augment_snapshot(augmentation_id: int, encoder: str | None = None) -> dict:
     return {"augmentation": augmentation.pk, "status": augmentation.status}
 
 
+@shared_task(name="training.tasks.generate_images", acks_late=True, reject_on_worker_lost=True)
+def generate_images(study_id: int, images_per_prompt: int) -> dict:
+    """A validation study's missing images from the image generator (idempotent: the
+    images it has are skipped)."""
+    from training.image_generation import generate_images as generate
+
+    return generate(study_id, images_per_prompt)
+
+
 @shared_task(name="training.tasks.evaluate_checkpoint", acks_late=True)
 def evaluate_checkpoint(checkpoint_id: int, snapshot_id: int) -> int:
     """Score a checkpoint on a snapshot's eval split (once; reused after)."""

@@ -9,9 +9,8 @@ Two modes:
 - production: DATABASE_URL (PostgreSQL), REDIS_URL or CELERY_BROKER_URL,
   DJANGO_SECRET_KEY and DJANGO_ALLOWED_HOSTS from the environment, DEBUG off.
 
-Past 400 lines because every setting is read here with its default and a line on what
-it does (Django's one settings module); a group with logic of its own moves out
-(``web/storage_settings.py``).
+Past 400 lines because it is the one place the environment is read: each setting with
+its default and a line on what it is for (storage's are in ``storage_settings``).
 """
 
 from datetime import timedelta
@@ -383,6 +382,11 @@ TRAINING = {
     "OPENAI_BASE_URL": env.str("OPENAI_BASE_URL", default="https://api.openai.com/v1"),
     "OPENAI_API_KEY": env.str("OPENAI_API_KEY", default=""),
     "OPENAI_MODEL": env.str("OPENAI_MODEL", default="gpt-4o"),
+    # A validation study's image generator (training/image_generation.py); no URL: none.
+    "IMAGES_BASE_URL": env.str("STEREORANK_IMAGES_BASE_URL", default=""),
+    "IMAGES_API_KEY": env.str("STEREORANK_IMAGES_API_KEY", default=""),
+    "IMAGES_MODEL": env.str("STEREORANK_IMAGES_MODEL", default="gpt-image-1"),
+    "IMAGES_SIZE": env.str("STEREORANK_IMAGES_SIZE", default="1024x1024"),
     # Passed to training.ml.paraphrase.openai_compat.OpenAIBackend; None = no limit/price.
     "OPENAI_CLIENT": {
         "timeout": env.float("OPENAI_TIMEOUT", default=60.0),

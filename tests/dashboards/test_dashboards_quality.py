@@ -152,3 +152,17 @@ def test_reinstate_needs_post_and_staff(staff_client, annotator_client, ranked):
     assert staff_client.get(url).status_code == 405
     assert annotator_client.post(url, {"reason": "me"}).status_code == 403
     assert staff_client.post(reverse("dashboards:reinstate", args=[10**6])).status_code == 404
+
+
+def test_a_long_annotator_table_comes_in_pages_keeping_the_sort(staff_client, ranked, monkeypatch):
+    from web.dashboards import quality
+
+    monkeypatch.setattr(quality, "PAGE_SIZE", 2)
+    first = staff_client.get(URL + "?sort=gold_score")
+    assert len(first.context["annotators"]) == 2
+    html = first.content.decode()
+    assert "Annotators 1–2 of 3" in html and "?sort=gold_score&amp;page=2" in html
+    second = staff_client.get(URL + "?sort=gold_score&page=2")
+    assert [r["pseudonym"] for r in second.context["annotators"]] == [
+        pseudonym(ranked["cat"].user_id)
+    ]

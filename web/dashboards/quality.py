@@ -12,6 +12,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
@@ -27,6 +28,9 @@ from .charts import (
     position_heatmap,
 )
 
+# Annotator rows a page shows: a study of thousands pages its table (rendering every
+# row took seconds), the figures above it are the whole study's.
+PAGE_SIZE = 100
 # The annotator table's columns, in order, with their headings.
 SORTABLE = {
     "pseudonym": "Annotator",
@@ -61,6 +65,13 @@ def report(request: HttpRequest) -> dict:
     return data
 
 
+def _query(request: HttpRequest) -> str:
+    """The page's query string without ``page`` (for the pager's links)."""
+    query = request.GET.copy()
+    query.pop("page", None)
+    return query.urlencode()
+
+
 def sort_rows(rows: list[dict], column: str, descending: bool) -> list[dict]:
     """The annotator table sorted by one column; undefined figures always last."""
     if column not in SORTABLE:
@@ -81,6 +92,8 @@ def quality(request: HttpRequest) -> HttpResponse:
     data = current.report
     column = request.GET.get("sort", "pseudonym")
     descending = request.GET.get("dir") == "desc"
+    rows = sort_rows(data["annotators"], column, descending)
+    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     occupations = [
         (name, a) for name, a in data["agreement"]["per_occupation"].items() if a["n_tasks"]
     ]
@@ -100,7 +113,9 @@ def quality(request: HttpRequest) -> HttpResponse:
             "occupations": occupations,
             "within_groups": within,
             "gold_tasks": selectors.gold_task_count(),
-            "annotators": sort_rows(data["annotators"], column, descending),
+            "annotators": page.object_list,
+            "page": page,
+            "query": _query(request),
             "sort": column,
             "descending": descending,
             "sortable": SORTABLE,

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0012_quality_report"),
+        ("annotation", "0014_open_task_index"),
     ]
 
     operations = [
