@@ -8,6 +8,9 @@ Two modes:
   every route); DJANGO_DEBUG=true turns it on.
 - production: DATABASE_URL (PostgreSQL), REDIS_URL or CELERY_BROKER_URL,
   DJANGO_SECRET_KEY and DJANGO_ALLOWED_HOSTS from the environment, DEBUG off.
+
+Past 400 lines because it is the one place the environment is read: each setting with
+its default and a line on what it is for (storage's are in ``storage_settings``).
 """
 
 from datetime import timedelta
@@ -310,6 +313,11 @@ STEREORANK = {
     "AGREEMENT_OVERLAP": env.int("STEREORANK_AGREEMENT_OVERLAP", default=3),
     # Share of each annotator's tasks that are gold tasks (when there are gold tasks).
     "GOLD_RATE": env.float("STEREORANK_GOLD_RATE", default=0.15),
+    # Shares of each annotator's tasks paced like gold from the first rankings, whatever
+    # the sampler: attention-check tasks, and rankings of the agreement subset (sets
+    # already started first), so a study stopped early still measures agreement.
+    "CHECK_RATE": env.float("STEREORANK_CHECK_RATE", default=0.1),
+    "AGREEMENT_RATE": env.float("STEREORANK_AGREEMENT_RATE", default=0.2),
     # Demographic groups with fewer annotators are not reported.
     "GROUP_K": env.int("STEREORANK_GROUP_K", default=5),
     # Overrides of annotation.quality.policy.Policy, whose defaults are documented there,
@@ -369,6 +377,11 @@ TRAINING = {
     "OPENAI_BASE_URL": env.str("OPENAI_BASE_URL", default="https://api.openai.com/v1"),
     "OPENAI_API_KEY": env.str("OPENAI_API_KEY", default=""),
     "OPENAI_MODEL": env.str("OPENAI_MODEL", default="gpt-4o"),
+    # A validation study's image generator (training/image_generation.py); no URL: none.
+    "IMAGES_BASE_URL": env.str("STEREORANK_IMAGES_BASE_URL", default=""),
+    "IMAGES_API_KEY": env.str("STEREORANK_IMAGES_API_KEY", default=""),
+    "IMAGES_MODEL": env.str("STEREORANK_IMAGES_MODEL", default="gpt-image-1"),
+    "IMAGES_SIZE": env.str("STEREORANK_IMAGES_SIZE", default="1024x1024"),
     # Passed to training.ml.paraphrase.openai_compat.OpenAIBackend; None = no limit/price.
     "OPENAI_CLIENT": {
         "timeout": env.float("OPENAI_TIMEOUT", default=60.0),
