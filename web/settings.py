@@ -359,6 +359,11 @@ TRAINING = {
     "EMBEDDING_CACHE": Path(
         env.str("STEREORANK_EMBEDDING_CACHE", default=str(VAR_DIR / "embeddings"))
     ),
+    # A per-node cache: vectors one process keeps in memory (an LRU in front of the
+    # memory-mapped shards), and the shards a folder holds before a write merges the
+    # small ones (manage.py compact_embeddings merges all). training/ml/cache.py.
+    "EMBEDDING_CACHE_ENTRIES": env.int("STEREORANK_EMBEDDING_CACHE_ENTRIES", default=20_000),
+    "EMBEDDING_CACHE_MAX_SHARDS": env.int("STEREORANK_EMBEDDING_CACHE_MAX_SHARDS", default=16),
     "CHECKPOINT_DIR": Path(
         env.str("STEREORANK_CHECKPOINT_DIR", default=str(VAR_DIR / "checkpoints"))
     ),
