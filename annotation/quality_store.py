@@ -64,11 +64,9 @@ def stored(include_synthetic: bool, n_boot: int) -> QualityReport | None:
     return QualityReport.objects.filter(include_synthetic=include_synthetic, n_boot=n_boot).first()
 
 
-def served_report(include_synthetic: bool, n_boot: int, *, statuses: bool = True) -> Served:
+def served_report(include_synthetic: bool, n_boot: int) -> Served:
     """The stored report, never computed here; a refresh is queued when it is missing or
-    describes older data. A stale report's annotator rows carry their current status
-    (``current_statuses``) unless ``statuses`` is false (a page that shows a few rows
-    reads them for those rows only)."""
+    describes older data."""
     version = data_version()
     row = stored(include_synthetic, n_boot)
     fresh = row is not None and row.data_version == version
@@ -76,15 +74,14 @@ def served_report(include_synthetic: bool, n_boot: int, *, statuses: bool = True
         queue_refresh(include_synthetic, n_boot, version)
     if row is None:
         return Served(None, None, None, True)
-    report = row.report
-    if not fresh and statuses:
-        report = {**report, "annotators": current_statuses(report.get("annotators", []))}
+    report = row.report if fresh else _with_current_statuses(row.report)
     return Served(report, row.computed_at, row.data_version, not fresh)
 
 
-def current_statuses(rows: list[dict]) -> list[dict]:
+def _with_current_statuses(report: dict) -> dict:
     """A stale report's annotator rows with each annotator's status as it is now (one
     query): a reinstatement shows at once, the figures wait for the refresh."""
+    rows = report.get("annotators", [])
     now = {
         p["pk"]: p
         for p in AnnotatorProfile.objects.filter(pk__in=[r["profile"] for r in rows])
@@ -103,7 +100,7 @@ def current_statuses(rows: list[dict]) -> list[dict]:
         if p is not None:
             r = {**r, "status": p["status"], "status_reason": p["last_reason"] or ""}
         current.append(r)
-    return current
+    return {**report, "annotators": current}
 
 
 def queue_refresh(include_synthetic: bool, n_boot: int, version: str) -> None:

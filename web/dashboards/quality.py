@@ -54,8 +54,7 @@ def served(request: HttpRequest) -> quality_store.Served:
     """The stored quality report for ``?synthetic=1`` or not (a refresh queued when the
     data moved on; never computed in the request)."""
     synthetic = request.GET.get("synthetic") == "1"
-    n_boot = settings.STEREORANK["QUALITY_N_BOOT"]
-    return quality_store.served_report(synthetic, n_boot, statuses=False)
+    return quality_store.served_report(synthetic, settings.STEREORANK["QUALITY_N_BOOT"])
 
 
 def report(request: HttpRequest) -> dict:
@@ -95,7 +94,6 @@ def quality(request: HttpRequest) -> HttpResponse:
     descending = request.GET.get("dir") == "desc"
     rows = sort_rows(data["annotators"], column, descending)
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
-    shown = quality_store.current_statuses(page.object_list) if current.stale else page.object_list
     occupations = [
         (name, a) for name, a in data["agreement"]["per_occupation"].items() if a["n_tasks"]
     ]
@@ -115,7 +113,7 @@ def quality(request: HttpRequest) -> HttpResponse:
             "occupations": occupations,
             "within_groups": within,
             "gold_tasks": selectors.gold_task_count(),
-            "annotators": shown,
+            "annotators": page.object_list,
             "page": page,
             "query": _query(request),
             "sort": column,
