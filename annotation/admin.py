@@ -183,11 +183,12 @@ class ErasureAdmin(ReadOnlyAdmin):
 
 @admin.register(models.Study)
 class StudyAdmin(admin.ModelAdmin):
-    """The unit a lab runs: kind, status, task size and overlap, the entry link to paste
-    into the platform, and the exit codes."""
+    """The unit a lab runs: kind, status, sampler, task size and overlap, the entry link to
+    paste into the platform, and the exit codes. Saving a study whose sampler is
+    ``active`` queues its priorities (``training.sampling``)."""
 
-    list_display = ["name", "kind", "status", "platform", "created_at"]
-    list_filter = ["kind", "status", "platform"]
+    list_display = ["name", "kind", "status", "sampler", "platform", "created_at"]
+    list_filter = ["kind", "status", "sampler", "platform"]
     prepopulated_fields = {"slug": ["name"]}
     readonly_fields = ["status"]
     actions = ["open_studies", "close_studies", "archive_studies"]
@@ -220,10 +221,15 @@ class StudyAdmin(admin.ModelAdmin):
 
     def get_list_display(self, request) -> list:
         names = list(super().get_list_display(request))
-        return [*names[:4], entry_link_column(request), *names[4:]]
+        return [*names[:5], entry_link_column(request), *names[5:]]
 
     def get_readonly_fields(self, request, obj=None) -> list:
-        return [*super().get_readonly_fields(request, obj), entry_link_column(request)]
+        return [
+            *super().get_readonly_fields(request, obj),
+            entry_link_column(request),
+            "priorities_basis",
+            "priorities_updated_at",
+        ]
 
 
 ENTRY_LINK_HELP = {

@@ -191,6 +191,7 @@ def _state_query() -> QuerySet:
             "seated",
             "quotas_set",
             "user__username",
+            "study__sampler",
             "study_status",
         )
     )
@@ -219,9 +220,10 @@ def _task_items(task: RankingTask) -> list[Item]:
     return items
 
 
-def next_task(profile: AnnotatorProfile, ordering: str = "uniform") -> Assignment | None:
+def next_task(profile: AnnotatorProfile, ordering: str | None = None) -> Assignment | None:
     """The annotator's reserved task (resume), or reserve a new one, the open tasks in
-    ``ordering`` (a name in ``ORDERINGS``); None if none left.
+    ``ordering`` (a name in ``ORDERINGS``; by default their study's ``sampler``); None if
+    none left.
 
     A fixed number of queries whatever K and the number of tasks: the annotator's
     state, the best candidate (locked), its live reservations, its items and one
@@ -229,9 +231,11 @@ def next_task(profile: AnnotatorProfile, ordering: str = "uniform") -> Assignmen
     their groups' quotas (``annotation.quotas``; ``GroupFull`` when one is full).
     ``AnnotatorExcluded`` for an excluded annotator.
     """
-    ORDERINGS[ordering]  # an unknown name fails before anything is read
+    if ordering is not None:
+        ORDERINGS[ordering]  # an unknown name fails before anything is read
     now = timezone.now()
     (state,) = _STATE.rows(profile=profile.pk, now=now)
+    ordering = ordering or state["study__sampler"]
     if not state["consented"]:
         raise ConsentRequired("Give consent before ranking.")
     if state["status"] == AnnotatorStatus.EXCLUDED:
@@ -292,9 +296,12 @@ PACED_FIRST: dict[str | None, list[SortKey]] = {
 """Sort keys put before the ordering's when a paced kind is due."""
 
 
-def _candidates(profile, study, now, ordering: str, paced: str | None) -> QuerySet[RankingTask]:
+def _candidates(
+    profile, study, now, ordering: str, paced: str | None, skip_locked: bool = True
+) -> QuerySet[RankingTask]:
     """Open tasks of ``study`` (the profile's) that ``profile`` has not ranked, best first
-    (see ``_take_task``), locked."""
+    (see ``_take_task``), locked (rows other transactions hold skipped, unless
+    ``skip_locked`` is false)."""
     mine = Ranking.objects.filter(annotator=profile)
     open_slot = Q(
         is_gold=False,
@@ -310,7 +317,7 @@ def _candidates(profile, study, now, ordering: str, paced: str | None) -> QueryS
         .order_by(*PACED_FIRST[paced], *ORDERINGS[ordering](mine), "live", "id")
     )
     if connection.features.has_select_for_update_skip_locked:
-        candidates = candidates.select_for_update(skip_locked=True, of=("self",))
+        candidates = candidates.select_for_update(skip_locked=skip_locked, of=("self",))
     return candidates
 
 
@@ -368,6 +375,13 @@ def _take_task(
             task = candidates.exclude(pk__in=tried).first()
         else:
             task = _best(profile, now, ordering, paced)
+            if task is None and connection.features.has_select_for_update_skip_locked:
+                # Rows skipped because locked (the sampler writing a study's priorities
+                # in one transaction) are not "none left": once more, waiting for them.
+                waiting = _candidates(
+                    profile, profile.study_id, now, ordering, paced, skip_locked=False
+                )
+                task = waiting.select_related("occupation").first()
         if task is None or task.is_gold:
             return task
         live = len(_LIVE.rows(task=task.pk, now=now))

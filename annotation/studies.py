@@ -43,6 +43,17 @@ def overlap(study: Study) -> int:
     return study.overlap or settings.STEREORANK["TASK_OVERLAP"]
 
 
+def set_sampler(study: Study, sampler: str) -> Study:
+    """Switch how the study's open tasks are ordered (``Study.Sampler``). Saved through
+    ``save``, so the training side hears it and computes an ``active`` study's
+    priorities once this commits (``training.apps``); until then, the uniform order."""
+    if sampler not in Study.Sampler.values:
+        raise ValueError(f"sampler must be one of {', '.join(Study.Sampler.values)}")
+    study.sampler = sampler
+    study.save(update_fields=["sampler"])
+    return study
+
+
 def create_study(
     slug: str,
     kind: str = Study.Kind.COLLECTION,

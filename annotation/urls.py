@@ -32,6 +32,11 @@ urlpatterns = [
         name="api-staff-study-transition",
     ),
     path(
+        "staff/studies/<slug:slug>/sampler/",
+        staff_api.SamplerView.as_view(),
+        name="api-staff-sampler",
+    ),
+    path(
         "staff/studies/<slug:slug>/validation/",
         staff_api.ValidationReportView.as_view(),
         name="api-staff-validation",

@@ -92,6 +92,7 @@ def progress(request: HttpRequest) -> HttpResponse:
                 for q in quotas.quota_fill(timezone.now())
             ],
             "learning": learning.context(),
+            "samplers": selectors.study_samplers(),
             "section": "progress",
         },
     )
