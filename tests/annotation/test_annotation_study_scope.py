@@ -130,7 +130,9 @@ def test_quotas_count_within_their_study(two_studies, annotator):
 
 
 def test_create_study_and_its_lifecycle_from_the_command_line(db):
-    out = run("create_study", "pilot", "--kind", "validation", "--task-size", "4")
+    out = run(
+        "create_study", "pilot", "--kind", "validation", "--task-size", "4", "--no-conditions"
+    )
     assert out.strip() == "study pilot created (validation, draft)"
     study = Study.objects.get(slug="pilot")
     assert (study.kind, study.task_size, study.name) == ("validation", 4, "pilot")
