@@ -192,7 +192,8 @@ def sweep_orphans(now: float | None = None) -> list[str]:
         _locked_counter()
         owned = set(Checkpoint.objects.values_list("path", flat=True))
         for folder in [*root.glob("v*"), *checkpoint_store.cache_root().glob("v*")]:
-            stored = checkpoint_store.store_path(int(folder.name[1:]))
+            number = folder.name[1:]
+            stored = checkpoint_store.store_path(int(number)) if number.isdigit() else ""
             if folder.is_dir() and str(folder) not in owned and stored not in owned:
                 shutil.rmtree(folder, ignore_errors=True)
                 removed.append(folder.name)
