@@ -64,6 +64,7 @@ def novel(n: int, tag: str) -> list[str]:
 def paraphrase_prompts(variants: int) -> int:
     """``variants`` - 1 paraphrase prompts of each original, one placeholder image each
     (the i-th catalogue occupation takes the i-th synthetic one's wordings)."""
+    from annotation import studies
     from annotation.catalogue import _ensure_placeholders
     from annotation.models import Prompt
     from training.ml.synthetic import synthetic_examples
@@ -85,7 +86,7 @@ def paraphrase_prompts(variants: int) -> int:
                 origin=prompt,
                 text=mine,
             )
-            made += _ensure_placeholders(paraphrase, 1)
+            made += _ensure_placeholders(studies.default_study(), paraphrase, 1)
     return made
 
 
