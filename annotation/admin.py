@@ -30,8 +30,8 @@ class PromptAdmin(admin.ModelAdmin):
 
 @admin.register(models.Item)
 class ItemAdmin(admin.ModelAdmin):
-    list_display = ["id", "prompt", "is_placeholder", "created_at"]
-    list_filter = ["is_placeholder", "prompt__prompt_type"]
+    list_display = ["id", "study", "prompt", "is_placeholder", "created_at"]
+    list_filter = ["study", "is_placeholder", "prompt__prompt_type"]
     raw_id_fields = ["prompt"]
 
 
@@ -45,8 +45,16 @@ class TaskItemInline(admin.TabularInline):
 class RankingTaskAdmin(admin.ModelAdmin):
     """Staff make a task gold (with its reference) or give it an attention check here."""
 
-    list_display = ["id", "occupation", "overlap", "ranking_count", "is_gold", "check_item"]
-    list_filter = ["is_gold", "occupation"]
+    list_display = [
+        "id",
+        "study",
+        "occupation",
+        "overlap",
+        "ranking_count",
+        "is_gold",
+        "check_item",
+    ]
+    list_filter = ["study", "is_gold", "occupation"]
     readonly_fields = ["ranking_count"]
     raw_id_fields = ["check_item"]
     inlines = [TaskItemInline]
@@ -96,7 +104,8 @@ class DemographicFieldAdmin(admin.ModelAdmin):
 
 @admin.register(models.ConsentText)
 class ConsentTextAdmin(admin.ModelAdmin):
-    list_display = ["version", "published_at"]
+    list_display = ["study", "version", "published_at"]
+    list_filter = ["study"]
 
 
 class StatusChangeInline(admin.TabularInline):
@@ -112,9 +121,10 @@ class StatusChangeInline(admin.TabularInline):
 
 @admin.register(models.Instructions)
 class InstructionsAdmin(admin.ModelAdmin):
-    """Publish a new version to change the instructions; the newest is shown."""
+    """Publish a new version to change a study's instructions; its newest is shown."""
 
-    list_display = ["version", "published_at"]
+    list_display = ["study", "version", "published_at"]
+    list_filter = ["study"]
 
 
 @admin.register(models.AnnotatorProfile)
@@ -124,6 +134,7 @@ class AnnotatorProfileAdmin(admin.ModelAdmin):
 
     list_display = [
         "user",
+        "study",
         "quota",
         "status",
         "is_synthetic",
@@ -131,7 +142,7 @@ class AnnotatorProfileAdmin(admin.ModelAdmin):
         "created_at",
         "erased_at",
     ]
-    list_filter = ["status", "is_synthetic", "synthetic_kind"]
+    list_filter = ["study", "status", "is_synthetic", "synthetic_kind"]
     search_fields = ["user__username"]
     readonly_fields = ["status", "erased_at"]
     inlines = [StatusChangeInline]
@@ -171,10 +182,11 @@ class ErasureAdmin(ReadOnlyAdmin):
 
 @admin.register(models.Study)
 class StudyAdmin(admin.ModelAdmin):
-    """Recruitment: the entry link to paste into the platform, and the exit codes."""
+    """The unit a lab runs: kind, status, task size and overlap, the entry link to paste
+    into the platform, and the exit codes."""
 
-    list_display = ["name", "platform", "active", "created_at"]
-    list_filter = ["platform", "active"]
+    list_display = ["name", "kind", "status", "platform", "created_at"]
+    list_filter = ["kind", "status", "platform"]
     prepopulated_fields = {"slug": ["name"]}
 
     class Media:
@@ -182,7 +194,7 @@ class StudyAdmin(admin.ModelAdmin):
 
     def get_list_display(self, request) -> list:
         names = list(super().get_list_display(request))
-        return [*names[:3], entry_link_column(request), *names[3:]]
+        return [*names[:4], entry_link_column(request), *names[4:]]
 
     def get_readonly_fields(self, request, obj=None) -> list:
         return [*super().get_readonly_fields(request, obj), entry_link_column(request)]

@@ -8,9 +8,9 @@ seats in the group quotas first (``annotation.quotas``).
 Among the open tasks, the order is an *ordering*: a function in ``ORDERINGS``
 that turns the annotator's rankings into sort keys over candidate tasks, read
 from the database (today's ``uniform``: the occupation they have seen least, then
-the task with the fewest rankings). An ordering that ranks tasks by a stored
-priority (one per task, written by whoever computes it) plugs in by name; this
-module never computes one, so annotation never imports torch.
+the task with the fewest rankings; ``active``: the stored priority per task,
+written by the training side's sampler, then ``uniform``). This module never
+computes a priority, so annotation never imports torch.
 
 Race-free: the best candidate is locked in the query that finds it (on
 PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``, so two annotators never take
@@ -88,7 +88,20 @@ def uniform(mine: QuerySet[Ranking]) -> list[SortKey]:
     return [seen.asc(), "ranking_count"]
 
 
-ORDERINGS: dict[str, Ordering] = {"uniform": uniform}
+def active(mine: QuerySet[Ranking]) -> list[SortKey]:
+    """The highest ``RankingTask.priority`` first, ties (unscored tasks: 0) in the
+    ``uniform`` order.
+
+    The training side's sampler (``training.sampling``) writes the priorities for an
+    ``active`` study: a greedy D-optimal batch in which a share of picks (20% by
+    default) explores the occupations with the fewest rankings. So the exploration
+    is in the data, not here: the request reads one indexed column more than
+    ``uniform`` and no model code.
+    """
+    return [F("priority").desc(), *uniform(mine)]
+
+
+ORDERINGS: dict[str, Ordering] = {"uniform": uniform, "active": active}
 """The orderings assignment may use, by name."""
 
 

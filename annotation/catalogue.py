@@ -14,7 +14,8 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils.text import slugify
 
-from .models import ConsentText, DemographicField, Instructions, Item, Occupation, Prompt
+from . import studies
+from .models import ConsentText, DemographicField, Instructions, Item, Occupation, Prompt, Study
 from .placeholders import placeholder_png
 
 CATALOGUE = Path(__file__).with_name("catalogue.json")
@@ -48,8 +49,16 @@ def prompt_aspects(path: Path = CATALOGUE) -> dict[tuple[str, str], frozenset[st
 
 
 @transaction.atomic
-def load_catalogue(placeholders_per_prompt: int = 0, path: Path = CATALOGUE) -> dict:
-    """Create or update everything in the catalogue; returns counts of what was created."""
+def load_catalogue(
+    placeholders_per_prompt: int = 0, path: Path = CATALOGUE, study: Study | None = None
+) -> dict:
+    """Create or update everything in the catalogue; returns counts of what was created.
+
+    Occupations, prompts and demographic fields are shared by every study; the
+    placeholder items, the consent text and the instructions are the study's (the
+    default one unless given).
+    """
+    study = study or studies.default_study()
     data = read_catalogue(path)
     created = {"occupations": 0, "prompts": 0, "items": 0}
     for entry in data["occupations"]:
@@ -65,7 +74,7 @@ def load_catalogue(placeholders_per_prompt: int = 0, path: Path = CATALOGUE) -> 
                 defaults={"text": text},
             )
             created["prompts"] += new
-            created["items"] += _ensure_placeholders(prompt, placeholders_per_prompt)
+            created["items"] += _ensure_placeholders(study, prompt, placeholders_per_prompt)
     for order, field in enumerate(data["demographic_fields"]):
         DemographicField.objects.update_or_create(
             key=field["key"],
@@ -77,41 +86,47 @@ def load_catalogue(placeholders_per_prompt: int = 0, path: Path = CATALOGUE) -> 
                 "order": order,
             },
         )
-    ensure_consent_text(data)
-    ensure_instructions(data)
+    ensure_consent_text(data, study)
+    ensure_instructions(data, study)
     return created
 
 
-def ensure_consent_text(data: dict | None = None) -> ConsentText:
-    """The newest consent text; the catalogue's (the one source of the default wording)
-    is stored first when none exists."""
-    newest = ConsentText.objects.first()
+def ensure_consent_text(data: dict | None = None, study: Study | None = None) -> ConsentText:
+    """The study's newest consent text (the default study's unless given); the
+    catalogue's (the one source of the default wording) is stored first when it has none."""
+    study = study or studies.default_study()
+    texts = ConsentText.objects.filter(study=study)
+    newest = texts.first()
     if newest is not None and data is None:
         return newest
     consent = (data or read_catalogue())["consent"]
-    text, _ = ConsentText.objects.get_or_create(
-        version=consent["version"], defaults={"text": consent["text"]}
+    text, _ = texts.get_or_create(
+        study=study, version=consent["version"], defaults={"text": consent["text"]}
     )
-    return ConsentText.objects.first() or text
+    return texts.first() or text
 
 
-def ensure_instructions(data: dict | None = None) -> Instructions:
-    """The newest instructions; the catalogue's version is stored first when none exists
-    (or, when loading the catalogue, when that version is missing)."""
-    newest = Instructions.objects.first()
+def ensure_instructions(data: dict | None = None, study: Study | None = None) -> Instructions:
+    """The study's newest instructions (the default study's unless given); the catalogue's
+    version is stored first when it has none (or, when loading the catalogue, when that
+    version is missing)."""
+    study = study or studies.default_study()
+    versions = Instructions.objects.filter(study=study)
+    newest = versions.first()
     if newest is not None and data is None:
         return newest
     entry = (data or read_catalogue())["instructions"]
-    Instructions.objects.get_or_create(version=entry["version"], defaults={"text": entry["text"]})
-    return Instructions.objects.first()
+    versions.get_or_create(study=study, version=entry["version"], defaults={"text": entry["text"]})
+    return versions.first()
 
 
-def _ensure_placeholders(prompt: Prompt, count: int) -> int:
-    existing = prompt.items.filter(is_placeholder=True).count()
+def _ensure_placeholders(study: Study, prompt: Prompt, count: int) -> int:
+    existing = prompt.items.filter(study=study, is_placeholder=True).count()
     for variant in range(existing, count):
         png = placeholder_png(prompt.text, prompt.prompt_type, variant)
         sha = hashlib.sha256(png).hexdigest()
         item = Item(
+            study=study,
             prompt=prompt,
             image_sha256=sha,
             is_placeholder=True,

@@ -69,3 +69,11 @@ class CannotReconsider(AnnotationError, Conflict):
 
 class GroupFull(AnnotationError, Conflict):
     """The quota of the annotator's group is full: no first task for them."""
+
+
+class ConditionError(AnnotationError):
+    """A validation study's condition, manifest or image import that cannot be made."""
+
+
+class StudyNotFound(AnnotationError, NotFound):
+    """No study has this slug."""

@@ -6,7 +6,7 @@ to the manifest's folder, or absolute) and optionally ``generator`` (a JSON
 object; in CSV a JSON string). Every row is checked before anything is written;
 if any row is bad, :class:`ManifestError` lists each problem with its row number
 and nothing is imported. Images are identified by their SHA-256, so importing
-the same manifest twice creates nothing new.
+the same manifest twice into one study creates nothing new.
 
 A prompt text that is not yet known becomes a paraphrase of the original prompt
 of that occupation and type (or the original itself, when there is none yet).
@@ -25,8 +25,9 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from PIL import Image, UnidentifiedImageError
 
+from . import studies
 from .errors import ManifestError
-from .models import Item, Occupation, Prompt, PromptType
+from .models import Item, Occupation, Prompt, PromptType, Study
 
 MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv")
 REQUIRED = ("prompt", "occupation", "prompt_type", "image")
@@ -164,12 +165,14 @@ def _prompt_for(row: Row) -> Prompt:
     )
 
 
-def import_manifest(path: Path) -> dict:
-    """Validate then import; returns ``{"created": n, "skipped": n}`` (skipped = known images)."""
+def import_manifest(path: Path, study: Study | None = None) -> dict:
+    """Validate then import into the study (the default one unless given); returns
+    ``{"created": n, "skipped": n}`` (skipped = images the study holds already)."""
+    study = study or studies.default_study()
     manifest = find_manifest(path)
     rows = validate(manifest)
     known = set(
-        Item.objects.filter(image_sha256__in=[r.sha256 for r in rows]).values_list(
+        Item.objects.filter(study=study, image_sha256__in=[r.sha256 for r in rows]).values_list(
             "image_sha256", flat=True
         )
     )
@@ -179,7 +182,12 @@ def import_manifest(path: Path) -> dict:
             if row.sha256 in known:
                 skipped += 1
                 continue
-            item = Item(prompt=_prompt_for(row), image_sha256=row.sha256, generator=row.generator)
+            item = Item(
+                study=study,
+                prompt=_prompt_for(row),
+                image_sha256=row.sha256,
+                generator=row.generator,
+            )
             item.image.save(
                 f"{row.sha256[:20]}{row.path.suffix.lower()}", ContentFile(row.data), save=False
             )

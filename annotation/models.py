@@ -15,7 +15,15 @@ from .quality.records import PREFER_NOT_TO_SAY
 
 # The study's own models (recruitment, quotas, erasure records) live in a module of their
 # own, which imports nothing from here; imported so that Django registers them with the app.
-from .study_models import Erasure, GroupQuota, Participation, QuotaSeat, Study  # noqa: F401
+from .study_models import (  # noqa: F401
+    Erasure,
+    GroupQuota,
+    Participation,
+    QuotaSeat,
+    Study,
+    study_field,
+)
+from .validation_models import Condition, ConditionImage, ConditionPrompt  # noqa: F401
 
 
 class PromptType(models.TextChoices):
@@ -65,18 +73,29 @@ class Prompt(models.Model):
 
 
 class Item(models.Model):
-    """A prompt-image pair: the thing annotators rank."""
+    """A prompt-image pair: the thing annotators rank, owned by one study.
 
+    Items belong to a study directly (not only through its tasks) because they exist
+    before any task does: ``build_tasks`` cuts a study's items into its tasks, and a
+    validation study imports its own images for prompts the catalogue shares.
+    """
+
+    study = study_field("items")
     prompt = models.ForeignKey(Prompt, on_delete=models.PROTECT, related_name="items")
     image = models.ImageField(upload_to="items/")
-    # Content hash of the image file: importing the same image twice is a no-op.
-    image_sha256 = models.CharField(max_length=64, unique=True)
+    # Content hash of the image file: importing the same image twice into a study is a no-op.
+    image_sha256 = models.CharField(max_length=64, db_index=True)
     generator = models.JSONField(default=dict, blank=True)
     is_placeholder = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "image_sha256"], name="one_image_once_per_study"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"item {self.pk}: {self.prompt.text[:60]}"
@@ -113,7 +132,10 @@ def parse_gold_reference(ref) -> GoldReference:
 
 
 class RankingTask(models.Model):
-    """One occupation, K items, ranked by ``overlap`` annotators.
+    """One occupation, K items of one study, ranked by ``overlap`` annotators.
+
+    ``priority`` orders the open tasks under the ``active`` sampler (higher first);
+    0 until the sampler has scored the task.
 
     A *gold* task (``is_gold``) carries a reference, ``{"order": [ids]}`` (most to
     least stereotypical, every pair keyed) or ``{"pairs": [[a, b], ...]}`` (only
@@ -123,12 +145,16 @@ class RankingTask(models.Model):
     feeds labels. Gold tasks hold no check (each measures one thing).
     """
 
+    study = study_field("tasks")
     occupation = models.ForeignKey(Occupation, on_delete=models.PROTECT, related_name="tasks")
     items = models.ManyToManyField(Item, through="TaskItem", related_name="tasks")
     overlap = models.PositiveSmallIntegerField(default=1)
     # Denormalised count of stored rankings, kept by services.submit_ranking under
     # a row lock; lets assignment order by "furthest from overlap" cheaply.
     ranking_count = models.PositiveIntegerField(default=0)
+    # Written by the training side's sampler (training/sampling.py) for an ``active``
+    # study: higher is handed out sooner; assignment's ``active`` ordering reads it.
+    priority = models.FloatField(default=0.0, db_index=True)
     is_gold = models.BooleanField(default=False, db_index=True)
     gold_reference = models.JSONField(null=True, blank=True)
     check_item = models.ForeignKey(
@@ -248,14 +274,18 @@ class DemographicField(models.Model):
 
 
 class ConsentText(models.Model):
-    """A version of the consent text; the newest is the one annotators agree to."""
+    """A version of a study's consent text; its newest is the one its annotators agree to."""
 
-    version = models.PositiveIntegerField(unique=True)
+    study = study_field("consent_texts")
+    version = models.PositiveIntegerField()
     text = models.TextField()
     published_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "version"], name="consent_version_per_study")
+        ]
 
     def __str__(self) -> str:
         return f"consent v{self.version}"
@@ -279,22 +309,32 @@ class SyntheticKind(models.TextChoices):
 
 
 class Instructions(models.Model):
-    """A version of the instructions with worked examples, shown before the first task;
-    staff publish a new version in the admin, the newest is the one shown."""
+    """A version of a study's instructions with worked examples, shown before the first
+    task; staff publish a new version in the admin, the study's newest is the one shown."""
 
-    version = models.PositiveIntegerField(unique=True)
+    study = study_field("instructions")
+    version = models.PositiveIntegerField()
     text = models.TextField(help_text="Plain text; a blank line starts a new paragraph.")
     published_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-version"]
         verbose_name_plural = "instructions"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "version"], name="instructions_version_per_study"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"instructions v{self.version}"
 
 
 class AnnotatorProfile(models.Model):
+    """A participant of one study: the same person (or platform id) in two studies is two
+    profiles, as crowd platforms pay per study."""
+
+    study = study_field("annotators")
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotator"
     )

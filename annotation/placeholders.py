@@ -9,8 +9,11 @@ SIZE = 384
 COLOURS = {"stereotypical": "#f4e1d2", "neutral": "#e4e8ee", "diverse": "#dcefe0"}
 
 
-def placeholder_png(prompt: str, prompt_type: str, variant: int) -> bytes:
-    """A deterministic PNG card showing ``prompt``; not a generated image, and it says so."""
+def placeholder_png(prompt: str, prompt_type: str, variant: int, label: str = "") -> bytes:
+    """A deterministic PNG card showing ``prompt``; not a generated image, and it says so.
+
+    ``label`` replaces the bottom line (``variant N``), e.g. to tell two studies' cards apart.
+    """
     image = Image.new("RGB", (SIZE, SIZE), COLOURS.get(prompt_type, "#eeeeee"))
     draw = ImageDraw.Draw(image)
     font = ImageFont.load_default(size=20)
@@ -21,7 +24,7 @@ def placeholder_png(prompt: str, prompt_type: str, variant: int) -> bytes:
     for line in textwrap.wrap(prompt, width=30):
         draw.text((16, y), line, fill="#222222", font=font)
         y += 26
-    draw.text((16, SIZE - 28), f"variant {variant}", fill="#555555", font=small)
+    draw.text((16, SIZE - 28), label or f"variant {variant}", fill="#555555", font=small)
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", compress_level=1)  # fast; flat cards compress well anyway
     return buffer.getvalue()

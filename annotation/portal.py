@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from annotation import demographics_forms, practice, recruitment, selectors, services
+from annotation import demographics_forms, practice, recruitment, selectors, services, studies
 from annotation.assignment import next_task
 from annotation.catalogue import ensure_consent_text, ensure_instructions
 from annotation.errors import AnnotationError, GroupFull
@@ -83,7 +83,7 @@ def consent(request):
             return redirect("portal:home" if profile.demographics else "portal:demographics")
         if action == "withdraw":
             return redirect("portal:withdraw")  # asks for confirmation first
-    text = ensure_consent_text()
+    text = ensure_consent_text(study=profile.study)
     standing = profile.consents.active().select_related("text").first()
     return render(
         request,
@@ -144,13 +144,15 @@ def home(request):
 
 @login_required
 def instructions(request):
-    """The newest instructions with worked examples; offered before the first task."""
-    text = ensure_instructions()
+    """The newest instructions of the annotator's study, with worked examples; offered
+    before the first task."""
+    study = services.get_profile(request.user).study
+    text = ensure_instructions(study=study)
     request.session["instructions_read"] = text.version
     return render(
         request,
         "portal/instructions.html",
-        {"text": text.text, "version": text.version, "k": 6},
+        {"text": text.text, "version": text.version, "k": studies.task_size(study)},
     )
 
 

@@ -122,7 +122,7 @@ def enroll(study: Study, arrival: Arrival) -> Participation:
     """A new pseudonymous annotator (random name, no password) for this participant; the
     same participant arriving twice at once gets one; ``StudyClosed`` once the study is
     closed (those who started may still come back to finish)."""
-    if not study.active:
+    if not study.is_open:
         raise StudyClosed("This study is closed: thank you for your interest.")
     try:
         with transaction.atomic():
@@ -130,7 +130,7 @@ def enroll(study: Study, arrival: Arrival) -> Participation:
             user.set_unusable_password()
             user.save(update_fields=["password"])
             quota = study.tasks_per_participant or settings.STEREORANK["ANNOTATOR_QUOTA"]
-            profile = AnnotatorProfile.objects.create(user=user, quota=quota)
+            profile = AnnotatorProfile.objects.create(user=user, quota=quota, study=study)
             participation = Participation.objects.create(
                 study=study,
                 annotator=profile,

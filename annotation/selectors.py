@@ -63,25 +63,24 @@ def consent_stands(annotator: str = "annotator") -> Exists:
     return Exists(Consent.objects.active().filter(annotator=OuterRef(annotator)))
 
 
-def current_consent_text() -> Subquery:
-    """The newest consent text's id, as a subquery (a new version needs consent again)."""
-    return Subquery(ConsentText.objects.order_by("-version").values("pk")[:1])
+def current_consent_text(study) -> Subquery:
+    """The id of the newest consent text of ``study`` (a study, its id or an
+    ``OuterRef``), as a subquery (a new version needs consent again)."""
+    return Subquery(ConsentText.objects.filter(study=study).order_by("-version").values("pk")[:1])
 
 
 def consents_to_current_text(annotator) -> Exists:
-    """Whether ``annotator`` (a profile or an ``OuterRef``) agreed to the newest text and
-    has not withdrawn; an older version's consent still makes its rankings count
-    (``counted_rankings``) but gives no new task."""
-    return Exists(
-        Consent.objects.active().filter(annotator=annotator, text_id=current_consent_text())
-    )
+    """Whether ``annotator`` (a profile or an ``OuterRef``) agreed to the newest text of
+    their study and has not withdrawn; an older version's consent still makes its
+    rankings count (``counted_rankings``) but gives no new task."""
+    newest = current_consent_text(OuterRef("annotator__study_id"))
+    return Exists(Consent.objects.active().filter(annotator=annotator, text_id=newest))
 
 
 def has_consent(profile: AnnotatorProfile) -> bool:
-    """An active consent to the newest consent text."""
-    return (
-        Consent.objects.active().filter(annotator=profile, text_id=current_consent_text()).exists()
-    )
+    """An active consent to the newest consent text of the profile's study."""
+    newest = current_consent_text(profile.study_id)
+    return Consent.objects.active().filter(annotator=profile, text_id=newest).exists()
 
 
 def progress(profile: AnnotatorProfile) -> dict:

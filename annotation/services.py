@@ -24,12 +24,14 @@ from .models import (
     RankedItem,
     Ranking,
     RankingTask,
+    Study,
 )
 from .selectors import demographic_questions, excluded_message
 
 
-def get_profile(user) -> AnnotatorProfile:
-    """The user's annotator profile, created on first use.
+def get_profile(user, study: Study | None = None) -> AnnotatorProfile:
+    """The user's annotator profile, created on first use (in ``study``, else the default
+    study).
 
     Free when the profile came with the user (``select_related("annotator")``,
     as annotation.auth does for tokens).
@@ -37,9 +39,10 @@ def get_profile(user) -> AnnotatorProfile:
     try:
         return user.annotator
     except AnnotatorProfile.DoesNotExist:
-        profile, _ = AnnotatorProfile.objects.get_or_create(
-            user=user, defaults={"quota": settings.STEREORANK["ANNOTATOR_QUOTA"]}
-        )
+        defaults = {"quota": settings.STEREORANK["ANNOTATOR_QUOTA"]}
+        if study is not None:
+            defaults["study"] = study
+        profile, _ = AnnotatorProfile.objects.get_or_create(user=user, defaults=defaults)
         user.annotator = profile
         return profile
 
@@ -62,8 +65,9 @@ def create_annotator(username: str, password: str, *, staff: bool, consent: bool
 
 @transaction.atomic
 def give_consent(profile: AnnotatorProfile) -> Consent:
-    """Agree to the newest consent text (the catalogue's when none exists yet)."""
-    text = ensure_consent_text()
+    """Agree to the newest consent text of the profile's study (the catalogue's when it
+    has none yet)."""
+    text = ensure_consent_text(study=profile.study)
     current = profile.consents.active().first()
     if current and current.text_id == text.pk:
         return current

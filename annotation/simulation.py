@@ -62,11 +62,12 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
 
-from . import selectors, services
+from . import selectors, services, studies
 from .assignment import next_task
 from .catalogue import prompt_aspects
 from .errors import AnnotatorExcluded
-from .models import AnnotatorStatus, DemographicField, Item, RankingTask, SyntheticKind
+from .models import AnnotatorStatus, DemographicField, Item, RankingTask, Study, SyntheticKind
+from .study_models import DEFAULT_STUDY_SLUG
 
 BASE = {"stereotypical": 0.2, "neutral": 0.5, "diverse": 0.8}
 ITEM_SD = 0.08
@@ -293,12 +294,17 @@ def simulate(
     seed: int = 0,
     careless: float = 0.0,
     planted: Planted | None = None,
+    study: Study | None = None,
 ) -> dict:
-    """Create (or reuse) ``count`` synthetic annotators, each ranking up to M tasks
-    (with ``planted``, in its groups and views; else the default views).
+    """Create (or reuse) ``count`` synthetic annotators of the study (the default one
+    unless given), each ranking up to M tasks (with ``planted``, in its groups and
+    views; else the default views).
 
     An annotator the quality policy excludes stops there; ``excluded`` counts them.
     """
+    study = study or studies.default_study()
+    # The default study's annotators keep the names they had before studies existed.
+    prefix = "synthetic" if study.slug == DEFAULT_STUDY_SLUG else f"synthetic-{study.slug}"
     User = get_user_model()
     fields = list(selectors.demographic_questions())
     kinds = careless_kinds(count, careless, seed)
@@ -306,12 +312,12 @@ def simulate(
     groups = planted_groups(count, planted, seed) if planted else None
     made_users = rankings = excluded = 0
     for n in range(count):
-        user, new_user = User.objects.get_or_create(username=f"synthetic-{seed}-{n:04d}")
+        user, new_user = User.objects.get_or_create(username=f"{prefix}-{seed}-{n:04d}")
         if new_user:
             user.set_unusable_password()
             user.save(update_fields=["password"])
             made_users += 1
-        profile = services.get_profile(user)
+        profile = services.get_profile(user, study)
         if (
             not profile.is_synthetic
             or profile.quota < tasks_per_annotator

@@ -1,4 +1,5 @@
-"""Models of running a study: erasure records, recruitment, group quotas.
+"""Models of running a study: the study (the unit a lab runs), erasure records,
+recruitment, group quotas.
 
 Kept apart from ``annotation.models`` (which imports this module so that Django
 registers them) so that each concept has a home of its own; this module imports
@@ -33,13 +34,39 @@ class Erasure(models.Model):
         return f"erasure of {self.erased_at:%Y-%m-%d %H:%M} ({self.rankings_removed} rankings)"
 
 
+DEFAULT_STUDY_SLUG = "default"
+
+
+def default_study_pk() -> int:
+    """The default study's id, made when missing: what a study-owned row belongs to when
+    nobody names a study, so a lab that never creates a second study never sees one.
+
+    The default of every study foreign key. It reads the id alone, so that migrations
+    (which call it when a column becomes not null) never touch fields added later.
+    """
+    pk = Study.objects.filter(slug=DEFAULT_STUDY_SLUG).values_list("pk", flat=True).first()
+    if pk is None:
+        pk = Study.objects.get_or_create(
+            slug=DEFAULT_STUDY_SLUG,
+            defaults={"name": "Default study", "platform": Study.Platform.GENERIC},
+        )[0].pk
+    return pk
+
+
 class Study(models.Model):
-    """A recruitment on a crowd platform: its entry link, and how participants leave it.
+    """The unit a lab runs: its items, tasks, consent and instruction versions, group
+    quotas, participants, task size and overlap, and its entry link.
+
+    ``kind``: a ``collection`` study's rankings become training labels; a ``validation``
+    study's judge conditions and never do. ``status``: a ``draft`` is being prepared, an
+    ``open`` study admits participants and serves tasks, a ``closed`` one admits nobody
+    new (its participants may finish), an ``archived`` one is kept for its data only.
 
     Participants arrive at ``/join/<slug>/`` with the platform's ids in the query
     (``annotation.recruitment.PLATFORM_PARAMS``). They leave with the completion
     code when they reach their quota or run out of tasks, or with the screen-out
-    code when they decline consent or their group is full.
+    code when they decline consent or their group is full. Everything made without
+    naming a study belongs to the default one (``default_study_pk``).
     """
 
     class Platform(models.TextChoices):
@@ -47,12 +74,42 @@ class Study(models.Model):
         MTURK = "mturk", "Amazon Mechanical Turk"
         GENERIC = "generic", "Any other (?pid=)"
 
+    class Kind(models.TextChoices):
+        COLLECTION = "collection", "Collection (rankings become training labels)"
+        VALIDATION = "validation", "Validation (rankings judge conditions, never labels)"
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+        ARCHIVED = "archived", "Archived"
+
+    # The lifecycle: from each status, the statuses staff may move a study to.
+    TRANSITIONS = {
+        Status.DRAFT: (Status.OPEN, Status.ARCHIVED),
+        Status.OPEN: (Status.CLOSED,),
+        Status.CLOSED: (Status.OPEN, Status.ARCHIVED),
+        Status.ARCHIVED: (),
+    }
+
     slug = models.SlugField(
         max_length=60, unique=True, help_text="The entry link is /join/<slug>/."
     )
     name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.COLLECTION)
+    status = models.CharField(
+        max_length=20,
+        choices=Status.choices,
+        default=Status.OPEN,
+        help_text="Only an open study admits participants and serves tasks.",
+    )
     platform = models.CharField(max_length=20, choices=Platform.choices)
-    active = models.BooleanField(default=True, help_text="Closed studies admit nobody new.")
+    task_size = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Items per task; blank: STEREORANK_TASK_SIZE."
+    )
+    overlap = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Rankings per task; blank: STEREORANK_TASK_OVERLAP."
+    )
     tasks_per_participant = models.PositiveIntegerField(
         null=True, blank=True, help_text="Each participant's quota; blank: the default quota."
     )
@@ -74,15 +131,42 @@ class Study(models.Model):
     class Meta:
         verbose_name_plural = "studies"
         ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(task_size__isnull=True) | models.Q(task_size__gte=2),
+                name="study_task_size_at_least_two",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(overlap__isnull=True) | models.Q(overlap__gte=1),
+                name="study_overlap_at_least_one",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_open(self) -> bool:
+        """Admits new participants and serves tasks."""
+        return self.status == self.Status.OPEN
+
+    @property
+    def makes_labels(self) -> bool:
+        """A collection study's rankings become training labels; a validation study's never."""
+        return self.kind == self.Kind.COLLECTION
 
     def clean(self) -> None:
         for name in ("completion_url", "screen_out_url"):
             url = getattr(self, name)
             if url and not url.startswith("https://"):
                 raise ValidationError({name: "Use an https:// address."})
+
+
+def study_field(related_name: str) -> models.ForeignKey:
+    """The foreign key by which a row belongs to one study (the default one unless named)."""
+    return models.ForeignKey(
+        Study, on_delete=models.PROTECT, related_name=related_name, default=default_study_pk
+    )
 
 
 class Participation(models.Model):
@@ -129,7 +213,7 @@ class Participation(models.Model):
 
 
 class GroupQuota(models.Model):
-    """How many annotators one group (answer) of a demographic field may hold.
+    """How many annotators one group (answer) of a demographic field may hold in one study.
 
     ``value`` is one of the field's choices, "prefer not to say" (which also holds
     those who skipped the question: no answer is ever required), or "other" (answers
@@ -137,6 +221,7 @@ class GroupQuota(models.Model):
     Groups without a quota are not limited.
     """
 
+    study = study_field("quotas")
     field = models.ForeignKey(
         "annotation.DemographicField", on_delete=models.CASCADE, related_name="quotas"
     )
@@ -146,7 +231,9 @@ class GroupQuota(models.Model):
     class Meta:
         ordering = ["field__order", "field__key", "value"]
         constraints = [
-            models.UniqueConstraint(fields=["field", "value"], name="one_quota_per_group")
+            models.UniqueConstraint(
+                fields=["study", "field", "value"], name="one_quota_per_group_per_study"
+            )
         ]
 
     def __str__(self) -> str:

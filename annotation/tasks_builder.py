@@ -9,7 +9,8 @@ Three kinds, all alike to an annotator (same size, same mix of prompt types):
 * attention-check tasks (``build_check_tasks``): one card shows an instruction
   (``models.check_instruction``) instead of its prompt.
 
-Gold and check tasks reuse items that are already in ordinary tasks.
+Gold and check tasks reuse items that are already in ordinary tasks. Each builder
+works inside one study (the default one unless given): its items, its tasks.
 """
 
 import random
@@ -19,7 +20,8 @@ from itertools import zip_longest
 from django.db import transaction
 from django.db.models import Count, Q
 
-from .models import Item, Occupation, PromptType, RankingTask, TaskItem
+from . import studies
+from .models import Item, Occupation, PromptType, RankingTask, Study, TaskItem
 
 
 def mixed_chunks(items_by_type: dict[str, list], size: int) -> list[list]:
@@ -61,17 +63,19 @@ def build_tasks(
     seed: int = 0,
     agreement_fraction: float = 0.0,
     agreement_overlap: int = 3,
+    study: Study | None = None,
 ) -> int:
-    """Create tasks for every item not yet in one; returns the number of tasks made.
+    """Create tasks for every item of the study not yet in one; returns how many were made.
 
     ``agreement_fraction`` of them (``agreement_subset``) get ``agreement_overlap``,
     the others ``overlap``.
     """
     if agreement_overlap < 1:
         raise ValueError(f"the agreement overlap must be at least 1, got {agreement_overlap}")
+    study = study or studies.default_study()
     rng = random.Random(seed)
     pending = (
-        Item.objects.filter(task_items__isnull=True)
+        Item.objects.filter(study=study, task_items__isnull=True)
         .select_related("prompt")
         .order_by("prompt__occupation_id", "id")
     )
@@ -86,16 +90,21 @@ def build_tasks(
     shared = agreement_subset([o for o, _ in planned], agreement_fraction, rng)
     for i, (occupation_id, chunk) in enumerate(planned):
         task = RankingTask.objects.create(
-            occupation_id=occupation_id, overlap=agreement_overlap if i in shared else overlap
+            study=study,
+            occupation_id=occupation_id,
+            overlap=agreement_overlap if i in shared else overlap,
         )
         TaskItem.objects.bulk_create(TaskItem(task=task, item=item) for item in chunk)
     return len(planned)
 
 
-def _sample_chunk(occupation: Occupation, size: int, rng: random.Random) -> list[Item]:
-    """``size`` of the occupation's items, types mixed as ``build_tasks`` mixes them."""
+def _sample_chunk(
+    study: Study, occupation: Occupation, size: int, rng: random.Random
+) -> list[Item]:
+    """``size`` of the occupation's items in the study, types mixed as ``build_tasks`` does."""
     by_type: dict[str, list] = defaultdict(list)
-    for item in Item.objects.filter(prompt__occupation=occupation).select_related("prompt"):
+    items = Item.objects.filter(study=study, prompt__occupation=occupation)
+    for item in items.select_related("prompt"):
         by_type[item.prompt.prompt_type].append(item)
     for items in by_type.values():
         items.sort(key=lambda i: i.pk)
@@ -104,20 +113,28 @@ def _sample_chunk(occupation: Occupation, size: int, rng: random.Random) -> list
     return chunks[0][:size] if chunks else []
 
 
-def _missing(kind: Q, per_occupation: int) -> list[tuple[Occupation, int]]:
-    """Occupations with fewer than ``per_occupation`` tasks of a kind, and how many short."""
-    occupations = Occupation.objects.annotate(n=Count("tasks", filter=kind)).order_by("name")
+def _missing(study: Study, kind: Q, per_occupation: int) -> list[tuple[Occupation, int]]:
+    """The study's occupations (those it has items of) with fewer than ``per_occupation``
+    tasks of a kind in it, and how many short."""
+    occupations = (
+        Occupation.objects.filter(prompts__items__study=study)
+        .distinct()
+        .annotate(n=Count("tasks", filter=kind & Q(tasks__study=study), distinct=True))
+        .order_by("name")
+    )
     return [(o, per_occupation - o.n) for o in occupations if o.n < per_occupation]
 
 
-def _create(occupation: Occupation, items: list[Item], **fields) -> RankingTask:
-    task = RankingTask.objects.create(occupation=occupation, **fields)
+def _create(study: Study, occupation: Occupation, items: list[Item], **fields) -> RankingTask:
+    task = RankingTask.objects.create(study=study, occupation=occupation, **fields)
     TaskItem.objects.bulk_create(TaskItem(task=task, item=item) for item in items)
     return task
 
 
 @transaction.atomic
-def build_gold_tasks(per_occupation: int = 1, size: int = 6, seed: int = 0) -> int:
+def build_gold_tasks(
+    per_occupation: int = 1, size: int = 6, seed: int = 0, study: Study | None = None
+) -> int:
     """Top every occupation up to ``per_occupation`` gold tasks; returns how many were made.
 
     A gold task is a mixed chunk of the occupation's items holding at least one
@@ -125,38 +142,43 @@ def build_gold_tasks(per_occupation: int = 1, size: int = 6, seed: int = 0) -> i
     item before every diverse one (neutral ones are not keyed). Occupations
     without both types get none.
     """
+    study = study or studies.default_study()
     rng = random.Random(seed)
     made = 0
-    for occupation, short in _missing(Q(tasks__is_gold=True), per_occupation):
+    for occupation, short in _missing(study, Q(tasks__is_gold=True), per_occupation):
         for _ in range(short):
-            items = _sample_chunk(occupation, size, rng)
+            items = _sample_chunk(study, occupation, size, rng)
             types = {i.pk: i.prompt.prompt_type for i in items}
             stereo = [i for i, t in types.items() if t == PromptType.STEREOTYPICAL]
             diverse = [i for i, t in types.items() if t == PromptType.DIVERSE]
             if not stereo or not diverse:
                 break
             pairs = [[a, b] for a in stereo for b in diverse]
-            _create(occupation, items, is_gold=True, gold_reference={"pairs": pairs})
+            _create(study, occupation, items, is_gold=True, gold_reference={"pairs": pairs})
             made += 1
     return made
 
 
 @transaction.atomic
-def build_check_tasks(per_occupation: int = 1, size: int = 6, seed: int = 0) -> int:
+def build_check_tasks(
+    per_occupation: int = 1, size: int = 6, seed: int = 0, study: Study | None = None
+) -> int:
     """Top every occupation up to ``per_occupation`` attention-check tasks; returns how many.
 
     A check task is an ordinary task (overlap 1) of ``size`` of the occupation's
     items; one of them, drawn at random, is the check card, and the position it
     asks for is drawn at random too.
     """
+    study = study or studies.default_study()
     rng = random.Random(seed)
     made = 0
-    for occupation, short in _missing(Q(tasks__check_item__isnull=False), per_occupation):
+    for occupation, short in _missing(study, Q(tasks__check_item__isnull=False), per_occupation):
         for _ in range(short):
-            items = _sample_chunk(occupation, size, rng)
+            items = _sample_chunk(study, occupation, size, rng)
             if len(items) < 2:
                 break
             card = rng.choice(items)
-            _create(occupation, items, check_item=card, check_position=rng.randrange(len(items)))
+            position = rng.randrange(len(items))
+            _create(study, occupation, items, check_item=card, check_position=position)
             made += 1
     return made

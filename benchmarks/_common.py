@@ -18,9 +18,7 @@ def load() -> str:
 
 
 @contextmanager
-def gunicorn(
-    env: dict, port: int, tries: int, cwd: Path = ROOT
-) -> Iterator[subprocess.Popen]:
+def gunicorn(env: dict, port: int, tries: int, cwd: Path = ROOT) -> Iterator[subprocess.Popen]:
     """gunicorn (gunicorn.conf.py) serving web.wsgi from the tree ``cwd`` on
     127.0.0.1:``port`` with ``env``, once ``/login/`` answers (or after ``tries`` tries
     0.2 s apart); stopped on leaving."""

@@ -94,3 +94,9 @@ class RetrainDecisionAdmin(ReadOnlyAdmin):
 class EncoderGateAdmin(ReadOnlyAdmin):
     list_display = ["at", "checkpoint", "backend", "quantization", "snapshot", "passed"]
     list_filter = ["passed", "backend", "quantization"]
+
+
+@admin.register(models.LearningCurve)
+class LearningCurveAdmin(ReadOnlyAdmin):
+    list_display = ["snapshot", "status", "draws", "n_rankings", "finished_at"]
+    list_filter = ["status"]

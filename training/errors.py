@@ -77,6 +77,10 @@ class PerspectivesPending(PerspectiveError, Conflict):
         self.checkpoints = list(checkpoints)
 
 
+class LearningCurveError(TrainingError):
+    """A learning curve that cannot be computed as asked (too few rankings, bad draws)."""
+
+
 class QuantizationError(TrainingError):
     """A quantized encoder that cannot be exported, gated or served as asked."""
 

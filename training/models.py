@@ -445,3 +445,34 @@ class EncoderGate(models.Model):
     def __str__(self) -> str:
         verdict = "passed" if self.passed else "refused"
         return f"v{self.checkpoint.version} {self.backend}/{self.quantization}: {verdict}"
+
+
+class LearningCurve(models.Model):
+    """A snapshot's learning curve (``training.learning_curves``): eval rho at shares of
+    its rankings, several draws each, and the fitted curve's projections. One per snapshot;
+    a recomputation replaces it."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    snapshot = models.OneToOneField(
+        DatasetSnapshot, on_delete=models.CASCADE, related_name="learning_curve"
+    )
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    draws = models.PositiveSmallIntegerField(default=3)
+    recipe = models.CharField(max_length=50, blank=True)
+    encoder = models.CharField(max_length=200, blank=True)
+    n_rankings = models.PositiveIntegerField(null=True, blank=True)
+    n_tasks = models.PositiveIntegerField(null=True, blank=True)
+    # [{"share", "draw", "tasks", "rankings", "train_items", "rho"}], share = rankings / N.
+    points = models.JSONField(default=list, blank=True)
+    # The fit (``training.ml.learning_curve.LearningCurve`` as a dict), None until done.
+    fit = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"learning curve of snapshot {self.snapshot_id} ({self.status})"

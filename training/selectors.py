@@ -15,6 +15,7 @@ from .models import (
     DatasetSnapshot,
     EncoderGate,
     Evaluation,
+    LearningCurve,
     PerspectiveReport,
     PerspectiveSummary,
     RegistryEvent,
@@ -231,6 +232,26 @@ def snapshot_rankings(snapshot: DatasetSnapshot) -> list[tuple[int, int, list[in
             "id", "annotator_id", "order", "annotator__demographics", "task__occupation__name"
         )
     )
+
+
+def snapshot_task_rankings(snapshot: DatasetSnapshot) -> list[tuple[int, list[int]]]:
+    """``(task id, item ids most to least stereotypical)`` of the rankings behind
+    ``snapshot`` as they count today (``snapshot_rankings``' rule), oldest first."""
+    if snapshot.last_ranking_id is None:
+        return []
+    rankings = counted_rankings(snapshot.include_synthetic).filter(pk__lte=snapshot.last_ranking_id)
+    return list(rankings.order_by("id").values_list("task_id", "order"))
+
+
+def learning_curve(snapshot: DatasetSnapshot) -> LearningCurve | None:
+    """The snapshot's stored learning curve, in any state, if one was asked for."""
+    return LearningCurve.objects.filter(snapshot=snapshot).first()
+
+
+def latest_learning_curve() -> LearningCurve | None:
+    """The finished learning curve of the newest snapshot that has one."""
+    done = LearningCurve.objects.filter(status=LearningCurve.Status.DONE)
+    return done.order_by("-snapshot_id").first()
 
 
 def perspective_summaries(checkpoint: Checkpoint, snapshot: DatasetSnapshot) -> QuerySet:

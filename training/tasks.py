@@ -105,3 +105,11 @@ def recover_on_start(sender, **kwargs) -> None:
         requeued = recover_lost_runs(sender.hostname)
     if removed or requeued:
         log.warning("gpu worker start: removed %s, requeued runs %s", removed, requeued)
+
+
+@shared_task(name="training.tasks.learning_curve", acks_late=True)
+def learning_curve(curve_id: int) -> str:
+    """Compute a queued learning curve (default queue; a finished one is left as it is)."""
+    from training.learning_curves import run_queued
+
+    return run_queued(curve_id)

@@ -70,3 +70,26 @@ def test_uniform_counts_how_often_each_occupation_was_seen(make_tasks, annotator
     # ceo (seen once) before nurse (seen twice), whatever the rankings: a count, not a flag.
     assert next_task(profile).task_id == second_ceo.pk
     assert third_nurse.ranking_count == 0
+
+
+def test_active_takes_the_highest_priority_then_the_uniform_order(make_tasks, annotator, no_gold):
+    from annotation.models import RankingTask
+
+    low, high, unscored, other = make_tasks(4, k=3)
+    for task, priority in ((low, 1.0), (high, 3.0), (other, 2.0)):
+        RankingTask.objects.filter(pk=task.pk).update(priority=priority)
+    taken = [next_task(annotator(name).profile, ordering="active").task_id for name in "abcd"]
+    assert taken == [high.pk, other.pk, low.pk, unscored.pk]  # one slot each (overlap 1)
+
+
+def test_active_costs_what_uniform_costs(make_tasks, annotator, no_gold):
+    from annotation.models import RankingTask
+
+    tasks = make_tasks(5, k=3)
+    next_task(annotator("warm").profile, ordering="active")  # compiled once per process
+    RankingTask.objects.filter(pk=tasks[2].pk).update(priority=5.0)
+    with CaptureQueriesContext(connection) as uniform:
+        next_task(annotator("a").profile)
+    with CaptureQueriesContext(connection) as active:
+        assert next_task(annotator("b").profile, ordering="active").task_id == tasks[2].pk
+    assert len(active) == len(uniform)

@@ -9,6 +9,7 @@ from django.urls import reverse
 from annotation.catalogue import load_catalogue, read_catalogue
 from annotation.models import Assignment, Instructions, Item, RankedItem, Ranking
 from annotation.practice import REFERENCE_TYPES, practice_task
+from annotation.study_models import default_study_pk
 
 
 @pytest.fixture
@@ -48,7 +49,8 @@ def test_staff_publish_a_new_version_in_the_admin(client, django_user_model, por
     staff = django_user_model.objects.create_superuser("admin", password="pw-123456")
     client.force_login(staff)
     response = client.post(
-        reverse("admin:annotation_instructions_add"), {"version": 7, "text": "Seventh version."}
+        reverse("admin:annotation_instructions_add"),
+        {"study": default_study_pk(), "version": 7, "text": "Seventh version."},
     )
     assert response.status_code == 302
     page = portal_client().get(reverse("portal:instructions")).content.decode()

@@ -185,7 +185,7 @@ def test_a_closed_or_unknown_study_admits_nobody_new(prolific_study):
     prolific = FakeProlific(prolific_study.slug)
     started = prolific.new_participant_id()
     _arrive(prolific.link(started))
-    Study.objects.filter(pk=prolific_study.pk).update(active=False)
+    Study.objects.filter(pk=prolific_study.pk).update(status=Study.Status.CLOSED)
     _, response = _arrive(prolific.link(prolific.new_participant_id()))
     assert response.status_code == 403 and "closed" in response.content.decode()
     assert _arrive("/join/no-such-study/?pid=1")[1].status_code == 404

@@ -12,6 +12,7 @@ from training.ml.learning_curve import (
     fit_learning_curve,
     inverse_power_law,
     measure,
+    task_subsample,
 )
 
 SHARES = [0.1, 0.2, 0.3, 0.5, 0.7, 1.0]
@@ -55,7 +56,15 @@ def test_bootstrap_over_seeds_brackets_the_planted_projection():
     low, high = curve.intervals["rho_2x"]
     assert low < inverse_power_law(2.0, *PLANTED) < high
     assert high - low < 0.2
-    assert set(curve.intervals) == {"rho_now", "rho_2x", "rho_4x", "gain_per_100", "gain_doubling"}
+    assert set(curve.intervals) == {
+        "rho_now",
+        "rho_2x",
+        "rho_4x",
+        "gain_per_100",
+        "gain_doubling",
+        "gain_next_100",
+        "gain_next_500",
+    }
     again = fit_learning_curve(_points(noise=0.01), n_rankings=2000, n_boot=300, seed=1)
     assert again.intervals == curve.intervals
 
@@ -93,3 +102,23 @@ def test_bad_input_is_refused_with_a_clear_message(points, n_rankings, message):
 def test_measure_needs_a_share_and_a_seed():
     with pytest.raises(LearningCurveError, match="one share and one seed"):
         measure(lambda s, seed: 0.0, [], [0])
+
+
+def test_gain_of_the_next_rankings_is_read_off_the_planted_curve():
+    # Hand-worked: a - b s^-c at s = 1 + 500/2000 = 1.25 against s = 1.
+    curve = fit_learning_curve(_points(noise=0.0), n_rankings=2000, n_boot=0)
+    a, b, c = PLANTED
+    assert curve.gain_next_500 == pytest.approx(b * (1 - 1.25**-c), rel=1e-5)
+    assert curve.gain_next_100 == pytest.approx(b * (1 - 1.05**-c), rel=1e-5)
+    assert 0 < curve.gain_next_100 < curve.gain_next_500 < curve.gain_doubling
+
+
+def test_task_subsample_draws_whole_tasks_without_replacement():
+    rng = np.random.default_rng(0)
+    picked = task_subsample(40, 0.25, rng)
+    assert len(picked) == 10 and len(set(picked.tolist())) == 10
+    assert picked.min() >= 0 and picked.max() < 40
+    assert len(task_subsample(40, 1.0, rng)) == 40
+    assert len(task_subsample(3, 0.01, rng)) == 1  # never an empty draw
+    with pytest.raises(LearningCurveError):
+        task_subsample(10, 0.0, rng)

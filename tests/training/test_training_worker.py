@@ -274,3 +274,24 @@ def test_cancel_while_the_worker_trains(worker, tmp_path):
     done = wait_for(lambda: (r := run_status(run.pk)).is_finished and r, what="the cancel")
     assert done.status == Status.CANCELLED and done.epoch < 300
     assert not Checkpoint.objects.exists() and not list(checkpoint_root().glob("v*"))
+
+
+def test_a_queued_learning_curve_is_computed_by_the_worker(worker, tmp_path):
+    from training.models import LearningCurve
+
+    make_study(tmp_path, occupations=12, images=4)  # 24 tasks
+    (snapshot_id,) = command("snapshot", "--include-synthetic")
+    out = io.StringIO()
+    call_command("learning_curve", snapshot_id, "--draws", "2", "--queue", stdout=out)
+    assert out.getvalue().strip() == f"learning curve of snapshot {snapshot_id} queued"
+    curve = wait_for(
+        lambda: LearningCurve.objects.filter(snapshot_id=snapshot_id, status="done").first(),
+        what="the learning curve",
+        worker=worker,
+    )
+    assert len(curve.points) == 20 and curve.fit["gain_next_500"] is not None
+    assert "training.tasks.learning_curve" in worker.tail()
+    # stored: asking again prints it rather than queueing a second one
+    out = io.StringIO()
+    call_command("learning_curve", snapshot_id, "--queue", stdout=out)
+    assert "500 more rankings would" in out.getvalue()

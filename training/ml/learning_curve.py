@@ -9,7 +9,9 @@ rankings approach, ``rho(1)`` the fitted rho with all N rankings,
 ``rho(2)`` and ``rho(4)`` the projections at 2x and 4x the rankings. The gain
 of 100 more rankings is the slope at N, ``100 * b c / N`` (rho per ranking
 ``d rho / dn = b c s^(-c-1) / N`` at ``s = 1``); the gain of doubling is
-``rho(2) - rho(1) = b (1 - 2^-c)``. More rankings **stop paying** when the gain
+``rho(2) - rho(1) = b (1 - 2^-c)``. The gain of the next ``m`` rankings is
+read off the curve itself, ``rho(1 + m / N) - rho(1)`` (``gain_next_100``,
+``gain_next_500``: what a study lead asks). More rankings **stop paying** when the gain
 of doubling is below ``threshold`` (0.01 by default), judged on the fit to all
 points; the 95% intervals beside it come from a bootstrap over seeds (each
 resample draws whole seeds with replacement, every share of a seed together,
@@ -63,6 +65,8 @@ class LearningCurve:
     rho_4x: float
     gain_per_100: float
     gain_doubling: float
+    gain_next_100: float
+    gain_next_500: float
     threshold: float
     stops_paying: bool
     intervals: dict[str, tuple[float, float]] | None
@@ -101,7 +105,26 @@ def _projections(params: np.ndarray, n_rankings: int) -> dict[str, float]:
         "rho_4x": float(inverse_power_law(4.0, a, b, c)),
         "gain_per_100": float(100.0 * b * c / n_rankings),
         "gain_doubling": float(b * (1.0 - 2.0**-c)),
+        "gain_next_100": gain_next(params, n_rankings, 100),
+        "gain_next_500": gain_next(params, n_rankings, 500),
     }
+
+
+def gain_next(params, n_rankings: int, more: int) -> float:
+    """``rho(1 + more / N) - rho(1)`` on the curve ``params = (a, b, c)``."""
+    a, b, c = params
+    later = inverse_power_law(1.0 + more / n_rankings, a, b, c)
+    return float(later - inverse_power_law(1.0, a, b, c))
+
+
+def task_subsample(n_tasks: int, share: float, rng: np.random.Generator) -> np.ndarray:
+    """Indices of ``max(1, round(share * n_tasks))`` of ``n_tasks`` tasks, drawn without
+    replacement: a learning curve resamples whole tasks, so a task's rankings (all its
+    annotators) stay together, as the bootstrap's unit does."""
+    if n_tasks < 1 or not 0 < share <= 1:
+        raise LearningCurveError(f"draw a share in (0, 1] of 1 task or more, not {share!r}")
+    take = max(1, round(share * n_tasks))
+    return np.sort(rng.choice(n_tasks, size=take, replace=False))
 
 
 def _check(points: CurvePoints, n_rankings: int, threshold: float) -> None:

@@ -15,6 +15,7 @@ from annotation import quotas, selectors
 from annotation.exports import pseudonym
 from annotation.models import DemographicField
 
+from . import learning
 from .base import percent, staff_only
 
 ANNOTATORS_PER_PAGE = 50
@@ -86,6 +87,7 @@ def progress(request: HttpRequest) -> HttpResponse:
                 {**q, "percent": percent(q["filled"], q["target"])}
                 for q in quotas.quota_fill(timezone.now())
             ],
+            "learning": learning.context(),
             "section": "progress",
         },
     )

@@ -2,12 +2,17 @@
 
 from django.urls import path
 
-from . import compare, perspectives, progress, quality, registry, runs, schedules
+from . import compare, learning, perspectives, progress, quality, registry, runs, schedules
 
 app_name = "dashboards"
 
 urlpatterns = [
     path("", progress.progress, name="progress"),
+    path(
+        "learning-curve/<int:snapshot_id>.svg",
+        learning.learning_curve_chart,
+        name="learning-curve-chart",
+    ),
     path("runs/", runs.runs, name="runs"),
     path("runs/progress.json", runs.runs_progress, name="runs-progress"),
     path("runs/start", runs.run_start, name="run-start"),

@@ -1,20 +1,29 @@
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from annotation import studies
 from annotation.tasks_builder import build_check_tasks, build_gold_tasks, build_tasks
+from core.commands import ServiceCommand
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = (
-        "Build ranking tasks from the items not yet in a task (idempotent): a fraction of "
-        "them (the agreement subset) ranked by several annotators; optionally top every "
-        "occupation up to N gold tasks and N attention-check tasks."
+        "Build a study's ranking tasks from its items not yet in a task (idempotent): a "
+        "fraction of them (the agreement subset) ranked by several annotators; optionally top "
+        "every occupation up to N gold tasks and N attention-check tasks."
     )
 
     def add_arguments(self, parser):
         study = settings.STEREORANK
-        parser.add_argument("--size", type=int, default=study["TASK_SIZE"])
-        parser.add_argument("--overlap", type=int, default=study["TASK_OVERLAP"])
+        parser.add_argument("--study", metavar="SLUG", help="the study (default: the default one)")
+        parser.add_argument(
+            "--size", type=int, help="items per task (default: the study's, else TASK_SIZE)"
+        )
+        parser.add_argument(
+            "--overlap",
+            type=int,
+            help="rankings per task (default: the study's, else TASK_OVERLAP)",
+        )
         parser.add_argument(
             "--agreement-fraction",
             type=float,
@@ -27,6 +36,9 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
 
     def handle(self, *args, size, overlap, agreement_fraction, agreement_overlap, seed, **options):
+        study = studies.resolve(options["study"])
+        size = studies.task_size(study) if size is None else size
+        overlap = studies.overlap(study) if overlap is None else overlap
         if size < 2 or overlap < 1 or agreement_overlap < 1:
             raise CommandError(
                 "--size must be at least 2, --overlap and --agreement-overlap at least 1"
@@ -36,10 +48,10 @@ class Command(BaseCommand):
         gold, checks = options["gold_per_occupation"], options["checks_per_occupation"]
         if gold < 0 or checks < 0:
             raise CommandError("--gold-per-occupation and --checks-per-occupation must be >= 0")
-        made = build_tasks(size, overlap, seed, agreement_fraction, agreement_overlap)
+        made = build_tasks(size, overlap, seed, agreement_fraction, agreement_overlap, study)
         self.stdout.write(f"{made} tasks built")
         if gold:
-            self.stdout.write(f"{build_gold_tasks(gold, size, seed)} gold tasks built")
+            self.stdout.write(f"{build_gold_tasks(gold, size, seed, study)} gold tasks built")
         if checks:
-            made = build_check_tasks(checks, size, seed)
+            made = build_check_tasks(checks, size, seed, study)
             self.stdout.write(f"{made} attention-check tasks built")

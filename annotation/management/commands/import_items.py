@@ -1,21 +1,25 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from annotation import studies
 from annotation.importing import ManifestError, import_manifest
+from core.commands import ServiceCommand
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = (
-        "Import items from a folder with manifest.jsonl/manifest.csv, or a CSV/JSONL manifest "
-        "(columns prompt, occupation, prompt_type, image, optional generator JSON). "
+        "Import a study's items from a folder with manifest.jsonl/manifest.csv, or a CSV/JSONL "
+        "manifest (columns prompt, occupation, prompt_type, image, optional generator JSON). "
         "All rows are validated first; nothing is imported if any row is bad."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("path")
+        parser.add_argument("--study", metavar="SLUG", help="the study (default: the default one)")
 
     def handle(self, *args, path, **options):
+        study = studies.resolve(options["study"])
         try:
-            counts = import_manifest(path)
+            counts = import_manifest(path, study)
         except ManifestError as exc:
             for error in exc.errors:
                 self.stderr.write(error)

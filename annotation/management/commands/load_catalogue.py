@@ -1,12 +1,16 @@
-from django.core.management.base import BaseCommand
-
+from annotation import studies
 from annotation.catalogue import load_catalogue
+from core.commands import ServiceCommand
 
 
-class Command(BaseCommand):
-    help = "Load the 40-occupation catalogue (idempotent); optionally placeholder items."
+class Command(ServiceCommand):
+    help = (
+        "Load the 40-occupation catalogue (idempotent) with a study's consent text and "
+        "instructions; optionally placeholder items in that study."
+    )
 
     def add_arguments(self, parser):
+        parser.add_argument("--study", metavar="SLUG", help="the study (default: the default one)")
         parser.add_argument(
             "--placeholder-images",
             nargs="?",
@@ -18,7 +22,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, placeholder_images, **options):
-        created = load_catalogue(placeholders_per_prompt=placeholder_images)
+        study = studies.resolve(options["study"])
+        created = load_catalogue(placeholders_per_prompt=placeholder_images, study=study)
         self.stdout.write(
             f"catalogue loaded: {created['occupations']} new occupations, "
             f"{created['prompts']} new prompts, {created['items']} new items"

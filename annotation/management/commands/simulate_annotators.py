@@ -1,9 +1,11 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from annotation import studies
 from annotation.simulation import PLANTED, simulate
+from core.commands import ServiceCommand
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = (
         "Create synthetic annotators (flagged is_synthetic) with plausible demographics and "
         "rankings drawn from the latent model in annotation/simulation.py, a fraction of "
@@ -11,6 +13,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
+        parser.add_argument("--study", metavar="SLUG", help="the study (default: the default one)")
         parser.add_argument("--count", type=int, default=20)
         parser.add_argument("--tasks-per-annotator", type=int, default=5)
         parser.add_argument("--seed", type=int, default=0)
@@ -33,7 +36,10 @@ class Command(BaseCommand):
             raise CommandError("--count and --tasks-per-annotator must not be negative")
         if not 0 <= careless <= 1:
             raise CommandError("--careless must be a fraction between 0 and 1")
-        result = simulate(count, tasks_per_annotator, seed, careless, PLANTED if planted else None)
+        study = studies.resolve(options["study"])
+        result = simulate(
+            count, tasks_per_annotator, seed, careless, PLANTED if planted else None, study=study
+        )
         self.stdout.write(
             f"{result['annotators']} synthetic annotators created ({result['careless']} "
             f"careless), {result['rankings']} rankings stored; "

@@ -31,6 +31,7 @@ from training.ml.paraphrase.base import Candidate, Original, Rejection
 
 REASONS = ("empty", "duplicate", "occupation", "attribute", "cosine")
 
+
 def cosines(original: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """Cosine similarity of each row of ``candidates [k, d]`` to ``original [d]``."""
     original = np.asarray(original, dtype=np.float64)
