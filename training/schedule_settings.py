@@ -24,6 +24,7 @@ class ScheduleSettings:
     epochs: int = 12
     paraphrases: int = 8
     include_synthetic: bool = False
+    search: bool = False  # choose the recipe by grouped CV first (training.search)
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> "ScheduleSettings":
