@@ -1,9 +1,13 @@
 """Assignment: the one place that decides which task an annotator ranks next.
 
 ``next_task`` resumes the annotator's live reservation or reserves a new task.
-The choice serves quality: gold tasks are mixed into each stream at ``GOLD_RATE``
-(``gold_is_due``), excluded annotators get nothing, and a newcomer takes their
-seats in the group quotas first (``annotation.quotas``).
+The choice serves quality: gold tasks are mixed into each stream at ``GOLD_RATE``,
+attention-check tasks at ``CHECK_RATE`` and rankings of the agreement subset (the
+tasks ranked by several annotators, those already started first) at
+``AGREEMENT_RATE``, each paced per annotator (``is_due``), so a study stopped
+early still measures agreement and catches careless annotators whatever the
+ordering; excluded annotators get nothing, and a newcomer takes their seats in the
+group quotas first (``annotation.quotas``).
 
 Among the open tasks, the order is an *ordering*: a function in ``ORDERINGS``
 that turns the annotator's rankings into sort keys over candidate tasks, read
@@ -15,6 +19,10 @@ computes a priority, so annotation never imports torch.
 Race-free: the best candidate is locked in the query that finds it (on
 PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``, so two annotators never take
 the one remaining slot); SQLite serialises writers (``transaction_mode=IMMEDIATE``).
+
+Its cost follows the open tasks, not the finished ones: the candidates are read
+from the ``open_task`` partial index (``RankingTask``: not gold, fewer rankings than
+overlap), kept by the ``ranking_count`` that submit updates in its transaction.
 """
 
 import math
@@ -25,9 +33,11 @@ from django.conf import settings
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection, transaction
 from django.db.models import (
+    BooleanField,
     Count,
     DateTimeField,
     Exists,
+    ExpressionWrapper,
     F,
     Func,
     IntegerField,
@@ -36,7 +46,7 @@ from django.db.models import (
     QuerySet,
     Subquery,
 )
-from django.db.models.expressions import BaseExpression
+from django.db.models.expressions import BaseExpression, OrderBy
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -105,20 +115,41 @@ ORDERINGS: dict[str, Ordering] = {"uniform": uniform, "active": active}
 """The orderings assignment may use, by name."""
 
 
-def gold_phase(profile_pk: int) -> float:
-    """The annotator's fixed random start in [0, 1) for ``gold_is_due``."""
-    return random.Random(f"gold-phase:{profile_pk}").random()
+def pacing_phase(username: str, kind: str = "gold") -> float:
+    """The annotator's fixed random start in [0, 1) for ``is_due``, one per paced
+    ``kind`` (``PACED``); drawn from the username, not an id the database hands out, so
+    a simulated study is the same whatever its ids."""
+    return random.Random(f"{kind}-phase:{username}").random()
 
 
-def gold_is_due(done: int, gold_done: int, rate: float, phase: float) -> bool:
-    """Whether the next task should be a gold one: systematic sampling with a random start.
+def is_due(done: int, kind_done: int, rate: float, phase: float) -> bool:
+    """Whether the next task should be of a paced kind (a gold one, say): systematic
+    sampling with a random start.
 
-    After ``n`` tasks an annotator should have met ``floor(rate * n + phase)`` gold
-    tasks; the next is gold when ``gold_done`` is short of that at ``n = done + 1``.
-    So the share is ``rate`` in the long run, and where the gold tasks fall differs
-    between annotators (``phase``), so no fixed slot gives them away.
+    After ``n`` tasks an annotator should have met ``floor(rate * n + phase)`` tasks
+    of the kind; the next is one when ``kind_done`` is short of that at
+    ``n = done + 1``. So the share is ``rate`` in the long run, and where they fall
+    differs between annotators (``phase``), so no fixed slot gives them away.
     """
-    return gold_done < math.floor(rate * (done + 1) + phase)
+    return kind_done < math.floor(rate * (done + 1) + phase)
+
+
+PACED = ("gold", "check", "agreement")
+"""The task kinds paced into every stream, most wanted first when two are due."""
+_RATES = {"gold": "GOLD_RATE", "check": "CHECK_RATE", "agreement": "AGREEMENT_RATE"}
+AGREEMENT_SUBSET = Q(task__overlap__gt=1, task__is_gold=False)
+"""A ranking of the agreement subset: a task that several annotators rank."""
+
+
+def due(state: dict) -> str | None:
+    """The paced kind the next task should be (``PACED`` order), or None."""
+    done = state["done"] or 0
+    for kind in PACED:
+        rate = settings.STEREORANK[_RATES[kind]]
+        phase = pacing_phase(state["user__username"], kind)
+        if is_due(done, state[f"{kind}_done"] or 0, rate, phase):
+            return kind
+    return None
 
 
 PROFILE = Param("profile", IntegerField())
@@ -134,6 +165,8 @@ def _state_query() -> QuerySet:
             consented=consents_to_current_text(OuterRef("pk")),
             done=_count(mine),
             gold_done=_count(mine.filter(task__is_gold=True)),
+            check_done=_count(mine.filter(task__check_item__isnull=False)),
+            agreement_done=_count(mine.filter(AGREEMENT_SUBSET)),
             current=Subquery(
                 Assignment.objects.filter(annotator=OuterRef("pk"), reserved_until__gt=NOW)
                 .order_by("-reserved_until")
@@ -142,7 +175,16 @@ def _state_query() -> QuerySet:
             seated=quotas.has_seat(OuterRef("pk")),
             quotas_set=quotas.any_quota(),
         )
-        .values("consented", "done", "gold_done", "current", "status", "seated", "quotas_set")
+        .values(
+            "consented",
+            "done",
+            *(f"{kind}_done" for kind in PACED),
+            "current",
+            "status",
+            "seated",
+            "quotas_set",
+            "user__username",
+        )
     )
 
 
@@ -191,12 +233,11 @@ def next_task(profile: AnnotatorProfile, ordering: str = "uniform") -> Assignmen
     done = state["done"] or 0
     if done >= profile.quota:
         return None
-    rate = settings.STEREORANK["GOLD_RATE"]
-    gold = gold_is_due(done, state["gold_done"] or 0, rate, gold_phase(profile.pk))
+    paced = due(state)
     with transaction.atomic():
         if state["quotas_set"] and not state["done"] and not state["seated"]:
             quotas.take_seats(profile, now)  # balanced pools: GroupFull if a group is full
-        task = _take_task(profile, now, ordering, gold)
+        task = _take_task(profile, now, ordering, paced)
         if task is None:
             return None
         items = _task_items(task)
@@ -228,7 +269,22 @@ def _live_assignments(now) -> Subquery:
     )
 
 
-def _candidates(profile, now, ordering: str, gold: bool) -> QuerySet[RankingTask]:
+def _flag(condition: Q) -> OrderBy:
+    """Tasks meeting ``condition`` first."""
+    return ExpressionWrapper(condition, output_field=BooleanField()).desc()
+
+
+PACED_FIRST: dict[str | None, list[SortKey]] = {
+    None: [],
+    "gold": ["-is_gold"],
+    "check": [_flag(Q(check_item__isnull=False))],
+    # The sets already started first: agreement over whole sets from the first rankings.
+    "agreement": [_flag(Q(overlap__gt=1)), F("ranking_count").desc()],
+}
+"""Sort keys put before the ordering's when a paced kind is due."""
+
+
+def _candidates(profile, now, ordering: str, paced: str | None) -> QuerySet[RankingTask]:
     """Open tasks ``profile`` has not ranked, best first (see ``_take_task``), locked."""
     mine = Ranking.objects.filter(annotator=profile)
     open_slot = Q(
@@ -236,20 +292,21 @@ def _candidates(profile, now, ordering: str, gold: bool) -> QuerySet[RankingTask
         ranking_count__lt=F("overlap"),
         live__lt=F("overlap") - F("ranking_count"),
     )
+    gold = paced == "gold"
     candidates = (
         RankingTask.objects.exclude(Exists(mine.filter(task=OuterRef("pk"))))
         .annotate(live=Coalesce(_live_assignments(now), 0))
         .filter(open_slot | Q(is_gold=True) if gold else open_slot)
-        .order_by(*(["-is_gold"] if gold else []), *ORDERINGS[ordering](mine), "live", "id")
+        .order_by(*PACED_FIRST[paced], *ORDERINGS[ordering](mine), "live", "id")
     )
     if connection.features.has_select_for_update_skip_locked:
         candidates = candidates.select_for_update(skip_locked=True, of=("self",))
     return candidates
 
 
-def _best_query(ordering: str, gold: bool) -> Callable[[], QuerySet]:
+def _best_query(ordering: str, paced: str | None) -> Callable[[], QuerySet]:
     def build() -> QuerySet:
-        best = _candidates(PROFILE, NOW, ordering, gold).select_related("occupation")
+        best = _candidates(PROFILE, NOW, ordering, paced).select_related("occupation")
         # "live" selected: ORDER BY names it instead of counting the reservations again.
         fields = (*columns(RankingTask), *columns(Occupation, "occupation__"), "live")
         return best.values(*fields)[:1]
@@ -257,14 +314,14 @@ def _best_query(ordering: str, gold: bool) -> Callable[[], QuerySet]:
     return build
 
 
-_BEST: dict[tuple[str, Ordering, bool], Prepared] = {}
+_BEST: dict[tuple[str, Ordering, str | None], Prepared] = {}
 
 
-def _best(profile: AnnotatorProfile, now, ordering: str, gold: bool) -> RankingTask | None:
-    """The best candidate, locked (the query compiled once per ordering and gold flag)."""
-    key = (ordering, ORDERINGS[ordering], gold)  # a name registered again compiles again
+def _best(profile: AnnotatorProfile, now, ordering: str, paced: str | None) -> RankingTask | None:
+    """The best candidate, locked (the query compiled once per ordering and paced kind)."""
+    key = (ordering, ORDERINGS[ordering], paced)  # a name registered again compiles again
     if key not in _BEST:
-        _BEST[key] = Prepared(_best_query(ordering, gold))
+        _BEST[key] = Prepared(_best_query(ordering, paced))
     row = _BEST[key].first(profile=profile.pk, now=now)
     if row is None:
         return None
@@ -281,11 +338,11 @@ _LIVE = Prepared(_live_query)
 
 
 def _take_task(
-    profile: AnnotatorProfile, now, ordering: str, gold: bool = False, tries: int = 20
+    profile: AnnotatorProfile, now, ordering: str, paced: str | None = None, tries: int = 20
 ) -> RankingTask | None:
-    """Lock the best task this annotator has not ranked: a gold task first when one is
-    due (``gold``), then the open tasks in ``order``, ties to the task with the fewest
-    live reservations, then the oldest.
+    """Lock the best task this annotator has not ranked: a task of the ``paced`` kind
+    first when one is due (``PACED_FIRST``), then the open tasks in ``ordering``, ties
+    to the task with the fewest live reservations, then the oldest.
 
     Gold tasks ignore overlap (everyone may rank them). The best candidate is
     locked in the query that finds it (PostgreSQL skips rows other transactions
@@ -296,10 +353,10 @@ def _take_task(
     tried: list[int] = []
     for _ in range(tries):
         if tried:
-            candidates = _candidates(profile, now, ordering, gold).select_related("occupation")
+            candidates = _candidates(profile, now, ordering, paced).select_related("occupation")
             task = candidates.exclude(pk__in=tried).first()
         else:
-            task = _best(profile, now, ordering, gold)
+            task = _best(profile, now, ordering, paced)
         if task is None or task.is_gold:
             return task
         live = len(_LIVE.rows(task=task.pk, now=now))

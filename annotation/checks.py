@@ -7,14 +7,19 @@ from django.core.exceptions import ImproperlyConfigured
 
 @register()
 def quality_settings(app_configs, **kwargs) -> list[Error]:
-    """GOLD_RATE and AGREEMENT_FRACTION are fractions, GROUP_K and the overlaps at least 1,
+    """The paced rates (gold, checks, agreement) are fractions adding up to less than 1,
+    AGREEMENT_FRACTION a fraction, GROUP_K and the overlaps at least 1,
     QUALITY_POLICY a valid override of annotation.quality.policy.Policy."""
     from .standing import policy
 
     study = settings.STEREORANK
     errors = []
-    if not 0 <= study["GOLD_RATE"] < 1:
-        errors.append(Error(f"STEREORANK['GOLD_RATE'] must be in [0, 1), not {study['GOLD_RATE']}"))
+    rates = ("GOLD_RATE", "CHECK_RATE", "AGREEMENT_RATE")
+    for key in rates:
+        if not 0 <= study[key] < 1:
+            errors.append(Error(f"STEREORANK['{key}'] must be in [0, 1), not {study[key]}"))
+    if sum(study[key] for key in rates) >= 1:
+        errors.append(Error("STEREORANK's GOLD_RATE, CHECK_RATE and AGREEMENT_RATE add up to 1+"))
     if not 0 <= study["AGREEMENT_FRACTION"] <= 1:
         errors.append(
             Error(

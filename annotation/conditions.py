@@ -18,11 +18,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
+from django.dispatch import Signal
 
-from .errors import ConditionError, StudyNotFound
+from .errors import ConditionError
 from .importing import read_rows
 from .models import Prompt, Study
 from .validation_models import Condition, ConditionPrompt
+
+# Sent by ``from_active_version`` inside its transaction with ``study`` and
+# ``placeholder_images``; the scoring app's receiver (``scoring.apps``) writes the
+# conditions from the active version's optimiser and returns what it made. Annotation
+# cannot import the optimiser (layers), so the study's creation reaches it this way.
+validation_study_requested = Signal()
 
 
 @dataclass(frozen=True)
@@ -33,14 +40,6 @@ class Text:
     text: str
     score: float | None = None
     provenance: dict = field(default_factory=dict)
-
-
-def get_study(slug: str) -> Study:
-    """The study called ``slug``; ``StudyNotFound`` when there is none."""
-    study = Study.objects.filter(slug=slug).first()
-    if study is None:
-        raise StudyNotFound(f"no study {slug!r}")
-    return study
 
 
 def study_prompts(study: Study) -> list[Prompt]:
@@ -78,6 +77,8 @@ def add_condition(
     provenance: dict | None = None,
 ) -> Condition:
     """Write a condition and its texts, all or nothing (see the module docstring)."""
+    if study.kind != Study.Kind.VALIDATION:
+        raise ConditionError(f"study {study.slug} is a {study.kind} study, not a validation one")
     if role not in Condition.Role.values:
         raise ConditionError(f"role {role!r}: use {' or '.join(Condition.Role.values)}")
     if study.conditions.filter(role=role).exists():
@@ -174,3 +175,21 @@ def from_file(
         texts,
         provenance={"file": path.name, "sha256": digest},
     )
+
+
+@transaction.atomic
+def from_active_version(study: Study, *, placeholder_images: int = 0) -> dict:
+    """The active version's flagged prompts as written and as its optimiser rewrites them
+    (``scoring.validation.from_active_version``), with ``placeholder_images`` per prompt
+    and condition and their tasks when asked; what ``create_study --kind validation``
+    calls. ``{"version", "prompts", "images", "tasks"}``."""
+    if study.kind != Study.Kind.VALIDATION:
+        raise ConditionError(f"study {study.slug} is a {study.kind} study, not a validation one")
+    answers = validation_study_requested.send(
+        sender=Study, study=study, placeholder_images=placeholder_images
+    )
+    if not answers:
+        raise ConditionError(
+            "no optimiser to make the conditions: the scoring app is not installed"
+        )
+    return answers[0][1]

@@ -59,6 +59,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
+from . import quality_store
 from .errors import AlreadyErased
 from .exports import pseudonym
 from .models import AnnotatorProfile, AnnotatorStatus, Ranking, RankingTask, StatusChange
@@ -91,6 +92,7 @@ def erase_annotator(profile: AnnotatorProfile, via: str) -> Erasure:
             )
     with transaction.atomic():
         removed = _delete_rankings(profile)
+        quality_store.forget_all()
         annotator_erased.send(sender=Erasure, pseudonym=pseudonym(profile.user_id))
         return Erasure.objects.create(rankings_removed=removed, via=via)
 

@@ -12,6 +12,7 @@ from django.db.models import Q
 
 from .quality.gold import GoldReference
 from .quality.records import PREFER_NOT_TO_SAY
+from .report_models import QualityReport  # noqa: F401
 
 # The study's own models (recruitment, quotas, erasure records) live in a module of their
 # own, which imports nothing from here; imported so that Django registers them with the app.
@@ -143,7 +144,16 @@ class RankingTask(models.Model):
     A task may hold an *attention check*: ``check_item``, one of its cards, shows
     ``check_instruction(check_position)`` instead of its prompt; that card never
     feeds labels. Gold tasks hold no check (each measures one thing).
+
+    ``card_text`` says what text a card shows: its prompt (collection studies), nothing
+    (a blinded validation task) or its condition's text (a validation study that
+    shows prompts; ``annotation.validation_tasks``).
     """
+
+    class CardText(models.TextChoices):
+        PROMPT = "prompt", "The item's prompt"
+        NONE = "none", "Nothing (blinded)"
+        CONDITION = "condition", "The condition's text"
 
     study = study_field("tasks")
     occupation = models.ForeignKey(Occupation, on_delete=models.PROTECT, related_name="tasks")
@@ -157,6 +167,7 @@ class RankingTask(models.Model):
     priority = models.FloatField(default=0.0, db_index=True)
     is_gold = models.BooleanField(default=False, db_index=True)
     gold_reference = models.JSONField(null=True, blank=True)
+    card_text = models.CharField(max_length=20, choices=CardText.choices, default=CardText.PROMPT)
     check_item = models.ForeignKey(
         Item, null=True, blank=True, on_delete=models.PROTECT, related_name="checks"
     )
@@ -181,6 +192,15 @@ class RankingTask(models.Model):
                 | Q(check_item__isnull=False, check_position__isnull=False, is_gold=False),
                 name="check_has_card_and_position_and_no_gold",
             ),
+        ]
+        indexes = [
+            # The open tasks only: assignment's candidate query reads these, so its cost
+            # follows the open tasks, not every task a study has finished.
+            models.Index(
+                fields=["study", "id"],
+                condition=Q(is_gold=False, ranking_count__lt=models.F("overlap")),
+                name="open_task",
+            )
         ]
 
     def __str__(self) -> str:

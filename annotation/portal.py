@@ -244,6 +244,7 @@ def rank(request):
         {
             "item": card.item,
             "text": card.text,
+            "blind": not card.text,
             "label": f"Image {chr(ord('A') + i)}",
             "position": i + 1,
         }

@@ -144,11 +144,13 @@ def consented_rankings(include_synthetic: bool = False) -> QuerySet[Ranking]:
 
 def counted_rankings(include_synthetic: bool = False) -> QuerySet[Ranking]:
     """The rankings that count: consented (``consented_rankings``), not by an excluded
-    annotator, not of a gold task (gold never feeds labels). An attention-check card
+    annotator, not of a gold task (gold never feeds labels), not of a validation study
+    (its rankings judge conditions and never become labels). An attention-check card
     in a ranking that counts is still left out of labels (``label_rows``)."""
     return (
         consented_rankings(include_synthetic)
         .filter(task__is_gold=False)
+        .exclude(task__study__kind=Study.Kind.VALIDATION)
         .exclude(annotator__status=AnnotatorStatus.EXCLUDED)
     )
 

@@ -288,6 +288,38 @@ def careless_order(kind: str, shown: list[int], rng: random.Random) -> tuple[lis
     raise ValueError(f"not a careless kind: {kind!r}")
 
 
+def validation_treated(study: Study) -> set[int]:
+    """The ids of a validation study's treatment images."""
+    from .validation_models import Condition, ConditionImage
+
+    return set(
+        ConditionImage.objects.filter(
+            prompt__condition__study=study, prompt__condition__role=Condition.Role.TREATMENT
+        ).values_list("item_id", flat=True)
+    )
+
+
+def validation_order(
+    task: RankingTask, items: list[Item], treated: set[int], effect: float, rng: random.Random
+) -> list[int]:
+    """A validation task's order under ``quality.validation_sim``'s model (Plackett-Luce,
+    the treatment's images shifted up by ``effect``), most stereotypical first, with an
+    attention-check card put where its instruction says."""
+    import numpy as np
+
+    from .quality.validation_sim import planted_order  # numpy and scipy: only when asked
+
+    card = task.check_item_id
+    ids = sorted(i.pk for i in items if i.pk != card)
+    where = planted_order(
+        np.array([i in treated for i in ids]), effect, np.random.default_rng(rng.getrandbits(64))
+    )
+    order = [ids[i] for i in where]
+    if card is not None:
+        order.insert(min(task.check_position, len(order)), card)
+    return order
+
+
 def simulate(
     count: int,
     tasks_per_annotator: int,
@@ -295,10 +327,12 @@ def simulate(
     careless: float = 0.0,
     planted: Planted | None = None,
     study: Study | None = None,
+    effect: float = 0.0,
 ) -> dict:
     """Create (or reuse) ``count`` synthetic annotators of the study (the default one
     unless given), each ranking up to M tasks (with ``planted``, in its groups and
-    views; else the default views).
+    views; else the default views). In a validation study careful annotators rank by
+    ``validation_order``: the treatment's images preferred by ``effect`` (0: a null study).
 
     An annotator the quality policy excludes stops there; ``excluded`` counts them.
     """
@@ -310,6 +344,7 @@ def simulate(
     kinds = careless_kinds(count, careless, seed)
     views = planted.views if planted else DEFAULT_VIEWS
     groups = planted_groups(count, planted, seed) if planted else None
+    treated = validation_treated(study) if study.kind == Study.Kind.VALIDATION else None
     made_users = rankings = excluded = 0
     for n in range(count):
         user, new_user = User.objects.get_or_create(username=f"{prefix}-{seed}-{n:04d}")
@@ -345,7 +380,10 @@ def simulate(
             items = list(task.items.select_related("prompt__occupation"))
             hashes = ",".join(sorted(item.image_sha256 for item in items))
             rng = random.Random(f"{seed}:{n}:{hashes}")
-            if kinds[n] == SyntheticKind.CAREFUL:
+            if kinds[n] == SyntheticKind.CAREFUL and treated is not None:
+                order = validation_order(task, items, treated, effect, rng)
+                seconds = round(max(5.0, rng.gauss(8.0 * len(items), 10.0)), 1)
+            elif kinds[n] == SyntheticKind.CAREFUL:
                 order = careful_order(task, items, profile.demographics, rng, views)
                 seconds = round(max(5.0, rng.gauss(8.0 * len(items), 10.0)), 1)
             else:

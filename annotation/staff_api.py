@@ -7,14 +7,15 @@ exports. Every list runs a fixed number of queries whatever its length.
 
 from django.conf import settings
 from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import serializers, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.exceptions import ParseError
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import standing, task_selectors
+from . import quality_store, standing, studies, task_selectors
 from .api import query_flag
 from .exports import annotator_for_pseudonym, pseudonym
 from .models import AnnotatorStatus, Item, Occupation, Prompt, PromptType, Ranking, RankingTask
@@ -220,10 +221,19 @@ class QualityReportSerializer(serializers.Serializer):
     )
     annotators = AnnotatorQualitySerializer(many=True)
     policy = serializers.DictField(help_text="The exclusion rule in force.")
+    computed_at = serializers.DateTimeField(help_text="When the stored report was computed.")
+    data_version = serializers.CharField(help_text="The version of the data it describes.")
+    stale = serializers.BooleanField(
+        help_text="The data changed since: a refresh is queued; ask again for the new one."
+    )
 
 
 class QualityView(APIView):
-    """Agreement (W, alpha; per occupation and group), position bias, the annotator table."""
+    """Agreement (W, alpha; per occupation and group), position bias, the annotator table.
+
+    Served from the stored report with the time it was computed (``computed_at``) and
+    whether the data changed since (``stale``: a refresh is queued); 202 while the first
+    one of its kind is computed (``annotation.quality_store``)."""
 
     permission_classes = [IsAdminUser]
 
@@ -236,7 +246,7 @@ class QualityView(APIView):
                 description="Bootstrap draws of the intervals (default: the setting).",
             ),
         ],
-        responses=QualityReportSerializer,
+        responses={200: QualityReportSerializer, 202: OpenApiTypes.OBJECT},
     )
     def get(self, request):
         n_boot = _int_param(request, "n_boot")
@@ -245,9 +255,39 @@ class QualityView(APIView):
         if not 0 <= n_boot <= MAX_N_BOOT:
             raise ParseError(f"n_boot: {n_boot} is not between 0 and {MAX_N_BOOT}.")
         synthetic = bool(query_flag(request, "include_synthetic"))
-        from .quality_report import quality_report  # scipy: not with the URL conf
+        served = quality_store.served_report(synthetic, n_boot)
+        if served.report is None:
+            detail = "The quality report is being computed; ask again shortly."
+            body = {"detail": detail, **served.as_dict()}
+            return Response(body, status=status.HTTP_202_ACCEPTED)
+        return Response(served.as_dict())
 
-        return Response(quality_report(synthetic, n_boot=n_boot))
+
+class ValidationReportView(APIView):
+    """A validation study's report: per condition, Welch's t, paired t, Wilcoxon, the cluster
+    bootstrap, effect sizes, per occupation and group, power, each annotator's means."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "n_boot",
+                {"type": "integer", "minimum": 0, "maximum": MAX_N_BOOT},
+                description="Bootstrap draws of the intervals (default: the setting).",
+            ),
+        ],
+        responses={200: dict},
+    )
+    def get(self, request, slug: str):
+        n_boot = _int_param(request, "n_boot")
+        if n_boot is None:
+            n_boot = settings.STEREORANK["QUALITY_N_BOOT"]
+        if not 0 <= n_boot <= MAX_N_BOOT:
+            raise ParseError(f"n_boot: {n_boot} is not between 0 and {MAX_N_BOOT}.")
+        from . import validation_results  # scipy: not with the URL conf
+
+        return Response(validation_results.report(studies.resolve(slug), n_boot=n_boot))
 
 
 class ReinstateSerializer(serializers.Serializer):

@@ -110,6 +110,10 @@ class Study(models.Model):
     overlap = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Rankings per task; blank: STEREORANK_TASK_OVERLAP."
     )
+    shows_prompts = models.BooleanField(
+        default=False,
+        help_text="Validation studies: cards show their condition's text (blinded otherwise).",
+    )
     tasks_per_participant = models.PositiveIntegerField(
         null=True, blank=True, help_text="Each participant's quota; blank: the default quota."
     )

@@ -46,18 +46,31 @@ class Card:
     text: str
 
 
+def _condition_texts(item_ids: list[int]) -> dict[int, str]:
+    from .validation_models import ConditionImage
+
+    return dict(
+        ConditionImage.objects.filter(item_id__in=item_ids).values_list("item_id", "prompt__text")
+    )
+
+
 def shown_cards(assignment: Assignment) -> list[Card]:
-    """The assignment's cards in the order shown (no query beyond ``shown_items``)."""
+    """The assignment's cards in the order shown (no query beyond ``shown_items`` but for a
+    validation task that shows its conditions' texts): each card's text is what the task's
+    ``card_text`` says, "" on a blinded card."""
     task = assignment.task
-    return [
-        Card(
-            item,
-            check_instruction(task.check_position)
-            if item.pk == task.check_item_id
-            else item.prompt.text,
-        )
-        for item in shown_items(assignment)
-    ]
+    items = shown_items(assignment)
+    mode = task.card_text
+    texts = _condition_texts([i.pk for i in items]) if mode == task.CardText.CONDITION else {}
+
+    def text(item: Item) -> str:
+        if item.pk == task.check_item_id:
+            return check_instruction(task.check_position)
+        if mode == task.CardText.NONE:
+            return ""
+        return texts.get(item.pk, "") if texts else item.prompt.text
+
+    return [Card(item, text(item)) for item in items]
 
 
 def _by_occupation(queryset: QuerySet, occupation: str | None, field: str) -> QuerySet:

@@ -25,5 +25,10 @@ urlpatterns = [
         staff_api.ReinstateView.as_view(),
         name="api-staff-reinstate",
     ),
+    path(
+        "staff/studies/<slug:slug>/validation/",
+        staff_api.ValidationReportView.as_view(),
+        name="api-staff-validation",
+    ),
     path("staff/", include(staff.urls)),
 ]

@@ -13,7 +13,8 @@ The models and the plain conditions (as written, from a file) are
   the occupation. Two checkpoints' optimisers are two such conditions;
 * ``from_active_version``: the validation study of ``create_study --kind
   validation``: the active version's flagged prompts as written (baseline) and
-  as it optimises them (treatment), with placeholder images when asked.
+  as it optimises them (treatment), with placeholder images and their blinded tasks
+  when asked.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
-from annotation import conditions, generation
+from annotation import conditions, generation, validation_tasks
 from annotation.models import Prompt, Study
 from annotation.validation_models import Condition
 from scoring.errors import RewriterFailed, ScoringError
@@ -122,9 +123,8 @@ def from_active_version(study: Study, *, placeholder_images: int = 0, seed: int 
         )
     conditions.original(study, flagged, scores=scores, version=loaded.version)
     optimised(study, flagged, version=loaded.version, seed=seed)
-    images = (
-        generation.placeholder_images(study, placeholder_images)["created"]
-        if placeholder_images
-        else 0
-    )
-    return {"version": loaded.version, "prompts": len(flagged), "images": images}
+    images = tasks = 0
+    if placeholder_images:
+        images = generation.placeholder_images(study, placeholder_images)["created"]
+        tasks = validation_tasks.build_validation_tasks(study, seed=seed)
+    return {"version": loaded.version, "prompts": len(flagged), "images": images, "tasks": tasks}

@@ -381,7 +381,7 @@ class PerspectivesView(StaffView):
             "Whose opinions the version rewards: per demographic group, alignment and "
             "Spearman's rho with 95% intervals beside the human baseline, on its own "
             "snapshot or ``?snapshot=``. Groups under k are named only. Reports not stored "
-            "yet are queued on the gpu worker and the answer is 202 with the pending fields: "
+            "yet are queued on the default queue and the answer is 202 with the pending fields: "
             "ask again shortly. ``?format=csv``: one row per group."
         ),
     )

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from django.conf import settings
 
+from training import checkpoint_store
 from training.errors import QuantizationError, QuantizationRefused, ml_refusals
 from training.models import Checkpoint, DatasetSnapshot, EncoderGate
 from training.snapshots import EVAL, rows_of
@@ -89,7 +90,7 @@ def _checkpoint_files(checkpoint: Checkpoint):
     from training.ml.checkpoints import load as load_files
 
     with ml_refusals(QuantizationError, f"v{checkpoint.version}: "):
-        return load_files(Path(checkpoint.path))
+        return load_files(checkpoint_store.local_folder(checkpoint))
 
 
 def run_gate(
@@ -209,7 +210,8 @@ def gated_model(
         from training.ml.checkpoints import load as load_files
 
         fp32 = encoder(checkpoint.encoder_name, device=device)
-        return Gated(load_files(Path(checkpoint.path), fp32).to_model(fp32), None, cache)
+        folder = checkpoint_store.local_folder(checkpoint)
+        return Gated(load_files(folder, fp32).to_model(fp32), None, cache)
     files = _checkpoint_files(checkpoint)
     copy = _copy(checkpoint, backend, quantization)
     gate = passed_gate(checkpoint, copy)

@@ -44,6 +44,10 @@ class RegistryConflict(RegistryError, Conflict):
     """The registry is already in the state asked for."""
 
 
+class GroupsFall(RegistryConflict):
+    """A promotion asked to check the groups, refused: a group clearly loses alignment."""
+
+
 class ScheduleError(TrainingError):
     """A retraining schedule's settings that cannot be used."""
 
@@ -98,3 +102,7 @@ def ml_refusals(error: type[StereorankError], prefix: str = "") -> Iterator[None
         yield
     except MLError as exc:
         raise error(f"{prefix}{exc}") from exc
+
+
+class ImageGenerationRefused(TrainingError):
+    """A validation study's images cannot be generated (no generator, or it failed)."""

@@ -13,9 +13,10 @@ now) is said to be missing. The front matter carries every figure under
 ``stereorank`` beside the hub's own keys (``base_model``, ``model-index``); the
 Markdown is ``training.model_card_markdown``.
 
-Validation studies belong to another part of the platform: ``validation`` takes
-their reports (``{"study": name, "report": annotation.quality.validation_report.report(...)}``)
-once a version can be linked to one; without them the card says none is linked.
+Validation results: the reports of the validation studies whose treatment is this
+version's optimiser (``annotation.validation_results.linked_reports``), or the
+``validation`` given (``{"study": name, "report": ...}``); without any the card says
+none is linked.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import yaml
+from django.conf import settings
 
+from annotation import validation_results
 from annotation.quality.records import group_of
 from annotation.selectors import demographic_labels
 from core.json import json_safe
@@ -189,13 +192,21 @@ def _validation(validation: Sequence[Mapping]) -> list[dict]:
                     for c, f in r["per_condition"].items()
                 },
                 "welch": {n: r["welch"][n] for n in ("t", "df", "p", "text")},
+                "paired_t": {n: r["paired_t"][n] for n in ("t", "df", "p", "text")},
+                "difference": r["bootstrap"]["difference"],
+                "probability_of_superiority": r["effect_size"]["probability_of_superiority"],
             }
         )
     return out
 
 
-def card_data(checkpoint: Checkpoint, validation: Sequence[Mapping] = ()) -> dict:
-    """Every figure of ``checkpoint``'s card, JSON-safe, read from where it is kept."""
+def card_data(checkpoint: Checkpoint, validation: Sequence[Mapping] | None = None) -> dict:
+    """Every figure of ``checkpoint``'s card, JSON-safe, read from where it is kept (the
+    linked validation studies' reports unless ``validation`` is given)."""
+    if validation is None:
+        validation = validation_results.linked_reports(
+            checkpoint.version, n_boot=settings.STEREORANK["QUALITY_N_BOOT"]
+        )
     run = checkpoint.run
     snapshot = checkpoint.snapshot
     k = k_anonymity()
@@ -275,7 +286,7 @@ def front_matter(data: dict) -> dict:
     return {**meta, "stereorank": data}
 
 
-def model_card(checkpoint: Checkpoint, validation: Sequence[Mapping] = ()) -> str:
+def model_card(checkpoint: Checkpoint, validation: Sequence[Mapping] | None = None) -> str:
     """``checkpoint``'s card: YAML front matter between ``---`` lines, then Markdown."""
     data = card_data(checkpoint, validation)
     meta = yaml.safe_dump(front_matter(data), sort_keys=False, allow_unicode=True)

@@ -19,6 +19,12 @@ def with_ci(value, ci, digits: int = 4) -> str:
     return f"{num(value, digits)} (95% CI {num(ci[0], digits)} to {num(ci[1], digits)})"
 
 
+def _estimate(e: dict, digits: int = 2) -> str:
+    """An ``Estimate``'s dict with its interval (``with_ci``)."""
+    ci = (e["ci_low"], e["ci_high"]) if e.get("ci_low") is not None else None
+    return with_ci(e["value"], ci, digits)
+
+
 def _description(d: dict) -> list[str]:
     enc, perf, data = d["encoder"], d["performance"], d["training_data"]
     size = "no snapshot recorded" if data is None else f"{data['items']:,} human-ranked items"
@@ -200,6 +206,11 @@ def _validation(d: dict) -> list[str]:
             "",
             f"- Study Size: {v['n_annotators']} annotators, {v['n_rankings']} rankings",
             f"- Statistical Test: Welch's t-test, {v['welch']['text']}",
+            f"- Paired t-test on each annotator's difference: {v['paired_t']['text']}",
+            f"- Difference in mean rank (bootstrap over annotators and occupations): "
+            f"{_estimate(v['difference'])}",
+            f"- Probability that an optimised image outranks an original one: "
+            f"{_estimate(v['probability_of_superiority'])}",
             "- Mean Rankings (higher = less stereotypical):",
             *(
                 f"  - {c}: M = {num(f['mean'], 2)}, SD = {num(f['sd'], 2)} (n = {f['n']})"

@@ -8,7 +8,9 @@ checkpoint's training temperature T and with k from ``STEREORANK["GROUP_K"]``.
 The result is stored once: a ``PerspectiveSummary`` per field and a
 ``PerspectiveReport`` per group (groups under k: their name only). Stored reports
 are reused, never recomputed; pages and the API read them and queue what is
-missing (``request_reports``, the gpu queue: scoring loads an encoder).
+missing (``request_reports``, the default queue: the report reads every ranking of
+the snapshot and scores its items once on the CPU, so it never blocks training on
+the solo gpu worker).
 
 Which rankings (decision): a snapshot freezes aggregated labels, not rankings
 (no personal data in it). Its rankings are read when the report is computed, as
@@ -87,7 +89,7 @@ def report_fields(snapshot: DatasetSnapshot, fields: Iterable[str] | None = None
 def request_reports(
     checkpoint: Checkpoint, snapshot: DatasetSnapshot, fields: Sequence[str] | None = None
 ) -> None:
-    """Queue the report on the gpu worker once the caller's transaction commits (by name:
+    """Queue the report on the default queue once the caller's transaction commits (by name:
     no service imports the task module)."""
     queue.after_commit(
         TASK, checkpoint.pk, snapshot.pk, list(fields) if fields is not None else None

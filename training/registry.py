@@ -11,6 +11,11 @@ between the rename and the commit leaves a ``v{N}`` folder without a row: the
 next registration of N, and ``sweep_orphans`` (run when a gpu worker starts),
 remove it under the same lock, so no folder without a row survives and no row
 ever points at a missing folder.
+
+On an object store (``training.checkpoint_store``, ``STEREORANK_STORAGE=s3``) the
+files are uploaded to the store in that same transaction, before the row is created,
+and the folder stays in ``CHECKPOINT_DIR/.store`` as this node's copy; other nodes
+fetch it from the store.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
-from training import encoders
+from training import checkpoint_store, encoders
 from training.errors import RegistryConflict, RegistryError, VersionNotFound, ml_refusals
 from training.ml import __version__ as library_version
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, VersionCounter
@@ -129,20 +134,28 @@ def register(
     staged = save_files(files, staging_root / uuid.uuid4().hex)
     _fsync_tree(staged)
     final: Path | None = None
+    uploaded: int | None = None
     try:
         with transaction.atomic():
             version = _next_version(_locked_counter())
-            final = root / f"v{version}"
+            if checkpoint_store.enabled():
+                path = checkpoint_store.upload(staged, version)
+                uploaded = version
+                final = checkpoint_store.cache_root() / f"v{version}"
+            else:
+                final = root / f"v{version}"
+                path = str(final)
             if final.exists():  # left by a process killed before its commit: no row owns it
                 shutil.rmtree(final)
+            final.parent.mkdir(parents=True, exist_ok=True)
             os.rename(staged, final)
-            _fsync_tree(root)
+            _fsync_tree(final.parent)
             manifest = json.loads((final / MANIFEST_FILE).read_text())
             checkpoint = Checkpoint.objects.create(
                 version=version,
                 run=run,
                 parent=parent,
-                path=str(final),
+                path=path,
                 head_sha256=manifest["head_sha256"],
                 encoder_name=files.encoder.name,
                 encoder_identity=files.encoder.to_dict(),
@@ -159,26 +172,31 @@ def register(
                 in_transaction(checkpoint)
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
-        if final is not None and not Checkpoint.objects.filter(path=str(final)).exists():
+        if final is not None and not Checkpoint.objects.filter(path=path).exists():
             shutil.rmtree(final, ignore_errors=True)
+            if uploaded is not None:
+                checkpoint_store.delete(uploaded)
         raise
     return checkpoint
 
 
 def sweep_orphans(now: float | None = None) -> list[str]:
-    """Remove ``v{N}`` folders no row owns and stale staging folders; returns what went."""
+    """Remove ``v{N}`` folders no row owns (here and on the object store) and stale
+    staging folders; returns what went."""
     root = checkpoint_root()
-    if not root.is_dir():
-        return []
     removed = []
     now = time.time() if now is None else now
     with transaction.atomic():
         _locked_counter()
         owned = set(Checkpoint.objects.values_list("path", flat=True))
-        for folder in root.glob("v*"):
-            if folder.is_dir() and str(folder) not in owned:
+        for folder in [*root.glob("v*"), *checkpoint_store.cache_root().glob("v*")]:
+            stored = checkpoint_store.store_path(int(folder.name[1:]))
+            if folder.is_dir() and str(folder) not in owned and stored not in owned:
                 shutil.rmtree(folder, ignore_errors=True)
                 removed.append(folder.name)
+        if checkpoint_store.enabled():
+            versions = Checkpoint.objects.filter(path__startswith=checkpoint_store.PREFIX)
+            removed += checkpoint_store.sweep(set(versions.values_list("version", flat=True)))
     for folder in (root / STAGING).glob("*"):
         if now - folder.stat().st_mtime > STALE_STAGING_SECONDS:
             shutil.rmtree(folder, ignore_errors=True)
@@ -254,7 +272,7 @@ def load_model(checkpoint: Checkpoint):
 
     encoder = encoders.encoder(checkpoint.encoder_name)
     with ml_refusals(RegistryError, f"v{checkpoint.version}: "):
-        return load_files(Path(checkpoint.path), encoder).to_model(encoder)
+        return load_files(checkpoint_store.local_folder(checkpoint), encoder).to_model(encoder)
 
 
 def card_path(seed_pth: Path) -> Path:
@@ -281,7 +299,7 @@ def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path, card: str = "
     out = Path(out)
     if fmt == "seed":
         encoder = encoders.encoder(checkpoint.encoder_name, device="cpu")
-        files = load_files(Path(checkpoint.path), encoder)
+        files = load_files(checkpoint_store.local_folder(checkpoint), encoder)
         path = export_seed_pth(files, out, encoder)
         if card:
             _write_atomically(card_path(path), card)
@@ -289,11 +307,12 @@ def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path, card: str = "
     if fmt == "native":
         if out.exists():
             raise RegistryError(f"{out} already exists")
-        load_files(Path(checkpoint.path))  # verify before copying
+        folder = checkpoint_store.local_folder(checkpoint)
+        load_files(folder)  # verify before copying
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
         try:
-            shutil.copytree(checkpoint.path, tmp / "copy")
+            shutil.copytree(folder, tmp / "copy")
             if card:
                 (tmp / "copy" / README).write_text(card, encoding="utf-8")
             os.rename(tmp / "copy", out)

@@ -24,6 +24,10 @@ class ScheduleSettings:
     epochs: int = 12
     paraphrases: int = 8
     include_synthetic: bool = False
+    # Group-aware promotion (``training.group_check``): with fields named, ``auto`` also
+    # keeps a version when a group of one of them clearly loses more than the margin.
+    group_fields: tuple[str, ...] = ()
+    group_margin: float = 0.02
     search: bool = False  # choose the recipe by grouped CV first (training.search)
 
     @classmethod
@@ -38,7 +42,17 @@ class ScheduleSettings:
         values = {}
         for name, value in kwargs.items():
             default = known[name].default
-            if isinstance(default, bool):
+            if name == "group_fields":
+                if not isinstance(value, list | tuple) or not all(
+                    isinstance(v, str) and v.strip() for v in value
+                ):
+                    raise ScheduleError(f"group_fields must be a list of field keys: {value!r}.")
+                value = tuple(v.strip() for v in value)
+            elif name == "group_margin":
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    raise ScheduleError(f"group_margin must be a number, not {value!r}.")
+                value = float(value)
+            elif isinstance(default, bool):
                 if not isinstance(value, bool):
                     raise ScheduleError(f"{name} must be true or false, not {value!r}.")
             elif isinstance(default, int):
@@ -54,6 +68,8 @@ class ScheduleSettings:
             raise ScheduleError("epochs must be at least 1.")
         if settings.paraphrases < 0:
             raise ScheduleError("paraphrases must be 0 or more.")
+        if not 0 <= settings.group_margin < 1:
+            raise ScheduleError("group_margin must be from 0 up to 1 (alignment is in [0, 1]).")
         if settings.promotion not in PROMOTION_POLICIES:
             raise ScheduleError(
                 f"promotion must be one of {', '.join(PROMOTION_POLICIES)}, "

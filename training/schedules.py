@@ -3,7 +3,8 @@
 A schedule is a django-celery-beat ``PeriodicTask`` running
 ``training.scheduled_retrain``; its settings are the task's JSON kwargs
 (``min_new_rankings``, ``promotion``, ``encoder``, ``epochs``, ``paraphrases``,
-``include_synthetic``, ``search``), so staff edit them on the admin's periodic-task pages.
+``include_synthetic``, ``group_fields``, ``group_margin``, ``search``), so staff edit them
+on the admin's periodic-task pages.
 
 Each step first settles the runs this schedule started that have finished
 (promotion policy: ``manual`` leaves the new version a candidate, ``auto``
@@ -168,7 +169,7 @@ def _unsettled_runs(schedule: str) -> list[TrainingRun]:
     )
 
 
-def settle_run(schedule: str, run: TrainingRun, promotion: str) -> RetrainDecision:
+def settle_run(schedule: str, run: TrainingRun, settings: ScheduleSettings) -> RetrainDecision:
     """Apply the promotion policy to one finished run of this schedule."""
     if run.status != TrainingRun.Status.DONE:
         why = f": {run.error}" if run.error else ""
@@ -180,18 +181,41 @@ def settle_run(schedule: str, run: TrainingRun, promotion: str) -> RetrainDecisi
         decision = Decision("keep", f"version {checkpoint.version} is already active")
         return _record(schedule, decision, **links)
     comparison = None
-    if promotion == "auto" and current is not None:
+    if settings.promotion == "auto" and current is not None:
         try:
+            # The active version is scored on the candidate's snapshot first (once: stored),
+            # or the comparison would need an evaluation nothing else makes.
+            services.evaluate(current, run.snapshot)
             comparison = services.compare(checkpoint, current, run.snapshot)
         except StereorankError as error:  # settled as kept: staff can still promote by hand
             reason = f"version {checkpoint.version} not compared with {current.version}: {error}"
             return _record(schedule, Decision("keep", reason), **links)
     decision = promotion_decision(
-        promotion, checkpoint.version, comparison, current.version if current else None
+        settings.promotion, checkpoint.version, comparison, current.version if current else None
     )
+    if decision.decision == "promote" and current is not None and settings.group_fields:
+        decision = _group_decision(decision, checkpoint, current, run.snapshot, settings)
     if decision.decision == "promote":
         services.promote(checkpoint, reason=decision.reason, actor=f"schedule {schedule}")
     return _record(schedule, decision, **links)
+
+
+def _group_decision(
+    pooled: Decision, checkpoint, current, snapshot, settings: ScheduleSettings
+) -> Decision:
+    """The pooled decision to promote, kept unless a group of ``group_fields`` falls."""
+    from .group_check import group_losses, verdict
+
+    try:
+        checked, losses = group_losses(
+            checkpoint, current, snapshot, settings.group_fields, settings.group_margin
+        )
+    except StereorankError as error:
+        return Decision("keep", f"{pooled.reason}, but the groups were not checked: {error}")
+    words = verdict(checked, losses, settings.group_margin, current.version)
+    if losses:
+        return Decision("keep", f"{pooled.reason}, but {words}")
+    return Decision("promote", f"{pooled.reason}; {words}")
 
 
 def _start_retraining(schedule: str, settings: ScheduleSettings, why: Decision) -> RetrainDecision:
@@ -221,7 +245,7 @@ def scheduled_step(schedule: str, settings: ScheduleSettings) -> list[RetrainDec
         if not held:
             busy = Decision("skip", "another scheduled step holds the retraining lock")
             return [_record(schedule, busy)]
-        decisions = [settle_run(schedule, r, settings.promotion) for r in _unsettled_runs(schedule)]
+        decisions = [settle_run(schedule, r, settings) for r in _unsettled_runs(schedule)]
         latest = latest_snapshot()
         new = new_rankings_since(latest, settings.include_synthetic)
         decision = retrain_decision(new, running_run_id(), settings)
@@ -264,7 +288,8 @@ def ensure_default_schedule(
                 "description": (
                     "Snapshot, augment and train when enough new rankings arrived. Settings "
                     "(kwargs): min_new_rankings, promotion (manual|auto), encoder (empty: the "
-                    "default), epochs, paraphrases, include_synthetic."
+                    "default), epochs, paraphrases, include_synthetic, group_fields (a list: auto "
+                    "promotion also checks each group's alignment), group_margin (0.02)."
                 ),
             },
         )

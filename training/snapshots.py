@@ -6,6 +6,10 @@ asks for it, group = the original prompt, so a prompt and its paraphrases fall
 on one side of the split). The content hash is
 ``training.ml.examples.data_hash`` over the examples: two snapshots of the same
 rankings share it.
+
+Unweighted labels (the default) are aggregated in PostgreSQL
+(``annotation.label_sql``: one row per item and group, not per ranked item); the
+reliability weighting, and other databases, read ``label_rows`` and compute in Python.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from annotation.exports import pseudonym
+from annotation.label_sql import AggregatedLabels, aggregated_labels
 from annotation.labels import LabelRow, group_labels, item_labels, ranking_records
 from annotation.models import AnnotatorProfile, DemographicField, Item
 from annotation.selectors import (
@@ -79,15 +84,30 @@ def split_examples(rows: list[dict], eval_fraction: float, seed: int) -> list[di
     return [{**r, "split": EVAL if r["group"] in eval_groups else TRAIN} for r in rows]
 
 
-def _group_labels_by_key(rows: list[LabelRow]) -> dict:
-    fields = list(DemographicField.objects.values_list("key", flat=True))
+def _group_labels_by_key(groups: dict) -> dict:
     return {
         field: {
             value: {example_key(item): label for item, label in labels.items()}
-            for value, labels in groups.items()
+            for value, labels in per_field.items()
         }
-        for field, groups in group_labels(rows, fields).items()
+        for field, per_field in groups.items()
     }
+
+
+def _labels_in_python(
+    include_synthetic: bool, weighting: str, fields: list[str]
+) -> tuple[AggregatedLabels, dict] | None:
+    """The labels from one Python row per ranked item (the weighting needs each ranking;
+    SQLite has no ``GROUPING SETS``), with the weighting's record; None if no rankings."""
+    rows = label_rows(include_synthetic=include_synthetic)
+    if not rows:
+        return None
+    weights, record = label_weights(rows, weighting)
+    ranking_ids = {r.ranking_id for r in rows}
+    labels = AggregatedLabels(
+        item_labels(rows, weights), group_labels(rows, fields), len(ranking_ids), max(ranking_ids)
+    )
+    return labels, record
 
 
 def label_weights(rows: list[LabelRow], weighting: str) -> tuple[dict | None, dict]:
@@ -159,18 +179,22 @@ def create_snapshot(
         raise SnapshotError(f"unknown label weighting {weighting!r}: use {' or '.join(WEIGHTINGS)}")
     if not 0 < eval_fraction < 1:
         raise SnapshotError(f"eval_fraction must be between 0 and 1, not {eval_fraction}")
-    rows = label_rows(include_synthetic=include_synthetic)
-    if not rows:
+    fields = list(DemographicField.objects.values_list("key", flat=True))
+    in_sql = aggregated_labels(include_synthetic, fields) if weighting == NONE else None
+    found = (
+        (in_sql, {"method": NONE})
+        if in_sql is not None
+        else _labels_in_python(include_synthetic, weighting, fields)
+    )
+    if found is None or not found[0].ranking_count:
         hint = (
             ""
             if include_synthetic
             else " (synthetic annotators' rankings need --include-synthetic)"
         )
         raise NothingToSnapshot(f"no rankings to snapshot{hint}")
-    weights, weighting_record = label_weights(rows, weighting)
-    labels = item_labels(rows, weights)
-    examples = split_examples(build_examples(labels), eval_fraction, seed)
-    ranking_ids = {r.ranking_id for r in rows}
+    aggregated, weighting_record = found
+    examples = split_examples(build_examples(aggregated.labels), eval_fraction, seed)
     left_out = exclusions(include_synthetic)
     with transaction.atomic():
         # An erasure that committed while the labels were read: its ``forget`` ran before
@@ -181,8 +205,8 @@ def create_snapshot(
         return DatasetSnapshot.objects.create(
             created_by=user,
             include_synthetic=include_synthetic,
-            ranking_count=len(ranking_ids),
-            last_ranking_id=max(ranking_ids),
+            ranking_count=aggregated.ranking_count,
+            last_ranking_id=aggregated.last_ranking_id,
             content_hash=data_hash([to_example(r) for r in examples]),
             split_seed=seed,
             eval_fraction=eval_fraction,
@@ -190,7 +214,7 @@ def create_snapshot(
             train_count=sum(r["split"] == TRAIN for r in examples),
             eval_count=sum(r["split"] == EVAL for r in examples),
             examples=examples,
-            group_labels=_group_labels_by_key(rows),
+            group_labels=_group_labels_by_key(aggregated.groups),
             exclusions=left_out,
             label_weighting=weighting_record,
         )

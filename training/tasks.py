@@ -1,7 +1,8 @@
 """Celery tasks: thin wrappers that take ids and call the services.
 
-``train_run``, ``evaluate_checkpoint`` and ``perspective_report`` go to the ``gpu``
-queue, the others to ``default`` (``web/celery.py``). Services queue tasks by name
+``train_run`` and ``evaluate_checkpoint`` go to the ``gpu`` queue; the others to
+``default`` (``web/celery.py``), ``perspective_report`` included (a report over every
+ranking, its items scored once: it must not block training). Services queue tasks by name
 (``training.queue``), so no service imports this module. torch and the model code are imported
 inside the tasks, never at worker start, so a forking pool's parent never
 touches CUDA. When a worker that consumes the ``gpu`` queue starts, it removes
@@ -44,6 +45,15 @@ def augment_snapshot(augmentation_id: int, encoder: str | None = None) -> dict:
 
     augmentation = run_augmentation(augmentation_id, encoder)
     return {"augmentation": augmentation.pk, "status": augmentation.status}
+
+
+@shared_task(name="training.tasks.generate_images", acks_late=True, reject_on_worker_lost=True)
+def generate_images(study_id: int, images_per_prompt: int) -> dict:
+    """A validation study's missing images from the image generator (idempotent: the
+    images it has are skipped)."""
+    from training.image_generation import generate_images as generate
+
+    return generate(study_id, images_per_prompt)
 
 
 @shared_task(name="training.tasks.evaluate_checkpoint", acks_late=True)

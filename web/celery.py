@@ -1,5 +1,6 @@
-"""The one Celery app. Queues: ``default`` (augmentation, the retraining schedule) and
-``gpu`` (training, evaluation, perspective reports); tasks are routed by name in ``task_routes``."""
+"""The one Celery app. Queues: ``default`` (augmentation, the retraining schedule, the
+perspective and quality reports) and ``gpu`` (training, evaluation); tasks are routed by
+name in ``task_routes``."""
 
 import os
 
@@ -19,7 +20,6 @@ app.conf.update(
     task_routes={
         "training.tasks.train_run": {"queue": "gpu"},
         "training.tasks.evaluate_checkpoint": {"queue": "gpu"},
-        "training.tasks.perspective_report": {"queue": "gpu"},
     },
     # Long work: acknowledge after the task ran, so a killed worker's task is
     # delivered again; take one message at a time.

@@ -8,12 +8,17 @@ Two modes:
   every route); DJANGO_DEBUG=true turns it on.
 - production: DATABASE_URL (PostgreSQL), REDIS_URL or CELERY_BROKER_URL,
   DJANGO_SECRET_KEY and DJANGO_ALLOWED_HOSTS from the environment, DEBUG off.
+
+Past 400 lines because it is the one place the environment is read: each setting with
+its default and a line on what it is for (storage's are in ``storage_settings``).
 """
 
 from datetime import timedelta
 from pathlib import Path
 
 import environ
+
+from web import storage_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -130,18 +135,20 @@ STATIC_URL = "static/"
 STATIC_ROOT = Path(env.str("STEREORANK_STATIC_ROOT", default=str(VAR_DIR / "static")))
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env.str("STEREORANK_MEDIA_ROOT", default=str(VAR_DIR / "media")))
-STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {
-        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        if DEBUG or EMBEDDED
-        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
-    },
-}
+# Media and checkpoints: local folders (the default) or an S3-compatible object store
+# (STEREORANK_STORAGE=s3, for a fleet of nodes that share no filesystem): see
+# web/storage_settings.py for its settings.
+STORAGE_KIND, STORAGES = storage_settings.storages(
+    env,
+    static_backend="django.contrib.staticfiles.storage.StaticFilesStorage"
+    if DEBUG or EMBEDDED
+    else "whitenoise.storage.CompressedManifestStaticFilesStorage",
+)
 # Embedded: WhiteNoise serves the apps' static folders as they are, DEBUG or not.
 WHITENOISE_USE_FINDERS = DEBUG or EMBEDDED
-# Item images are served by Django itself (no separate server), see web/urls.py.
-SERVE_MEDIA = env.bool("STEREORANK_SERVE_MEDIA", default=True)
+# Item images on local disk are served by Django itself (no separate server), see
+# web/urls.py; on the object store, by the store (signed URLs or its custom domain).
+SERVE_MEDIA = env.bool("STEREORANK_SERVE_MEDIA", default=STORAGE_KIND == storage_settings.LOCAL)
 
 LOGIN_URL = "portal:login"
 LOGIN_REDIRECT_URL = "portal:home"
@@ -306,6 +313,11 @@ STEREORANK = {
     "AGREEMENT_OVERLAP": env.int("STEREORANK_AGREEMENT_OVERLAP", default=3),
     # Share of each annotator's tasks that are gold tasks (when there are gold tasks).
     "GOLD_RATE": env.float("STEREORANK_GOLD_RATE", default=0.15),
+    # Shares of each annotator's tasks paced like gold from the first rankings, whatever
+    # the sampler: attention-check tasks, and rankings of the agreement subset (sets
+    # already started first), so a study stopped early still measures agreement.
+    "CHECK_RATE": env.float("STEREORANK_CHECK_RATE", default=0.1),
+    "AGREEMENT_RATE": env.float("STEREORANK_AGREEMENT_RATE", default=0.2),
     # Demographic groups with fewer annotators are not reported.
     "GROUP_K": env.int("STEREORANK_GROUP_K", default=5),
     # Overrides of annotation.quality.policy.Policy, whose defaults are documented there,
@@ -360,6 +372,11 @@ TRAINING = {
     "OPENAI_BASE_URL": env.str("OPENAI_BASE_URL", default="https://api.openai.com/v1"),
     "OPENAI_API_KEY": env.str("OPENAI_API_KEY", default=""),
     "OPENAI_MODEL": env.str("OPENAI_MODEL", default="gpt-4o"),
+    # A validation study's image generator (training/image_generation.py); no URL: none.
+    "IMAGES_BASE_URL": env.str("STEREORANK_IMAGES_BASE_URL", default=""),
+    "IMAGES_API_KEY": env.str("STEREORANK_IMAGES_API_KEY", default=""),
+    "IMAGES_MODEL": env.str("STEREORANK_IMAGES_MODEL", default="gpt-image-1"),
+    "IMAGES_SIZE": env.str("STEREORANK_IMAGES_SIZE", default="1024x1024"),
     # Passed to training.ml.paraphrase.openai_compat.OpenAIBackend; None = no limit/price.
     "OPENAI_CLIENT": {
         "timeout": env.float("OPENAI_TIMEOUT", default=60.0),

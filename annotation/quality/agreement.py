@@ -28,7 +28,11 @@ once per ranking, so all value frequencies ``n_g`` are equal and the ordinal
 distance ``(sum_{g=c}^{k} n_g - (n_c + n_k) / 2)^2`` is a constant times the
 interval distance ``(c - k)^2``; they differ with mixed K or ties.
 
-Intervals: ``bootstrap.py``, resampling whole tasks.
+Intervals: ``bootstrap.py``, resampling whole tasks, every draw at once: blocks
+of one shape are stacked (``W`` of all of them in one array operation), and
+alpha's coincidence matrix is a sum over tasks, so a draw's matrix is its task
+counts times the per-task matrices (one product for all draws); alpha of each
+draw is then Krippendorff's formula on its matrix, as the package computes it.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from scipy import stats
 
 from core.json import AsDict
 
-from .bootstrap import Estimate, bootstrap_mean, cluster_bootstrap
+from .bootstrap import Estimate, bootstrap_mean, count_bootstrap
 from .records import Annotator, RankingRecord, TaskId, rank_matrix, shared_tasks
 
 Level = Literal["ordinal", "interval"]
@@ -90,6 +94,29 @@ def kendall_w(ranks: Sequence[Sequence[float]] | np.ndarray) -> KendallW:
     return KendallW(w=w, chi2=chi2, df=n - 1, p_value=p, m=m, n=n)
 
 
+def _by_shape(blocks: Sequence[np.ndarray]) -> dict[tuple[int, int], list[int]]:
+    """Block indices grouped by shape, so blocks of one shape are computed stacked."""
+    shapes: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for i, b in enumerate(blocks):
+        shapes[b.shape].append(i)
+    return shapes
+
+
+def kendall_ws(blocks: Sequence[np.ndarray]) -> np.ndarray:
+    """``kendall_w(b).w`` of every block (each ``m x n``, m, n >= 2), stacked by shape."""
+    out = np.empty(len(blocks))
+    for (m, n), idx in _by_shape(blocks).items():
+        r = np.stack([blocks[i] for i in idx])
+        mid = stats.rankdata(r, axis=-1)
+        equal = (r[..., :, None] == r[..., None, :]).sum(axis=-1)
+        ties = (equal.astype(np.float64) ** 2 - 1).sum(axis=(1, 2))  # sum of t^3 - t
+        s = ((mid.sum(axis=1) - m * (n + 1) / 2) ** 2).sum(axis=1)
+        denom = m**2 * (n**3 - n) - m * ties
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[idx] = np.where(denom > 0, 12 * s / denom, np.nan)
+    return out
+
+
 def _blocks(records: Iterable[RankingRecord]) -> dict[TaskId, list[RankingRecord]]:
     return {t: rs for t, rs in shared_tasks(records).items() if rs[0].k >= 2}
 
@@ -122,15 +149,57 @@ def alpha_from_blocks(
         cols = np.broadcast_to(np.arange(v.shape[1]), v.shape)
         np.add.at(counts, (cols.ravel(), np.searchsorted(domain, v.ravel())), 1)
         tables.append(counts)
+    value = krippendorff.alpha(
+        value_counts=np.vstack(tables), value_domain=domain, level_of_measurement=level
+    )
+    per_task = task_coincidences(tables).reshape(len(tables), -1)
+    v = domain.size
+    return count_bootstrap(
+        len(tables),
+        float(value),
+        lambda counts: alpha_of_coincidences((counts @ per_task).reshape(-1, v, v), domain, level),
+        n_boot=n_boot,
+        seed=seed,
+    )
 
-    def alpha(drawn: Sequence[np.ndarray]) -> float:
-        return float(
-            krippendorff.alpha(
-                value_counts=np.vstack(drawn), value_domain=domain, level_of_measurement=level
-            )
-        )
 
-    return cluster_bootstrap(tables, alpha, n_boot=n_boot, seed=seed)
+def task_coincidences(tables: Sequence[np.ndarray]) -> np.ndarray:
+    """``(tasks, V, V)``: each task's coincidence matrix, ``sum over its units u of
+    (c_u c_u^T - diag(c_u)) / (m_u - 1)`` (``c_u``: the unit's value counts, ``m_u``
+    their sum; the package's ``_coincidences``, units of one rating left out)."""
+    units = np.vstack(tables)
+    m = units.sum(axis=1)
+    keep = m >= 2
+    task_of = np.repeat(np.arange(len(tables)), [t.shape[0] for t in tables])[keep]
+    c, m = units[keep], m[keep]
+    per_unit = c[:, :, None] * c[:, None, :]
+    idx = np.arange(c.shape[1])
+    per_unit[:, idx, idx] -= c
+    per_unit /= (m - 1)[:, None, None]
+    out = np.zeros((len(tables), c.shape[1], c.shape[1]))
+    np.add.at(out, task_of, per_unit)
+    return out
+
+
+def alpha_of_coincidences(o: np.ndarray, domain: np.ndarray, level: Level) -> np.ndarray:
+    """Krippendorff's alpha ``1 - sum(o d) / sum(e d)`` of each ``(V, V)`` coincidence
+    matrix in ``o`` (``(draws, V, V)``): ``n_v`` its margins, ``e`` the expected
+    coincidences ``(n_v n_v^T - diag(n_v)) / (n - 1)``, ``d`` the level's distance
+    (ordinal: ``(sum_{g=c}^{k} n_g - (n_c + n_k) / 2)^2``; interval: ``(v_c - v_k)^2``)."""
+    n_v = o.sum(axis=1)
+    n = n_v.sum(axis=1)
+    idx = np.arange(domain.size)
+    e = n_v[:, :, None] * n_v[:, None, :]
+    e[:, idx, idx] -= n_v
+    e /= (n - 1)[:, None, None]
+    if level == "interval":
+        d = ((domain[:, None] - domain[None, :]) ** 2)[None]
+    else:
+        lo, hi = np.minimum.outer(idx, idx), np.maximum.outer(idx, idx)
+        cum = np.cumsum(n_v, axis=1)
+        between = cum[:, hi] - cum[:, lo] + n_v[:, lo]
+        d = (between - (n_v[:, :, None] + n_v[:, None, :]) / 2) ** 2
+    return 1 - (o * d).sum(axis=(1, 2)) / (e * d).sum(axis=(1, 2))
 
 
 @dataclass(frozen=True)
@@ -158,7 +227,7 @@ def agreement_from_blocks(
         n_tasks=len(blocks),
         n_rankings=sum(b.shape[0] for b in blocks),
         n_annotators=n_annotators,
-        kendall_w=bootstrap_mean([kendall_w(b).w for b in blocks], n_boot=n_boot, seed=seed),
+        kendall_w=bootstrap_mean(kendall_ws(blocks), n_boot=n_boot, seed=seed),
         alpha_ordinal=alpha_from_blocks(blocks, "ordinal", n_boot=n_boot, seed=seed),
         alpha_interval=alpha_from_blocks(blocks, "interval", n_boot=n_boot, seed=seed),
     )
@@ -174,6 +243,18 @@ def agreement(records: Iterable[RankingRecord], *, n_boot: int = 1000, seed: int
     blocks = [np.asarray(rank_matrix(rs)[1]) for rs in tasks.values()]
     annotators = {r.annotator for rs in tasks.values() for r in rs}
     return agreement_from_blocks(blocks, len(annotators), n_boot=n_boot, seed=seed)
+
+
+def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row pair along the last axis (``scipy.stats.spearmanr``:
+    Pearson's r of the mid-ranks); NaN where ``y``'s row is constant."""
+    rx, ry = stats.rankdata(x, axis=-1), stats.rankdata(y, axis=-1)
+    rx -= rx.mean(axis=-1, keepdims=True)
+    ry -= ry.mean(axis=-1, keepdims=True)
+    den = np.sqrt((rx**2).sum(axis=-1) * (ry**2).sum(axis=-1))
+    constant = np.ptp(y, axis=-1) == 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(constant, np.nan, (rx * ry).sum(axis=-1) / den)
 
 
 @dataclass(frozen=True)
@@ -201,14 +282,16 @@ def annotator_reliability(records: Iterable[RankingRecord]) -> dict[Annotator, R
     """
     records = list(records)
     rhos: dict[Annotator, list[float]] = defaultdict(list)
-    for rankings in _blocks(records).values():
-        block = np.asarray(rank_matrix(rankings)[1], dtype=np.float64)
-        total = block.sum(axis=0)
-        for j, r in enumerate(rankings):
-            consensus = (total - block[j]) / (len(rankings) - 1)
-            if np.ptp(consensus) == 0:
-                continue
-            rhos[r.annotator].append(float(stats.spearmanr(block[j], consensus).statistic))
+    tasks = list(_blocks(records).values())
+    blocks = [np.asarray(rank_matrix(rankings)[1], dtype=np.float64) for rankings in tasks]
+    for (m, _), idx in _by_shape(blocks).items():
+        block = np.stack([blocks[i] for i in idx])  # (tasks, m, n)
+        consensus = (block.sum(axis=1, keepdims=True) - block) / (m - 1)
+        rho = _spearman_rows(block, consensus)
+        for t, i in enumerate(idx):
+            for j, r in enumerate(tasks[i]):
+                if not np.isnan(rho[t, j]):
+                    rhos[r.annotator].append(float(rho[t, j]))
     out = {}
     for a in dict.fromkeys(r.annotator for r in records):
         values = rhos.get(a, [])

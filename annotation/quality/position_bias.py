@@ -26,7 +26,7 @@ size K (rankings without a known shown order, and K < 2, are left out):
 3. **Shown-final Kendall tau**: per ranking, ``tau = sum_{i<j} sign(s_i - s_j)
    sign(f_i - f_j) / (K (K - 1) / 2)`` over its items' shown and final positions
    (no ties, so tau-a = tau-b); its mean, 0 under no bias, with a bootstrap
-   interval resampling annotators.
+   interval resampling annotators (all draws at once, ``bootstrap.count_bootstrap``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from scipy import stats
 
 from core.json import AsDict
 
-from .bootstrap import Estimate, cluster_bootstrap
+from .bootstrap import Estimate, count_bootstrap
 from .records import Annotator, RankingRecord
 
 
@@ -155,11 +155,15 @@ def position_bias(
         per_annotator: dict[Annotator, list[float]] = defaultdict(list)
         for r in rankings:
             per_annotator[r.annotator].append(shown_final_tau(r))
-        clusters = list(per_annotator.values())
-
-        def mean_of(drawn: Sequence[list[float]]) -> float:
-            return float(np.mean([t for taus in drawn for t in taus]))
-
-        tau = cluster_bootstrap(clusters, mean_of, n_boot=n_boot, seed=seed)
+        # a draw's mean tau: its annotators' tau sums over their ranking counts
+        sums = np.array([sum(taus) for taus in per_annotator.values()])
+        counts = np.array([len(taus) for taus in per_annotator.values()], dtype=np.float64)
+        tau = count_bootstrap(
+            len(sums),
+            float(sums.sum() / counts.sum()),
+            lambda drawn, sums=sums, counts=counts: (drawn @ sums) / (drawn @ counts),
+            n_boot=n_boot,
+            seed=seed,
+        )
         out[k] = _figures(rankings, tau)
     return out

@@ -105,3 +105,11 @@ def records(
                         )
                     )
     return out
+
+
+def planted_order(treated: np.ndarray, effect: float, rng: np.random.Generator) -> np.ndarray:
+    """One annotator's order of one task's images under the model above (no annotator or
+    occupation shift): indices, most stereotypical first; ``treated[i]`` marks the
+    treatment's images. ``simulate_annotators --study --effect`` ranks with it."""
+    u = rng.gumbel(size=len(treated)) + np.asarray(treated, dtype=np.float64) * effect
+    return np.argsort(u, kind="stable")

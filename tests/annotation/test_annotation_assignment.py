@@ -93,3 +93,42 @@ def test_active_costs_what_uniform_costs(make_tasks, annotator, no_gold):
     with CaptureQueriesContext(connection) as active:
         assert next_task(annotator("b").profile, ordering="active").task_id == tasks[2].pk
     assert len(active) == len(uniform)
+
+
+def _pace(settings, **rates):
+    settings.STEREORANK = {
+        **settings.STEREORANK,
+        "GOLD_RATE": 0.0,
+        "CHECK_RATE": 0.0,
+        "AGREEMENT_RATE": 0.0,
+        **rates,
+    }
+
+
+@pytest.mark.parametrize("ordering", ["uniform", "active"])
+def test_a_due_agreement_slot_finishes_a_started_set_first(
+    make_tasks, annotator, settings, ordering
+):
+    from annotation.models import RankingTask
+
+    plain = make_tasks(3, k=3)
+    fresh, started = make_tasks(2, k=3, overlap=3, occupation="ceo")
+    RankingTask.objects.filter(pk=plain[0].pk).update(priority=9.0)
+    _ranked(annotator("x").profile, started)
+    _pace(settings, AGREEMENT_RATE=0.999)  # due from the first task (phase >= 0.001)
+    assert next_task(annotator("a").profile, ordering=ordering).task_id == started.pk
+    _pace(settings)  # not due: the ordering's own choice (a tie under uniform: the oldest)
+    assert next_task(annotator("b").profile, ordering=ordering).task_id == plain[0].pk
+    assert fresh.ranking_count == 0
+
+
+def test_a_due_check_slot_takes_an_attention_check_task(make_tasks, annotator, settings):
+    from annotation.models import RankingTask
+
+    tasks = make_tasks(3, k=3)
+    card = tasks[2].task_items.first().item_id
+    RankingTask.objects.filter(pk=tasks[2].pk).update(check_item_id=card, check_position=0)
+    _pace(settings, CHECK_RATE=0.999)
+    assert next_task(annotator("a").profile).task_id == tasks[2].pk
+    _pace(settings)
+    assert next_task(annotator("b").profile).task_id == tasks[0].pk

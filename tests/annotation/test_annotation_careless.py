@@ -99,3 +99,43 @@ def test_with_gold_tasks_on_the_policy_finds_the_careless(media_root, settings, 
             assert p.rankings.count() == 15
             assert p.rankings.filter(task__is_gold=True).count() == 3  # floor(0.2 * 15 + u)
     assert not counted_rankings(include_synthetic=True).filter(annotator_id__in=excluded)
+
+
+def _stopped_early(settings, paced: bool) -> dict:
+    """The README's defaults: 200 tasks (a fifth ranked by 3), a gold and a check task per
+    occupation, 40 annotators of whom 8 careless, 5 tasks each: 200 rankings."""
+    import json
+
+    if not paced:
+        settings.STEREORANK = {**settings.STEREORANK, "CHECK_RATE": 0.0, "AGREEMENT_RATE": 0.0}
+    run("load_catalogue", "--placeholder-images")
+    run("build_tasks", "--gold-per-occupation", "1", "--checks-per-occupation", "1")
+    run("simulate_annotators", "--count", "40", "--careless", "0.2")
+    return json.loads(run("quality", "--json", "--include-synthetic", "--n-boot", "0"))
+
+
+def test_a_study_stopped_early_measures_agreement_and_flags_the_careless(
+    media_root, settings, seeded_shuffles
+):
+    """After 200 rankings: agreement over whole sets of the agreement subset, and every
+    careless annotator who met a gold or check task flagged (warned or excluded)."""
+    report = _stopped_early(settings, paced=True)
+    assert report["n_rankings"] > 0
+    overall = report["agreement"]["overall"]
+    assert overall["n_tasks"] >= 10 and overall["kendall_w"]["value"] > 0.5
+    careless = [a for a in report["annotators"] if a["synthetic_kind"] != "careful"]
+    assert len(careless) == 8
+    assert all(a["status"] == "excluded" for a in careless if a["synthetic_kind"] == "shown")
+    flagged = [a for a in careless if a["status"] != "ok"]
+    assert len(flagged) >= 6  # 7 here; 5 tasks each leave some with no gold or check task
+    careful = [a for a in report["annotators"] if a["synthetic_kind"] == "careful"]
+    assert not [a for a in careful if a["status"] == "excluded"]
+    assert sum(a["checks"] for a in report["annotators"]) >= 15  # checks from the start
+
+
+def test_without_pacing_the_same_study_measures_no_agreement(media_root, settings, seeded_shuffles):
+    """The order alone (fewest rankings first) gives no task a second ranking in 200,
+    and no check task comes before the ordinary ones: what the pacing is for."""
+    report = _stopped_early(settings, paced=False)
+    assert report["agreement"]["overall"]["n_tasks"] == 0
+    assert sum(a["checks"] for a in report["annotators"]) == 0

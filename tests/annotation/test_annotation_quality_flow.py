@@ -9,7 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 
 from annotation import services, standing
-from annotation.assignment import gold_is_due, gold_phase, next_task
+from annotation.assignment import is_due, next_task, pacing_phase
 from annotation.errors import AnnotatorExcluded, InvalidAnswer, StatusConflict
 from annotation.labels import item_labels
 from annotation.models import AnnotatorStatus, Assignment, RankingTask, StatusChange
@@ -100,19 +100,19 @@ def test_label_rows_drop_the_check_card_and_close_up_the_positions(
 
 
 @pytest.mark.parametrize("rate", [0.1, 0.15, 0.25, 1 / 3])
-def test_gold_is_due_at_the_rate_with_a_random_start(rate):
+def test_is_due_at_the_rate_with_a_random_start(rate):
     starts = set()
     for phase in (0.0, 0.3, 0.61, 0.99):
         gold = 0
         for done in range(60):
-            if gold_is_due(done, gold, rate, phase):
+            if is_due(done, gold, rate, phase):
                 gold += 1
             # After n tasks, floor(rate * n + phase) of them were gold (the definition).
             assert gold == math.floor(rate * (done + 1) + phase)
         first = next(n for n in range(60) if math.floor(rate * (n + 1) + phase) == 1)
         starts.add(first)
     assert len(starts) > 1, "where the first gold task falls depends on the phase"
-    assert not gold_is_due(0, 0, 0.0, 0.99)
+    assert not is_due(0, 0, 0.0, 0.99)
 
 
 def test_gold_tasks_are_mixed_in_at_the_rate_and_ignore_overlap(
@@ -133,7 +133,7 @@ def test_gold_tasks_are_mixed_in_at_the_rate_and_ignore_overlap(
         # Gold tasks in their reference order, so the policy has nothing to say.
         order = ids(assignment.task) if gold else assignment.shown_order[::-1]
         services.submit_ranking(profile, assignment.task_id, order)
-    phase = gold_phase(profile.pk)
+    phase = pacing_phase(profile.user.username)
     expected = [
         math.floor(0.25 * (n + 1) + phase) > math.floor(0.25 * n + phase) for n in range(12)
     ]

@@ -185,7 +185,7 @@ def test_system_check_reports_bad_quality_settings(settings):
         "RELIABILITY_MIN_TASKS": 0,
     }
     messages = [e.msg for e in quality_settings(None)]
-    assert len(messages) == 5
+    assert len(messages) == 6  # GOLD_RATE twice: out of range, and the paced rates' sum
     assert "STEREORANK['LABEL_WEIGHTING'] must be 'none' or 'reliability', not 'votes'" in messages
     assert "STEREORANK['RELIABILITY_MIN_TASKS'] must be at least 1" in messages
     assert any("GOLD_RATE" in m for m in messages) and any("GROUP_K" in m for m in messages)

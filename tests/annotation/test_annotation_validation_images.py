@@ -21,7 +21,9 @@ from annotation.validation_models import Condition, ConditionImage, ConditionPro
 @pytest.fixture
 def study(db, media_root):
     load_catalogue()
-    return Study.objects.create(slug="val", name="Validation", platform="generic")
+    return Study.objects.create(
+        slug="val", name="Validation", platform="generic", kind="validation"
+    )
 
 
 def stereotypical(n=3):

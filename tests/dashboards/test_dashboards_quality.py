@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from annotation import standing
+from annotation import quality_store, standing
 from annotation.exports import pseudonym
 from annotation.models import AnnotatorStatus, RankingTask, StatusChange
 from web.dashboards import charts
@@ -35,6 +35,7 @@ def ranked(make_tasks, annotator, store_ranking, settings):
     store_ranking(profiles["ann"], gold, g, shown=g[::-1])  # score 1
     store_ranking(profiles["ben"], gold, g[::-1], shown=g)  # score -1
     standing._move(profiles["cat"], AnnotatorStatus.EXCLUDED, "test exclusion")
+    quality_store.refresh(False, 50)  # what the default queue's worker does
     return profiles
 
 
@@ -61,13 +62,14 @@ def test_page_shows_the_reports_figures_and_the_nav_link(staff_client, ranked):
 
 
 def test_headings_and_fields_read_as_words_and_a_missing_gold_score_is_explained(
-    staff_client, make_tasks, annotator, store_ranking
+    staff_client, make_tasks, annotator, store_ranking, settings
 ):
     from annotation.models import DemographicField
 
     DemographicField.objects.update_or_create(key="age_band", defaults={"label": "Age band"})
     (task,) = make_tasks(1, k=4)
     store_ranking(annotator("ann").profile, task, ids(task))
+    quality_store.refresh(False, settings.STEREORANK["QUALITY_N_BOOT"])
     html = staff_client.get(URL).content.decode()
     for heading in ("Gold score", "Check pass rate", "Consensus rho", "Median seconds"):
         assert f">{heading}</a></th>" in html
@@ -150,3 +152,17 @@ def test_reinstate_needs_post_and_staff(staff_client, annotator_client, ranked):
     assert staff_client.get(url).status_code == 405
     assert annotator_client.post(url, {"reason": "me"}).status_code == 403
     assert staff_client.post(reverse("dashboards:reinstate", args=[10**6])).status_code == 404
+
+
+def test_a_long_annotator_table_comes_in_pages_keeping_the_sort(staff_client, ranked, monkeypatch):
+    from web.dashboards import quality
+
+    monkeypatch.setattr(quality, "PAGE_SIZE", 2)
+    first = staff_client.get(URL + "?sort=gold_score")
+    assert len(first.context["annotators"]) == 2
+    html = first.content.decode()
+    assert "Annotators 1–2 of 3" in html and "?sort=gold_score&amp;page=2" in html
+    second = staff_client.get(URL + "?sort=gold_score&page=2")
+    assert [r["pseudonym"] for r in second.context["annotators"]] == [
+        pseudonym(ranked["cat"].user_id)
+    ]

@@ -1,7 +1,8 @@
 """A local HTTP server that speaks the OpenAI chat-completions protocol, for tests.
 
-It stands in for a paid API (OpenAI, or a vLLM / Ollama / llama.cpp server
-that cannot run here): the paraphrase client talks real HTTP to it on
+It also answers ``/v1/images/generations`` (``fake_image``), for the optional image
+generator of validation studies. It stands in for a paid API (OpenAI, or a vLLM /
+Ollama / llama.cpp server that cannot run here): the paraphrase client talks real HTTP to it on
 127.0.0.1. It is not a language model: its "paraphrases" are fixed rewrites of
 each prompt (a new lead-in before the prompt's body), enough to exercise the
 client and the quality filter. Other clients (the prompt optimiser) pass a
@@ -13,6 +14,7 @@ normally; every request is recorded.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
@@ -72,6 +74,20 @@ def paraphrase_content(body: dict) -> str:
     k = int(m[1]) if (m := re.search(r"write (\d+)", system)) else 3
     prompts = json.loads(user)["prompts"]
     return json.dumps({"paraphrases": {p["id"]: paraphrases(p["text"], k) for p in prompts}})
+
+
+def fake_image(body: dict) -> bytes:
+    """The images endpoint's answer: a 16x16 PNG whose colour is a hash of the prompt and
+    seed (not a picture of anything: the client and the import are what is tested)."""
+    import hashlib
+    import io
+
+    from PIL import Image
+
+    digest = hashlib.sha256(f"{body.get('prompt')}|{body.get('seed')}".encode()).digest()
+    buffer = io.BytesIO()
+    Image.new("RGB", (16, 16), tuple(digest[:3])).save(buffer, format="PNG")
+    return buffer.getvalue()
 
 
 class ChatServer:
@@ -155,6 +171,19 @@ class ChatServer:
                     reply = server.script.popleft() if server.script else Reply()
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
+                if self.path == "/v1/images/generations" and reply.status == 200:
+                    if server.api_key and self.headers.get("Authorization") != (
+                        f"Bearer {server.api_key}"
+                    ):
+                        error = {"message": "Incorrect API key provided"}
+                        return self._send(401, json.dumps({"error": error}))
+                    if reply.raw is not None:
+                        return self._send(200, reply.raw, reply.headers)
+                    image = base64.b64encode(fake_image(body or {})).decode()
+                    return self._send(200, json.dumps({"data": [{"b64_json": image}]}))
+                if self.path == "/v1/images/generations":
+                    error = {"error": {"message": f"scripted HTTP {reply.status}"}}
+                    return self._send(reply.status, json.dumps(error), reply.headers)
                 if self.path != "/v1/chat/completions":
                     return self._send(404, json.dumps({"error": {"message": "no such route"}}))
                 if server.api_key and self.headers.get("Authorization") != (

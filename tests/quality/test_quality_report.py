@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from scipy import stats
 
-from annotation import standing
+from annotation import quality_store, standing
 from annotation.exports import pseudonym
 from annotation.models import AnnotatorStatus, DemographicField, RankingTask, StatusChange
 from annotation.quality_report import quality_report
@@ -182,7 +182,11 @@ def test_command_can_re_apply_the_policy(study, settings):
 
 def test_staff_api_serves_the_report_and_refuses_others(study, annotator):
     staff = annotator("boss", staff=True)
+    computing = staff.get("/api/staff/quality/?n_boot=20")
+    assert computing.status_code == 202 and computing.json()["computed_at"] is None
+    quality_store.refresh(False, 20)  # what the default queue's worker does
     body = staff.get("/api/staff/quality/?n_boot=20").json()
+    assert body.pop("stale") is False and body.pop("computed_at") and body.pop("data_version")
     assert body == quality_report(n_boot=20)
     assert staff.get("/api/staff/quality/?n_boot=-5").status_code == 400
     assert staff.get("/api/staff/quality/?n_boot=many").status_code == 400

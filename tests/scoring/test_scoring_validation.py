@@ -3,10 +3,12 @@ optimiser's rewrites frozen with their scores, threshold and version (checked by
 texts again), two versions' optimisers side by side, and the study from the active version."""
 
 import io
+import json
 
 import pytest
 from django.core.management import CommandError, call_command
 
+from annotation import conditions
 from annotation.catalogue import load_catalogue
 from annotation.models import Prompt, Study
 from annotation.validation_models import ConditionImage
@@ -18,7 +20,9 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def study(db, media_root):
     load_catalogue()
-    return Study.objects.create(slug="val", name="Validation", platform="generic")
+    return Study.objects.create(
+        slug="val", name="Validation", platform="generic", kind="validation"
+    )
 
 
 def test_flagged_prompts_are_those_the_version_flags(study, diversity_version):
@@ -35,7 +39,7 @@ def test_flagged_prompts_are_those_the_version_flags(study, diversity_version):
 
 
 def test_the_optimised_condition_is_frozen_with_its_provenance(study, diversity_version):
-    made = validation.from_active_version(study, placeholder_images=1)
+    made = conditions.from_active_version(study, placeholder_images=2)  # through the signal
     base = study.conditions.get(role="baseline")
     treat = study.conditions.get(role="treatment")
     assert (treat.source, treat.version) == ("optimised", diversity_version.version)
@@ -52,7 +56,23 @@ def test_the_optimised_condition_is_frozen_with_its_provenance(study, diversity_
         )
         assert cp.text != cp.prompt.text
     assert sum(cp.provenance["passed"] for cp in rewrites) >= len(rewrites) / 2
-    assert made["images"] == ConditionImage.objects.count() == 2 * made["prompts"]
+    assert made["images"] == ConditionImage.objects.count() == 2 * 2 * made["prompts"]
+    assert made["tasks"] > 0  # K = 6 from 2 images a prompt: occupations with 2+ flagged prompts
+    call_command(
+        "simulate_annotators",
+        "--study",
+        "val",
+        "--count",
+        "6",
+        "--effect",
+        "1.5",
+        stdout=io.StringIO(),
+    )
+    out = io.StringIO()
+    call_command("validation_report", "val", "--json", "--n-boot", "50", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["conditions_made"]["optimised"]["version"] == diversity_version.version
+    assert report["n_annotators"] == 6 and report["paired_t"]["difference"] > 0
 
 
 def test_two_versions_optimisers_as_two_conditions(study, diversity_version, make_version):

@@ -6,6 +6,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from training_study import embedding_cache, make_study, training_storage  # noqa: F401
 
+from tests.object_store import object_store, s3_server  # noqa: F401
+
 
 @pytest.fixture
 def study(db, tmp_path):

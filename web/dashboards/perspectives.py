@@ -1,7 +1,7 @@
 """Whose opinions does a version reward? Per field, each group's alignment and rho
 beside the human baseline; each group across versions; one version against another.
 
-Reads stored reports only: a missing one is queued on the gpu worker (on commit)
+Reads stored reports only: a missing one is queued on the default queue (on commit)
 and the page says so; nothing is scored in a request. Groups under k are named,
 never shown with a figure; no figure is about one person.
 """

@@ -1,9 +1,10 @@
 """Annotation quality: agreement with intervals, position bias, the annotator table; reinstate.
 
 The figures are ``annotation.quality_report``'s (the ``quality`` command and the
-staff API show the same), cached while the data they read is unchanged. The
-report's module (scipy, krippendorff) is imported on the first request, not with
-the URL conf.
+staff API show the same), served from the stored report with the time it was
+computed (``annotation.quality_store``): a worker on the default queue computes it,
+and refreshes it in the background when the data moves on. Nothing is computed in
+a request.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.core.cache import cache
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from annotation import selectors, standing
+from annotation import quality_store, selectors, standing
 from annotation.exports import pseudonym
 
 from .base import form_errors, found, staff_action, staff_only
@@ -27,7 +28,9 @@ from .charts import (
     position_heatmap,
 )
 
-CACHE_SECONDS = 10 * 60
+# Annotator rows a page shows: a study of thousands pages its table (rendering every
+# row took seconds), the figures above it are the whole study's.
+PAGE_SIZE = 100
 # The annotator table's columns, in order, with their headings.
 SORTABLE = {
     "pseudonym": "Annotator",
@@ -47,18 +50,26 @@ class ReinstateForm(forms.Form):
     )
 
 
-def report(request: HttpRequest) -> dict:
-    """The quality report for ``?synthetic=1`` or not, cached by the data's version."""
+def served(request: HttpRequest) -> quality_store.Served:
+    """The stored quality report for ``?synthetic=1`` or not (a refresh queued when the
+    data moved on; never computed in the request)."""
     synthetic = request.GET.get("synthetic") == "1"
-    n_boot = settings.STEREORANK["QUALITY_N_BOOT"]
-    key = f"quality-report:{synthetic}:{n_boot}:{selectors.quality_data_version()}"
-    found = cache.get(key)
-    if found is None:
-        from annotation.quality_report import quality_report
+    return quality_store.served_report(synthetic, settings.STEREORANK["QUALITY_N_BOOT"])
 
-        found = quality_report(synthetic, n_boot=n_boot)
-        cache.set(key, found, CACHE_SECONDS)
-    return found
+
+def report(request: HttpRequest) -> dict:
+    """The stored report's figures; 404 until the first one is computed (for the charts)."""
+    data = served(request).report
+    if data is None:
+        raise Http404("The quality report is being computed.")
+    return data
+
+
+def _query(request: HttpRequest) -> str:
+    """The page's query string without ``page`` (for the pager's links)."""
+    query = request.GET.copy()
+    query.pop("page", None)
+    return query.urlencode()
 
 
 def sort_rows(rows: list[dict], column: str, descending: bool) -> list[dict]:
@@ -73,9 +84,16 @@ def sort_rows(rows: list[dict], column: str, descending: bool) -> list[dict]:
 @staff_only
 def quality(request: HttpRequest) -> HttpResponse:
     """Agreement overall, per occupation and per group; position bias; the annotators."""
-    data = report(request)
+    current = served(request)
+    if current.report is None:
+        return render(
+            request, "dashboards/quality_computing.html", {"section": "quality"}, status=202
+        )
+    data = current.report
     column = request.GET.get("sort", "pseudonym")
     descending = request.GET.get("dir") == "desc"
+    rows = sort_rows(data["annotators"], column, descending)
+    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     occupations = [
         (name, a) for name, a in data["agreement"]["per_occupation"].items() if a["n_tasks"]
     ]
@@ -89,11 +107,15 @@ def quality(request: HttpRequest) -> HttpResponse:
         "dashboards/quality.html",
         {
             "report": data,
+            "computed_at": current.computed_at,
+            "stale": current.stale,
             "synthetic": request.GET.get("synthetic") == "1",
             "occupations": occupations,
             "within_groups": within,
             "gold_tasks": selectors.gold_task_count(),
-            "annotators": sort_rows(data["annotators"], column, descending),
+            "annotators": page.object_list,
+            "page": page,
+            "query": _query(request),
             "sort": column,
             "descending": descending,
             "sortable": SORTABLE,

@@ -2,7 +2,17 @@
 
 from django.urls import path
 
-from . import compare, learning, perspectives, progress, quality, registry, runs, schedules
+from . import (
+    compare,
+    learning,
+    perspectives,
+    progress,
+    quality,
+    registry,
+    runs,
+    schedules,
+    validation,
+)
 
 app_name = "dashboards"
 
@@ -36,4 +46,7 @@ urlpatterns = [
     path("quality/agreement.svg", quality.quality_agreement_chart, name="quality-chart"),
     path("quality/positions-<int:k>.svg", quality.quality_position_chart, name="position-chart"),
     path("quality/<int:profile_id>/reinstate", quality.quality_reinstate, name="reinstate"),
+    path("validation/", validation.validation_studies, name="validation"),
+    path("validation/<slug:slug>/", validation.validation_study, name="validation-study"),
+    path("validation/<slug:slug>/means.svg", validation.validation_chart, name="validation-chart"),
 ]

@@ -1,9 +1,16 @@
+from urllib.parse import urlsplit
+
 from django.core.management.base import BaseCommand
 
 from annotation.exports import jsonl_lines, pair_rows
 from annotation.models import Item
 
 from ._output import write_lines
+
+
+def _absolute(url: str, base_url: str) -> str:
+    """The storage's URL under ``base_url``, unless the storage gave a full one (S3)."""
+    return url if urlsplit(url).scheme else base_url.rstrip("/") + url
 
 
 class Command(BaseCommand):
@@ -23,7 +30,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--base-url",
             default="",
-            help="prefix of the image URLs, e.g. https://stereorank.example.org",
+            help="prefix of the image URLs, e.g. https://stereorank.example.org (not of URLs "
+            "that are already absolute: images on an object store)",
         )
 
     def handle(self, *args, out, include_synthetic, keep_identical_texts, base_url, **options):
@@ -31,7 +39,7 @@ class Command(BaseCommand):
         rows = pair_rows(
             include_synthetic,
             keep_identical_texts=keep_identical_texts,
-            image_url=lambda name: base_url.rstrip("/") + storage.url(name),
+            image_url=lambda name: _absolute(storage.url(name), base_url),
         )
         written = write_lines(jsonl_lines(rows), out)
         hint = (

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from annotation import conditions, generation
+from annotation import generation, studies, validation_tasks
 from core.commands import ServiceCommand
 
 
@@ -8,7 +8,8 @@ class Command(ServiceCommand):
     help = (
         "A validation study's images: write the generation manifest (--manifest OUT, .jsonl or "
         ".csv), import the generated images back (--import MANIFEST, all or nothing), or make "
-        "placeholder images (--placeholders N per prompt and condition)."
+        "placeholder images (--placeholders N per prompt and condition), or build the blinded "
+        "tasks (--build-tasks)."
     )
 
     def add_arguments(self, parser):
@@ -17,12 +18,19 @@ class Command(ServiceCommand):
         action.add_argument("--manifest", metavar="OUT")
         action.add_argument("--import", dest="manifest_in", metavar="MANIFEST")
         action.add_argument("--placeholders", type=int, metavar="N")
+        action.add_argument(
+            "--build-tasks",
+            action="store_true",
+            help="blinded tasks of the images not yet in one (K/2 of each condition)",
+        )
+        parser.add_argument("--checks-per-occupation", type=int, default=0)
+        parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--condition", help="only this condition's rows (--manifest)")
         parser.add_argument("--images-per-prompt", type=int, default=3)
         parser.add_argument("--first-seed", type=int, default=0)
 
     def handle(self, *args, study, manifest, manifest_in, placeholders, **options):
-        found = conditions.get_study(study)
+        found = studies.resolve(study)
         if manifest:
             rows = generation.manifest_rows(
                 found,
@@ -33,6 +41,12 @@ class Command(ServiceCommand):
             fmt = "csv" if manifest.lower().endswith(".csv") else "jsonl"
             Path(manifest).write_text(generation.write_manifest(rows, fmt), encoding="utf-8")
             self.stdout.write(f"{len(rows)} images to generate, listed in {manifest}")
+            return
+        if options["build_tasks"]:
+            made = validation_tasks.build_validation_tasks(
+                found, seed=options["seed"], checks_per_occupation=options["checks_per_occupation"]
+            )
+            self.stdout.write(f"{made} validation tasks built")
             return
         if manifest_in:
             counts = generation.import_images(found, Path(manifest_in))

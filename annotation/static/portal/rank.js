@@ -143,7 +143,8 @@
       var caption = document.createElement("span");
       var number = document.createElement("span");
       image.src = card.querySelector("img").src;
-      image.alt = card.querySelector(".prompt").textContent;
+      var prompt = card.querySelector(".prompt");  /* none on a blinded validation card */
+      image.alt = prompt ? prompt.textContent : card.dataset.label;
       number.className = "position";
       number.setAttribute("aria-hidden", "true");
       number.textContent = String(i + 1);

@@ -3,7 +3,7 @@ condition, its texts and provenance frozen."""
 
 from pathlib import Path
 
-from annotation import conditions
+from annotation import conditions, studies
 from annotation.errors import ConditionError
 from core.commands import ServiceCommand
 from scoring import validation
@@ -30,7 +30,7 @@ class Command(ServiceCommand):
         parser.add_argument("--seed", type=int, default=0)
 
     def handle(self, *args, study, source, role, name, version, file, seed, **options):
-        found = conditions.get_study(study)
+        found = studies.resolve(study)
         name = name or source
         if source == "file":
             if not file:

@@ -1,0 +1,123 @@
+"""Build a study of N rankings directly in PostgreSQL, for ``benchmarks/scale.py``.
+
+The catalogue (``load_catalogue``: 40 occupations, the demographic fields, the
+consent text), then in SQL: 10,000 annotators with demographics and consent,
+``ITEMS_PER_OCCUPATION`` prompt-image items per occupation, tasks of K = 6 items
+(20% of the ranked ones with overlap 3, the rest 1, as the agreement subset) plus
+``OPEN_TASKS`` open tasks, N rankings (orders near a planted per-item preference,
+shown in a random order) and their ranked items, all by ``INSERT ... SELECT`` over
+``generate_series`` (no Python object per row).
+"""
+
+from __future__ import annotations
+
+import math
+
+ANNOTATORS = 10_000
+ITEMS_PER_OCCUPATION = 60
+K = 6
+OPEN_TASKS = 2_000
+SHARED, SHARED_OVERLAP = 0.2, 3
+CHOICES = {
+    "age_band": ["18-24", "25-34", "35-44", "45-54", "55-64", "65-74", "75 or over"],
+    "gender_identity": ["woman", "man", "non-binary", "prefer not to say"],
+    "religion_or_belief": ["no religion", "Christian", "Muslim", "Hindu", "Buddhist", "Jewish"],
+    "disability": ["yes", "no", "no", "no"],
+}
+
+
+def task_counts(rankings: int) -> tuple[int, int]:
+    """(tasks with overlap 3, tasks with overlap 1) holding ``rankings`` rankings."""
+    tasks = math.ceil(rankings / (SHARED * SHARED_OVERLAP + (1 - SHARED)))
+    shared = int(tasks * SHARED)
+    return shared, rankings - shared * SHARED_OVERLAP
+
+
+def _array(values: list[str]) -> str:
+    return "ARRAY[" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + "]"
+
+
+def build(rankings: int, step) -> dict:
+    """The study of ``rankings`` rankings in the (empty, migrated) database; ``step(name)``
+    is called after each stage (the progress bar). Returns what was built."""
+    from django.core.management import call_command
+    from django.db import connection
+
+    from annotation.catalogue import ensure_consent_text
+
+    call_command("load_catalogue", "--placeholder-images", "0", verbosity=0)
+    consent = ensure_consent_text()
+    shared, single = task_counts(rankings)
+    demographics = ", ".join(
+        f"'{key}', ({_array(values)})[1 + ((u.id * {7 + 3 * i}) % {len(values)})]"
+        for i, (key, values) in enumerate(CHOICES.items())
+    )
+    sql = [
+        # annotators: users, profiles with demographics, consent
+        f"""INSERT INTO auth_user (password, is_superuser, username, first_name, last_name,
+            email, is_staff, is_active, date_joined)
+            SELECT '!', false, 'bench' || g, '', '', '', false, true, now()
+            FROM generate_series(1, {ANNOTATORS}) g""",
+        f"""INSERT INTO annotation_annotatorprofile (study_id, user_id, demographics, quota,
+            is_synthetic, synthetic_kind, status, created_at)
+            SELECT {consent.study_id}, u.id, jsonb_build_object({demographics}), 1000000, false,
+                   '', 'ok', now()
+            FROM auth_user u WHERE u.username LIKE 'bench%'""",
+        f"""INSERT INTO annotation_consent (annotator_id, text_id, given_at)
+            SELECT p.id, {consent.pk}, now() FROM annotation_annotatorprofile p""",
+        # items: prompts of every occupation, one placeholder image each
+        # paraphrases of the catalogue's prompts (one original per occupation and type)
+        f"""INSERT INTO annotation_prompt (occupation_id, prompt_type, text, origin_id)
+            SELECT o.occupation_id, o.prompt_type, 'bench prompt ' || o.id || '-' || g, o.id
+            FROM annotation_prompt o, generate_series(1, {ITEMS_PER_OCCUPATION // 3}) g
+            WHERE o.origin_id IS NULL""",
+        f"""INSERT INTO annotation_item (study_id, prompt_id, image, image_sha256, generator,
+            is_placeholder, created_at)
+            SELECT {consent.study_id}, p.id, 'items/bench.png', md5(p.id::text), '{{}}', true, now()
+            FROM annotation_prompt p WHERE p.text LIKE 'bench prompt %'""",
+        # tasks: shared ones (overlap 3), single ones, then the open ones
+        f"""INSERT INTO annotation_rankingtask (study_id, occupation_id, overlap, ranking_count,
+            priority, is_gold, created_at)
+            SELECT {consent.study_id}, o.ids[1 + g % array_length(o.ids, 1)],
+                   CASE WHEN g <= {shared} THEN {SHARED_OVERLAP} ELSE 1 END,
+                   CASE WHEN g <= {shared} THEN {SHARED_OVERLAP}
+                        WHEN g <= {shared + single} THEN 1 ELSE 0 END,
+                   0, false, now()
+            FROM generate_series(1, {shared + single + OPEN_TASKS}) g,
+                 (SELECT array_agg(id ORDER BY id) AS ids FROM annotation_occupation) o""",
+        f"""INSERT INTO annotation_taskitem (task_id, item_id)
+            SELECT t.id, i.ids[1 + ((t.id * 7 + j) % array_length(i.ids, 1))]
+            FROM annotation_rankingtask t
+            JOIN (SELECT p.occupation_id, array_agg(it.id ORDER BY it.id) AS ids
+                  FROM annotation_item it JOIN annotation_prompt p ON p.id = it.prompt_id
+                  WHERE it.image = 'items/bench.png' GROUP BY p.occupation_id) i
+              ON i.occupation_id = t.occupation_id,
+            generate_series(0, {K - 1}) j""",
+        # rankings: order near a planted preference (item id mod 11), shown at random
+        f"""INSERT INTO annotation_ranking (task_id, annotator_id, "order", shown_order,
+            seconds_spent, created_at)
+            SELECT t.id, a.ids[1 + ((t.id * 7 + j * 3331) % {ANNOTATORS})],
+                (SELECT jsonb_agg(ti.item_id ORDER BY (ti.item_id % 11) + random() * 8)
+                 FROM annotation_taskitem ti WHERE ti.task_id = t.id),
+                (SELECT jsonb_agg(ti.item_id ORDER BY random())
+                 FROM annotation_taskitem ti WHERE ti.task_id = t.id),
+                10 + random() * 50, now()
+            FROM annotation_rankingtask t,
+                 (SELECT array_agg(id ORDER BY id) AS ids FROM annotation_annotatorprofile) a,
+                 generate_series(0, {SHARED_OVERLAP - 1}) j
+            WHERE j < t.ranking_count""",
+        """INSERT INTO annotation_rankeditem (ranking_id, item_id, position, shown_position)
+            SELECT r.id, e.value::int, e.n - 1,
+                   (SELECT s.n - 1 FROM jsonb_array_elements_text(r.shown_order)
+                    WITH ORDINALITY s(value, n) WHERE s.value = e.value)
+            FROM annotation_ranking r,
+                 jsonb_array_elements_text(r."order") WITH ORDINALITY e(value, n)""",
+        "ANALYZE",
+    ]
+    with connection.cursor() as cursor:
+        for statement in sql:
+            cursor.execute(statement)
+            step((statement.split() + ["", "", "analyze"])[2])
+        cursor.execute("SELECT count(*) FROM annotation_ranking")
+        (stored,) = cursor.fetchone()
+    return {"rankings": stored, "tasks": shared + single + OPEN_TASKS, "open_tasks": OPEN_TASKS}

@@ -1,0 +1,158 @@
+"""Promotion that sees every group (issue 18): the active version is evaluated on the
+candidate's snapshot before the paired comparison, and a schedule's ``group_fields``
+(or ``promote --check-groups``) keeps a version that gains pooled rho while it loses a
+planted group's alignment."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+from training_study import FAST, make_study, register_head
+
+from annotation.catalogue import load_catalogue
+from annotation.simulation import PLANTED, simulate
+from annotation.tasks_builder import build_tasks
+from training import services
+from training.errors import ScheduleError
+from training.group_check import falls, group_losses
+from training.models import Checkpoint, Evaluation, RetrainDecision, TrainingRun
+from training.runs import execute_run, start_run
+from training.schedules import ScheduleSettings, scheduled_step
+from training.snapshots import create_snapshot
+from training.steering import parse
+
+AUTO = ScheduleSettings(min_new_rankings=100_000, include_synthetic=True, promotion="auto")
+MINORITY = "65-74"
+
+
+def schedule_run(run: TrainingRun, schedule: str) -> None:
+    """Mark ``run`` as started by ``schedule`` (what the step records when it queues one)."""
+    RetrainDecision.objects.create(
+        schedule=schedule, decision="retrain", reason="test", run=run, snapshot=run.snapshot
+    )
+
+
+def trained(snapshot, **options) -> Checkpoint:
+    run = start_run(snapshot, hyperparameters={**FAST, "epochs": 12}, enqueue=False, **options)
+    assert execute_run(run.pk, "node-a").startswith("done")
+    run.refresh_from_db()
+    return run.checkpoint
+
+
+def reversed_version(checkpoint: Checkpoint, snapshot) -> Checkpoint:
+    """A version whose head is ``checkpoint``'s negated: it ranks everything backwards."""
+    import torch
+
+    from training.ml.checkpoints import Checkpoint as MLCheckpoint
+    from training.registry import load_model, register
+
+    model = load_model(checkpoint)
+    with torch.no_grad():
+        model.fc.weight.neg_()
+        model.fc.bias.neg_()
+    files = MLCheckpoint.from_model(model, hyperparameters=checkpoint.hyperparameters, data_hash="")
+    return register(files, snapshot=snapshot)
+
+
+def test_the_active_version_is_evaluated_on_the_new_snapshot_then_compared(db, tmp_path):
+    """The gap: the active version had no evaluation on the candidate's snapshot, so auto
+    promotion against it was always 'not compared' and never fired."""
+    make_study(tmp_path, images=4)
+    first = create_snapshot(include_synthetic=True, eval_fraction=0.5)
+    second = create_snapshot(include_synthetic=True, eval_fraction=0.5)
+    candidate = trained(second)
+    active = reversed_version(candidate, first)  # clearly worse, on the older snapshot only
+    services.evaluate(active, first)
+    services.promote(active, actor="test")
+    assert not Evaluation.objects.filter(checkpoint=active, snapshot=second).exists()
+    schedule_run(candidate.run, "s")
+    settled, _ = scheduled_step("s", AUTO)
+    assert Evaluation.objects.filter(checkpoint=active, snapshot=second).exists()
+    assert settled.decision == "promote", settled.reason
+    assert f"(version {active.version})" in settled.reason and "above zero" in settled.reason
+    candidate.refresh_from_db()
+    assert candidate.status == "active"
+
+
+@pytest.mark.slow
+def test_a_version_that_gains_rho_but_loses_a_planted_group_is_kept(db, settings):
+    """Planted age groups (``annotation.simulation.PLANTED``): the active version is a
+    head steered to the 65-74 minority, the candidate a pooled head on a newer snapshot.
+    Pooled rho rises with a paired interval above zero while the minority's alignment
+    falls: with ``group_fields`` the schedule keeps it and names the group (the pooled
+    rule alone would have promoted it: its reason says "above zero, but"); manual
+    promotion refuses it with ``--check-groups`` and, unchecked, promotes it."""
+    settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 5}
+    load_catalogue(placeholders_per_prompt=2)
+    build_tasks(size=6, overlap=21, seed=0)
+    simulate(60, 14, seed=0, planted=PLANTED)
+    first = create_snapshot(include_synthetic=True, seed=0, eval_fraction=0.5)
+    steered = trained(first, steering=parse(f"age_band={MINORITY}"))
+    services.promote(steered, actor="test")
+    second = create_snapshot(include_synthetic=True, seed=0, eval_fraction=0.5)
+    pooled = trained(second)
+    schedule_run(pooled.run, "groups")
+
+    groups = ScheduleSettings(**{**AUTO.__dict__, "group_fields": ("age_band",)})
+    settled, _ = scheduled_step("groups", groups)
+    assert settled.decision == "keep", settled.reason
+    assert "95% CI [" in settled.reason and "above zero, but age_band=" in settled.reason
+    assert "falls by more than 0.02" in settled.reason
+    pooled.refresh_from_db()
+    assert pooled.status == "candidate"
+    _, losses = group_losses(pooled, steered, second, ["age_band"])
+    assert MINORITY in {loss.group for loss in losses}
+    assert settled.reason.split(", but ")[1].startswith(losses[0].describe(steered.version))
+    minority = next(loss for loss in losses if loss.group == MINORITY)
+    assert minority.diff < -0.02 and minority.ci[1] < 0
+
+    with pytest.raises(CommandError, match=rf"v{pooled.version} not promoted: age_band="):
+        call_command("promote", str(pooled.version), "--check-groups", stdout=io.StringIO())
+    assert Checkpoint.objects.get(status="active") == steered
+
+    call_command("promote", str(pooled.version), stdout=io.StringIO())  # unchecked: as asked
+    pooled.refresh_from_db()
+    assert pooled.status == "active"
+
+
+def test_manual_check_groups_with_nothing_active_promotes(db, tmp_path):
+    make_study(tmp_path)
+    snapshot = create_snapshot(include_synthetic=True)
+    version, _ = register_head(snapshot)
+    out = io.StringIO()
+    call_command("promote", str(version.version), "--check-groups", stdout=out)
+    assert out.getvalue().strip() == f"v{version.version} is active"
+
+
+def test_a_bad_margin_is_one_line(db):
+    with pytest.raises(CommandError, match="--margin must be from 0 up to 1, not -0.1"):
+        call_command("promote", "1", "--check-groups", "--margin", "-0.1")
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ({"diff": -0.05, "ci": [-0.08, -0.02]}, True),  # a clear loss past the margin
+        ({"diff": -0.05, "ci": [-0.10, 0.01]}, False),  # the interval reaches zero: noise
+        ({"diff": -0.01, "ci": [-0.015, -0.005]}, False),  # real, but within the margin
+        ({"diff": -0.05, "ci": None}, False),  # no interval, no verdict
+    ],
+)
+def test_a_group_falls_when_it_loses_more_than_the_margin_clearly(row, expected):
+    assert falls(row, 0.02) is expected
+
+
+def test_group_settings_are_parsed_and_refused():
+    parsed = ScheduleSettings.from_kwargs({"group_fields": ["age_band"], "group_margin": 0.05})
+    assert parsed.group_fields == ("age_band",) and parsed.group_margin == 0.05
+    assert ScheduleSettings.from_kwargs({"group_margin": 0}).group_margin == 0.0
+    for bad, message in (
+        ({"group_fields": "age_band"}, "group_fields must be a list"),
+        ({"group_fields": [""]}, "group_fields must be a list"),
+        ({"group_margin": True}, "group_margin must be a number"),
+        ({"group_margin": 1.5}, "group_margin must be from 0 up to 1"),
+    ):
+        with pytest.raises(ScheduleError, match=message):
+            ScheduleSettings.from_kwargs(bad)

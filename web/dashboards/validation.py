@@ -1,0 +1,111 @@
+"""Validation studies: the report of each (``annotation.validation_results``: the command and
+the staff API show the same), with a plot of each condition's mean rank and of each
+occupation's difference, every figure with its 95% interval, and the power analysis.
+
+The report is cached while the study's rankings are unchanged; its module (scipy) is
+imported on the first request, not with the URL conf.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from annotation.errors import ConditionError
+from annotation.models import Ranking, Study
+
+from .base import found, staff_only
+from .charts import IntervalPoint, chart_response, estimates_with_intervals
+
+CACHE_SECONDS = 10 * 60
+
+
+def _study(slug: str) -> Study:
+    return found(
+        Study.objects.filter(slug=slug, kind=Study.Kind.VALIDATION).first(),
+        "No such validation study.",
+    )
+
+
+def report(study: Study) -> dict | None:
+    """The study's report (None when it has nothing to report yet), cached by its rankings."""
+    from annotation import validation_results
+
+    rankings = Ranking.objects.filter(task__study=study)
+    last = rankings.order_by("-pk").values_list("pk", flat=True).first()
+    n_boot = settings.STEREORANK["QUALITY_N_BOOT"]
+    key = f"validation-report:{study.pk}:{rankings.count()}:{last}:{n_boot}"
+    data = cache.get(key)
+    if data is None:
+        try:
+            data = validation_results.report(study, n_boot=n_boot)
+        except ConditionError as error:
+            data = {"missing": error.message}
+        cache.set(key, data, CACHE_SECONDS)
+    return data
+
+
+@staff_only
+def validation_studies(request: HttpRequest) -> HttpResponse:
+    """Every validation study, with its conditions."""
+    found_studies = Study.objects.filter(kind=Study.Kind.VALIDATION).prefetch_related("conditions")
+    return render(
+        request,
+        "dashboards/validation_list.html",
+        {"studies": found_studies, "section": "validation"},
+    )
+
+
+@staff_only
+def validation_study(request: HttpRequest, slug: str) -> HttpResponse:
+    """One validation study's report."""
+    study = _study(slug)
+    data = report(study)
+    context = {"study": study, "section": "validation", "conditions": study.conditions.all()}
+    if "missing" in data:
+        context["missing"] = data["missing"]
+    else:
+        base, treat = data["conditions"]["baseline"], data["conditions"]["treatment"]
+        context.update(
+            report=data,
+            baseline=data["per_condition"][base],
+            treatment=data["per_condition"][treat],
+            baseline_name=base,
+            treatment_name=treat,
+            occupations=sorted(data["per_occupation"].items()),
+            groups=sorted(data["per_group"].items()),
+        )
+    return render(request, "dashboards/validation.html", context)
+
+
+def _points(data: dict) -> list[IntervalPoint]:
+    base, treat = data["conditions"]["baseline"], data["conditions"]["treatment"]
+    points = [
+        IntervalPoint(f"{name}: mean rank", c["mean"], c["ci_low"], c["ci_high"])
+        for name, c in ((base, data["per_condition"][base]), (treat, data["per_condition"][treat]))
+    ]
+    d = data["bootstrap"]["difference"]
+    points.append(IntervalPoint("difference (bootstrap)", d["value"], d["ci_low"], d["ci_high"]))
+    for occupation, f in sorted(data["per_occupation"].items()):
+        d = f["difference"]
+        points.append(
+            IntervalPoint(f"{occupation}: difference", d["value"], d["ci_low"], d["ci_high"])
+        )
+    return points
+
+
+@staff_only
+def validation_chart(request: HttpRequest, slug: str) -> HttpResponse:
+    """Each condition's mean rank, the difference, and each occupation's difference."""
+    data = report(_study(slug))
+    points = [] if "missing" in data else _points(data)
+    return chart_response(
+        request,
+        "validation",
+        points,
+        lambda: estimates_with_intervals(
+            points, "Mean rank (higher = less stereotypical) and differences, 95% CI"
+        ),
+    )
