@@ -1,16 +1,17 @@
 """Admin: staff manage the catalogue, tasks, demographic fields, consent texts,
-instructions."""
+instructions, and studies (opened, closed and archived by actions)."""
 
 from dataclasses import dataclass
 
 from django import forms
 from django.conf import settings
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from core.admin import ReadOnlyAdmin
+from core.errors import StereorankError
 
-from . import models, recruitment
+from . import models, recruitment, studies
 
 
 @admin.register(models.Occupation)
@@ -182,22 +183,53 @@ class ErasureAdmin(ReadOnlyAdmin):
 
 @admin.register(models.Study)
 class StudyAdmin(admin.ModelAdmin):
-    """The unit a lab runs: kind, status, task size and overlap, the entry link to paste
-    into the platform, and the exit codes."""
+    """The unit a lab runs: kind, status, sampler, task size and overlap, the entry link to
+    paste into the platform, and the exit codes. Saving a study whose sampler is
+    ``active`` queues its priorities (``training.sampling``)."""
 
-    list_display = ["name", "kind", "status", "platform", "created_at"]
-    list_filter = ["kind", "status", "platform"]
+    list_display = ["name", "kind", "status", "sampler", "platform", "created_at"]
+    list_filter = ["kind", "status", "sampler", "platform"]
     prepopulated_fields = {"slug": ["name"]}
+    readonly_fields = ["status"]
+    actions = ["open_studies", "close_studies", "archive_studies"]
+
+    def _move(self, request, queryset, status: str) -> None:
+        """Each selected study along its lifecycle (``studies.transition``); a move it does
+        not allow is reported, the others still made."""
+        for study in queryset:
+            try:
+                studies.transition(study, status)
+            except StereorankError as error:
+                self.message_user(request, error.message, messages.ERROR)
+            else:
+                self.message_user(request, f"{study.name} is {status}.", messages.SUCCESS)
+
+    @admin.action(description="Open the selected studies")
+    def open_studies(self, request, queryset) -> None:
+        self._move(request, queryset, models.Study.Status.OPEN)
+
+    @admin.action(description="Close the selected studies (nobody new joins)")
+    def close_studies(self, request, queryset) -> None:
+        self._move(request, queryset, models.Study.Status.CLOSED)
+
+    @admin.action(description="Archive the selected studies")
+    def archive_studies(self, request, queryset) -> None:
+        self._move(request, queryset, models.Study.Status.ARCHIVED)
 
     class Media:
         js = ["annotation/copy_link.js"]
 
     def get_list_display(self, request) -> list:
         names = list(super().get_list_display(request))
-        return [*names[:4], entry_link_column(request), *names[4:]]
+        return [*names[:5], entry_link_column(request), *names[5:]]
 
     def get_readonly_fields(self, request, obj=None) -> list:
-        return [*super().get_readonly_fields(request, obj), entry_link_column(request)]
+        return [
+            *super().get_readonly_fields(request, obj),
+            entry_link_column(request),
+            "priorities_basis",
+            "priorities_updated_at",
+        ]
 
 
 ENTRY_LINK_HELP = {

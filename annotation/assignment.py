@@ -1,6 +1,8 @@
 """Assignment: the one place that decides which task an annotator ranks next.
 
-``next_task`` resumes the annotator's live reservation or reserves a new task.
+``next_task`` resumes the annotator's live reservation or reserves a new task of the
+annotator's study (an open one, or a closed one that its participants may finish;
+a draft or archived study serves nothing new).
 The choice serves quality: gold tasks are mixed into each stream at ``GOLD_RATE``,
 attention-check tasks at ``CHECK_RATE`` and rankings of the agreement subset (the
 tasks ranked by several annotators, those already started first) at
@@ -63,6 +65,7 @@ from .models import (
     Prompt,
     Ranking,
     RankingTask,
+    Study,
 )
 from .selectors import consents_to_current_text, excluded_message
 from .task_selectors import live_reservations
@@ -153,7 +156,10 @@ def due(state: dict) -> str | None:
 
 
 PROFILE = Param("profile", IntegerField())
+STUDY = Param("study", IntegerField())
 NOW = Param("now", DateTimeField())
+SERVING = (Study.Status.OPEN, Study.Status.CLOSED)
+"""The statuses in which a study serves tasks (a closed one to those who started)."""
 
 
 def _state_query() -> QuerySet:
@@ -173,7 +179,8 @@ def _state_query() -> QuerySet:
                 .values("pk")[:1]
             ),
             seated=quotas.has_seat(OuterRef("pk")),
-            quotas_set=quotas.any_quota(),
+            quotas_set=quotas.any_quota(OuterRef("study_id")),
+            study_status=F("study__status"),
         )
         .values(
             "consented",
@@ -184,6 +191,8 @@ def _state_query() -> QuerySet:
             "seated",
             "quotas_set",
             "user__username",
+            "study__sampler",
+            "study_status",
         )
     )
 
@@ -211,9 +220,10 @@ def _task_items(task: RankingTask) -> list[Item]:
     return items
 
 
-def next_task(profile: AnnotatorProfile, ordering: str = "uniform") -> Assignment | None:
+def next_task(profile: AnnotatorProfile, ordering: str | None = None) -> Assignment | None:
     """The annotator's reserved task (resume), or reserve a new one, the open tasks in
-    ``ordering`` (a name in ``ORDERINGS``); None if none left.
+    ``ordering`` (a name in ``ORDERINGS``; by default their study's ``sampler``); None if
+    none left.
 
     A fixed number of queries whatever K and the number of tasks: the annotator's
     state, the best candidate (locked), its live reservations, its items and one
@@ -221,9 +231,11 @@ def next_task(profile: AnnotatorProfile, ordering: str = "uniform") -> Assignmen
     their groups' quotas (``annotation.quotas``; ``GroupFull`` when one is full).
     ``AnnotatorExcluded`` for an excluded annotator.
     """
-    ORDERINGS[ordering]  # an unknown name fails before anything is read
+    if ordering is not None:
+        ORDERINGS[ordering]  # an unknown name fails before anything is read
     now = timezone.now()
     (state,) = _STATE.rows(profile=profile.pk, now=now)
+    ordering = ordering or state["study__sampler"]
     if not state["consented"]:
         raise ConsentRequired("Give consent before ranking.")
     if state["status"] == AnnotatorStatus.EXCLUDED:
@@ -231,7 +243,7 @@ def next_task(profile: AnnotatorProfile, ordering: str = "uniform") -> Assignmen
     if state["current"] is not None:
         return Assignment.objects.select_related("task__occupation").get(pk=state["current"])
     done = state["done"] or 0
-    if done >= profile.quota:
+    if done >= profile.quota or state["study_status"] not in SERVING:
         return None
     paced = due(state)
     with transaction.atomic():
@@ -284,8 +296,12 @@ PACED_FIRST: dict[str | None, list[SortKey]] = {
 """Sort keys put before the ordering's when a paced kind is due."""
 
 
-def _candidates(profile, now, ordering: str, paced: str | None) -> QuerySet[RankingTask]:
-    """Open tasks ``profile`` has not ranked, best first (see ``_take_task``), locked."""
+def _candidates(
+    profile, study, now, ordering: str, paced: str | None, skip_locked: bool = True
+) -> QuerySet[RankingTask]:
+    """Open tasks of ``study`` (the profile's) that ``profile`` has not ranked, best first
+    (see ``_take_task``), locked (rows other transactions hold skipped, unless
+    ``skip_locked`` is false)."""
     mine = Ranking.objects.filter(annotator=profile)
     open_slot = Q(
         is_gold=False,
@@ -294,19 +310,20 @@ def _candidates(profile, now, ordering: str, paced: str | None) -> QuerySet[Rank
     )
     gold = paced == "gold"
     candidates = (
-        RankingTask.objects.exclude(Exists(mine.filter(task=OuterRef("pk"))))
+        RankingTask.objects.filter(study=study)
+        .exclude(Exists(mine.filter(task=OuterRef("pk"))))
         .annotate(live=Coalesce(_live_assignments(now), 0))
         .filter(open_slot | Q(is_gold=True) if gold else open_slot)
         .order_by(*PACED_FIRST[paced], *ORDERINGS[ordering](mine), "live", "id")
     )
     if connection.features.has_select_for_update_skip_locked:
-        candidates = candidates.select_for_update(skip_locked=True, of=("self",))
+        candidates = candidates.select_for_update(skip_locked=skip_locked, of=("self",))
     return candidates
 
 
 def _best_query(ordering: str, paced: str | None) -> Callable[[], QuerySet]:
     def build() -> QuerySet:
-        best = _candidates(PROFILE, NOW, ordering, paced).select_related("occupation")
+        best = _candidates(PROFILE, STUDY, NOW, ordering, paced).select_related("occupation")
         # "live" selected: ORDER BY names it instead of counting the reservations again.
         fields = (*columns(RankingTask), *columns(Occupation, "occupation__"), "live")
         return best.values(*fields)[:1]
@@ -322,7 +339,7 @@ def _best(profile: AnnotatorProfile, now, ordering: str, paced: str | None) -> R
     key = (ordering, ORDERINGS[ordering], paced)  # a name registered again compiles again
     if key not in _BEST:
         _BEST[key] = Prepared(_best_query(ordering, paced))
-    row = _BEST[key].first(profile=profile.pk, now=now)
+    row = _BEST[key].first(profile=profile.pk, study=profile.study_id, now=now)
     if row is None:
         return None
     task = instance(RankingTask, row)
@@ -353,10 +370,18 @@ def _take_task(
     tried: list[int] = []
     for _ in range(tries):
         if tried:
-            candidates = _candidates(profile, now, ordering, paced).select_related("occupation")
+            candidates = _candidates(profile, profile.study_id, now, ordering, paced)
+            candidates = candidates.select_related("occupation")
             task = candidates.exclude(pk__in=tried).first()
         else:
             task = _best(profile, now, ordering, paced)
+            if task is None and connection.features.has_select_for_update_skip_locked:
+                # Rows skipped because locked (the sampler writing a study's priorities
+                # in one transaction) are not "none left": once more, waiting for them.
+                waiting = _candidates(
+                    profile, profile.study_id, now, ordering, paced, skip_locked=False
+                )
+                task = waiting.select_related("occupation").first()
         if task is None or task.is_gold:
             return task
         live = len(_LIVE.rows(task=task.pk, now=now))

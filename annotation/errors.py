@@ -77,3 +77,11 @@ class ConditionError(AnnotationError):
 
 class StudyNotFound(AnnotationError, NotFound):
     """No study has this slug."""
+
+
+class InvalidStudy(AnnotationError):
+    """A study that cannot be made as asked (a bad slug, kind, size or overlap)."""
+
+
+class StudyConflict(AnnotationError, Conflict):
+    """The study exists already, or cannot move to that status from its own."""

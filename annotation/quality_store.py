@@ -64,9 +64,11 @@ def stored(include_synthetic: bool, n_boot: int) -> QualityReport | None:
     return QualityReport.objects.filter(include_synthetic=include_synthetic, n_boot=n_boot).first()
 
 
-def served_report(include_synthetic: bool, n_boot: int) -> Served:
+def served_report(include_synthetic: bool, n_boot: int, *, statuses: bool = True) -> Served:
     """The stored report, never computed here; a refresh is queued when it is missing or
-    describes older data."""
+    describes older data. A stale report's annotator rows carry their current status
+    (``current_statuses``) unless ``statuses`` is false (a page that shows a few rows
+    reads them for those rows only)."""
     version = data_version()
     row = stored(include_synthetic, n_boot)
     fresh = row is not None and row.data_version == version
@@ -74,14 +76,15 @@ def served_report(include_synthetic: bool, n_boot: int) -> Served:
         queue_refresh(include_synthetic, n_boot, version)
     if row is None:
         return Served(None, None, None, True)
-    report = row.report if fresh else _with_current_statuses(row.report)
+    report = row.report
+    if not fresh and statuses:
+        report = {**report, "annotators": current_statuses(report.get("annotators", []))}
     return Served(report, row.computed_at, row.data_version, not fresh)
 
 
-def _with_current_statuses(report: dict) -> dict:
+def current_statuses(rows: list[dict]) -> list[dict]:
     """A stale report's annotator rows with each annotator's status as it is now (one
     query): a reinstatement shows at once, the figures wait for the refresh."""
-    rows = report.get("annotators", [])
     now = {
         p["pk"]: p
         for p in AnnotatorProfile.objects.filter(pk__in=[r["profile"] for r in rows])
@@ -100,7 +103,7 @@ def _with_current_statuses(report: dict) -> dict:
         if p is not None:
             r = {**r, "status": p["status"], "status_reason": p["last_reason"] or ""}
         current.append(r)
-    return {**report, "annotators": current}
+    return current
 
 
 def queue_refresh(include_synthetic: bool, n_boot: int, version: str) -> None:

@@ -73,7 +73,9 @@ def take_seats(profile: AnnotatorProfile, now: datetime) -> list[QuotaSeat]:
     """Seat a newcomer in their groups' quotas, or ``GroupFull``; call inside the
     transaction that reserves their first task. At most four queries, whatever the
     number of quotas, annotators or tasks."""
-    quotas = GroupQuota.objects.select_related("field").filter(field__active=True)
+    quotas = GroupQuota.objects.select_related("field").filter(
+        field__active=True, study_id=profile.study_id
+    )
     mine = matching_quotas(list(quotas), profile.demographics or {})
     if not mine:
         return []
@@ -106,8 +108,9 @@ def take_seats(profile: AnnotatorProfile, now: datetime) -> list[QuotaSeat]:
     )
 
 
-def quota_fill(now: datetime) -> list[dict]:
-    """Every quota with its occupied seats (one query): field label, value, target, filled."""
+def quota_fill(now: datetime, study=None) -> list[dict]:
+    """Every quota (of ``study``, a study or its id, when given) with its occupied seats
+    (one query): study, field label, value, target, filled."""
     filled = (
         occupied_seats(now)
         .filter(quota=OuterRef("pk"))
@@ -116,10 +119,11 @@ def quota_fill(now: datetime) -> list[dict]:
         .annotate(n=Count("pk"))
         .values("n")
     )
-    rows = GroupQuota.objects.annotate(
-        filled=Coalesce(Subquery(filled, output_field=IntegerField()), 0)
-    ).values("pk", "field__label", "field__key", "value", "target", "filled")
-    return list(rows)
+    rows = GroupQuota.objects.filter(**({} if study is None else {"study": study}))
+    rows = rows.annotate(filled=Coalesce(Subquery(filled, output_field=IntegerField()), 0))
+    return list(
+        rows.values("pk", "study__slug", "field__label", "field__key", "value", "target", "filled")
+    )
 
 
 def has_seat(annotator) -> Exists:
@@ -127,6 +131,7 @@ def has_seat(annotator) -> Exists:
     return Exists(QuotaSeat.objects.filter(annotator=annotator))
 
 
-def any_quota() -> Exists:
-    """Whether any active field has a quota (so that a study without quotas pays nothing)."""
-    return Exists(GroupQuota.objects.filter(field__active=True))
+def any_quota(study) -> Exists:
+    """Whether ``study`` (a study, its id or an ``OuterRef``) has a quota of an active field
+    (so that a study without quotas pays nothing)."""
+    return Exists(GroupQuota.objects.filter(field__active=True, study=study))

@@ -435,3 +435,15 @@ def demographic_labels() -> dict[str, str]:
 def study(slug: str) -> Study | None:
     """The study whose entry link ends in ``slug``, if there is one."""
     return Study.objects.filter(slug=slug).first()
+
+
+def study_samplers() -> QuerySet:
+    """The studies not archived, newest first, with their sampler and what an ``active``
+    one's priorities rest on (the progress dashboard's "which sampler is on")."""
+    from .study_models import Study
+
+    return (
+        Study.objects.exclude(status=Study.Status.ARCHIVED)
+        .order_by("-created_at")
+        .values("slug", "name", "kind", "sampler", "priorities_basis", "priorities_updated_at")
+    )

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import DateTimeField, F, IntegerField, OuterRef, QuerySet, Subquery
+from django.dispatch import Signal
 from django.utils import timezone
 
 from core.prepared import Param, Prepared, columns, instance
@@ -121,6 +122,12 @@ def save_demographics(profile: AnnotatorProfile, answers: dict, merge: bool = Fa
     profile.save(update_fields=["demographics"])
 
 
+ranking_stored = Signal()
+"""Sent inside the transaction that stores a new ranking, with ``ranking_id`` and
+``study_id``: receivers read nothing and queue work with ``transaction.on_commit``
+(the training side's sampler counts rankings by their id)."""
+
+
 def submit_ranking(
     profile: AnnotatorProfile, task_id: int, order: list, seconds_spent: float | None = None
 ) -> tuple[Ranking, bool]:
@@ -167,6 +174,7 @@ def submit_ranking(
         )
         RankingTask.objects.filter(pk=task.pk).update(ranking_count=F("ranking_count") + 1)
         Assignment.objects.filter(pk=assignment.pk).delete()
+        ranking_stored.send(sender=Ranking, ranking_id=ranking.pk, study_id=task.study_id)
     standing.apply_policy(profile)
     return ranking, True
 

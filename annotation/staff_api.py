@@ -1,5 +1,6 @@
 """Staff-only REST views of the catalogue, items, tasks, rankings and quality (read-only),
-and reinstatement, the one write: an annotator back to ``ok`` with a recorded reason.
+and two writes: reinstatement (an annotator back to ``ok`` with a recorded reason) and a
+study's sampler.
 
 Annotators are pseudonymous here as in the exports; demographics are only in the
 exports. Every list runs a fixed number of queries whatever its length.
@@ -18,7 +19,16 @@ from rest_framework.views import APIView
 from . import quality_store, standing, studies, task_selectors
 from .api import query_flag
 from .exports import annotator_for_pseudonym, pseudonym
-from .models import AnnotatorStatus, Item, Occupation, Prompt, PromptType, Ranking, RankingTask
+from .models import (
+    AnnotatorStatus,
+    Item,
+    Occupation,
+    Prompt,
+    PromptType,
+    Ranking,
+    RankingTask,
+    Study,
+)
 
 
 class PromptSerializer(serializers.ModelSerializer):
@@ -332,3 +342,30 @@ class ReinstateView(APIView):
                 }
             ).data
         )
+
+
+class SamplerSerializer(serializers.Serializer):
+    sampler = serializers.ChoiceField(Study.Sampler.choices)
+    priorities_basis = serializers.CharField(
+        read_only=True, help_text="What the current priorities rest on (active only)."
+    )
+    priorities_updated_at = serializers.DateTimeField(read_only=True, allow_null=True)
+
+
+class SamplerView(APIView):
+    """A study's sampler: ``uniform`` (the default) or ``active`` (the model's priorities,
+    computed on the training side after this switch, each new version and every
+    ``STEREORANK_SAMPLER_EVERY`` rankings). 404 for an unknown study, 400 for another name."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(responses=SamplerSerializer)
+    def get(self, request, slug: str):
+        return Response(SamplerSerializer(studies.resolve(slug)).data)
+
+    @extend_schema(request=SamplerSerializer, responses=SamplerSerializer)
+    def put(self, request, slug: str):
+        data = SamplerSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        study = studies.set_sampler(studies.resolve(slug), data.validated_data["sampler"])
+        return Response(SamplerSerializer(study).data)

@@ -78,6 +78,10 @@ class Study(models.Model):
         COLLECTION = "collection", "Collection (rankings become training labels)"
         VALIDATION = "validation", "Validation (rankings judge conditions, never labels)"
 
+    class Sampler(models.TextChoices):
+        UNIFORM = "uniform", "Uniform (the occupation seen least, then the fewest rankings)"
+        ACTIVE = "active", "Active (the model's D-optimal priorities, 20% exploration)"
+
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
         OPEN = "open", "Open"
@@ -110,6 +114,17 @@ class Study(models.Model):
     overlap = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Rankings per task; blank: STEREORANK_TASK_OVERLAP."
     )
+    sampler = models.CharField(
+        max_length=20,
+        choices=Sampler.choices,
+        default=Sampler.UNIFORM,
+        help_text="How open tasks are ordered. Active: priorities the training side "
+        "computes from the current model, after each new version and every few rankings.",
+    )
+    # Written by the training side's sampler (training/sampling.py): what the current
+    # priorities rest on, and when they were written.
+    priorities_basis = models.CharField(max_length=300, blank=True, editable=False)
+    priorities_updated_at = models.DateTimeField(null=True, blank=True, editable=False)
     shows_prompts = models.BooleanField(
         default=False,
         help_text="Validation studies: cards show their condition's text (blinded otherwise).",

@@ -1,7 +1,7 @@
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
-from . import api, staff_api
+from . import api, staff_api, study_api
 
 staff = SimpleRouter()
 staff.register("occupations", staff_api.OccupationViewSet, basename="staff-occupation")
@@ -24,6 +24,17 @@ urlpatterns = [
         "staff/annotators/<str:name>/reinstate/",
         staff_api.ReinstateView.as_view(),
         name="api-staff-reinstate",
+    ),
+    path("staff/studies/", study_api.StudiesView.as_view(), name="api-staff-studies"),
+    path(
+        "staff/studies/<slug:slug>/transition/",
+        study_api.StudyTransitionView.as_view(),
+        name="api-staff-study-transition",
+    ),
+    path(
+        "staff/studies/<slug:slug>/sampler/",
+        staff_api.SamplerView.as_view(),
+        name="api-staff-sampler",
     ),
     path(
         "staff/studies/<slug:slug>/validation/",

@@ -370,6 +370,7 @@ def main() -> None:
             f"{size:,} rankings measured in {results[-1]['total_s']:.0f} s (load {load()})",
             flush=True,
         )
+        print(json.dumps(results[-1]), flush=True)  # at once: a later size may take hours
     table(results)
     print(f"load average after: {load()}")
     for r in results:

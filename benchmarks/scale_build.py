@@ -49,8 +49,8 @@ def build(rankings: int, step) -> dict:
     consent = ensure_consent_text()
     shared, single = task_counts(rankings)
     demographics = ", ".join(
-        f"'{key}', ({_array(values)})[1 + ((u.id * {7 + 3 * i}) % {len(values)})]"
-        for i, (key, values) in enumerate(CHOICES.items())
+        f"'{key}', ({_array(values)})[1 + abs(hashtext(u.id || '{key}')) % {len(values)}]"
+        for key, values in CHOICES.items()
     )
     sql = [
         # annotators: users, profiles with demographics, consent
@@ -77,12 +77,12 @@ def build(rankings: int, step) -> dict:
             FROM annotation_prompt p WHERE p.text LIKE 'bench prompt %'""",
         # tasks: shared ones (overlap 3), single ones, then the open ones
         f"""INSERT INTO annotation_rankingtask (study_id, occupation_id, overlap, ranking_count,
-            priority, is_gold, created_at)
+            priority, is_gold, card_text, created_at)
             SELECT {consent.study_id}, o.ids[1 + g % array_length(o.ids, 1)],
                    CASE WHEN g <= {shared} THEN {SHARED_OVERLAP} ELSE 1 END,
                    CASE WHEN g <= {shared} THEN {SHARED_OVERLAP}
                         WHEN g <= {shared + single} THEN 1 ELSE 0 END,
-                   0, false, now()
+                   0, false, 'prompt', now()
             FROM generate_series(1, {shared + single + OPEN_TASKS}) g,
                  (SELECT array_agg(id ORDER BY id) AS ids FROM annotation_occupation) o""",
         f"""INSERT INTO annotation_taskitem (task_id, item_id)

@@ -134,8 +134,8 @@ def media_root(settings, tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def make_tasks(db):
-    """make_tasks(n, k, overlap, occupation="nurse") -> list of tasks, each with k items
-    of the occupation.
+    """make_tasks(n, k, overlap, occupation="nurse", study=None) -> list of tasks, each with
+    k items of the occupation, in ``study`` (default: the default study).
 
     With ``images=media_root`` each item also gets a real PNG file there.
     """
@@ -147,6 +147,7 @@ def make_tasks(db):
         *,
         images: Path | None = None,
         occupation: str = "nurse",
+        study=None,
     ) -> list[RankingTask]:
         occupation, _ = Occupation.objects.get_or_create(name=occupation, slug=occupation)
         original, _ = Prompt.objects.get_or_create(
@@ -155,9 +156,10 @@ def make_tasks(db):
             origin=None,
             defaults={"text": f"A photo of a {occupation.name}"},
         )
+        in_study = {} if study is None else {"study": study}
         tasks = []
         for _ in range(n):
-            task = RankingTask.objects.create(occupation=occupation, overlap=overlap)
+            task = RankingTask.objects.create(occupation=occupation, overlap=overlap, **in_study)
             for i in range(k):
                 prompt = Prompt.objects.create(
                     occupation=occupation,
@@ -168,7 +170,9 @@ def make_tasks(db):
                 name = f"items/{task.pk}-{i}.png"
                 if images is not None:
                     (images / name).write_bytes(_png((40 * i % 256, 97 * task.pk % 256, 200)))
-                item = Item.objects.create(prompt=prompt, image=name, image_sha256=f"{task.pk}-{i}")
+                item = Item.objects.create(
+                    prompt=prompt, image=name, image_sha256=f"{task.pk}-{i}", **in_study
+                )
                 TaskItem.objects.create(task=task, item=item)
             tasks.append(task)
         return tasks

@@ -71,7 +71,12 @@ def embedding_cache() -> EmbeddingCache:
     """The embedding cache where ``TRAINING["EMBEDDING_CACHE"]`` says."""
     from training.ml.cache import EmbeddingCache
 
-    return EmbeddingCache(settings.TRAINING["EMBEDDING_CACHE"])
+    t = settings.TRAINING
+    return EmbeddingCache(
+        t["EMBEDDING_CACHE"],
+        max_entries=t["EMBEDDING_CACHE_ENTRIES"],
+        max_shards=t["EMBEDDING_CACHE_MAX_SHARDS"],
+    )
 
 
 def _tolerances() -> dict:

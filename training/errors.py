@@ -44,6 +44,10 @@ class RegistryConflict(RegistryError, Conflict):
     """The registry is already in the state asked for."""
 
 
+class SamplerRefused(TrainingError):
+    """The active sampler cannot score with this version (its files, its encoder)."""
+
+
 class GroupsFall(RegistryConflict):
     """A promotion asked to check the groups, refused: a group clearly loses alignment."""
 

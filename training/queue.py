@@ -13,6 +13,10 @@ def task(name: str, *args) -> Signature:
     return current_app.signature(name, args, immutable=True)
 
 
-def after_commit(name: str, *args) -> None:
-    """Send the named task once the caller's transaction commits (at once outside one)."""
-    transaction.on_commit(task(name, *args).apply_async)
+def after_commit(name: str, *args, robust: bool = False) -> None:
+    """Send the named task once the caller's transaction commits (at once outside one).
+
+    ``robust``: a send that fails (the broker down) is logged, not raised: for a send
+    that only refreshes derived data, after a commit the caller must not see fail.
+    """
+    transaction.on_commit(task(name, *args).apply_async, robust=robust)

@@ -39,6 +39,7 @@ from training import checkpoint_store, encoders
 from training.errors import RegistryConflict, RegistryError, VersionNotFound, ml_refusals
 from training.ml import __version__ as library_version
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, VersionCounter
+from training.sampling import queue_priorities
 from training.selectors import active_checkpoint, rollback_target
 
 if TYPE_CHECKING:  # the checkpoint format brings torch: imported where files are read
@@ -170,6 +171,7 @@ def register(
             )
             if in_transaction is not None:
                 in_transaction(checkpoint)
+            queue_priorities()  # the active studies' priorities from the new head, on commit
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         if final is not None and not Checkpoint.objects.filter(path=path).exists():
@@ -190,7 +192,8 @@ def sweep_orphans(now: float | None = None) -> list[str]:
         _locked_counter()
         owned = set(Checkpoint.objects.values_list("path", flat=True))
         for folder in [*root.glob("v*"), *checkpoint_store.cache_root().glob("v*")]:
-            stored = checkpoint_store.store_path(int(folder.name[1:]))
+            number = folder.name[1:]
+            stored = checkpoint_store.store_path(int(number)) if number.isdigit() else ""
             if folder.is_dir() and str(folder) not in owned and stored not in owned:
                 shutil.rmtree(folder, ignore_errors=True)
                 removed.append(folder.name)
@@ -228,6 +231,7 @@ def _activate(target: Checkpoint, action: str, user, actor: str, reason: str) ->
         current.save(update_fields=["status"])
     target.status = Checkpoint.Status.ACTIVE
     target.save(update_fields=["status"])
+    queue_priorities()  # on commit: the active studies' priorities from this head
     return RegistryEvent.objects.create(
         action=action,
         checkpoint=target,

@@ -85,6 +85,15 @@ def perspective_report(
     return [s.field for s in summaries]
 
 
+@shared_task(name="training.tasks.update_priorities", acks_late=True)
+def update_priorities(study_id: int) -> dict:
+    """An ``active`` study's task priorities from the current head (``training.sampling``)."""
+    from training.sampling import update_priorities as update
+
+    result = update(study_id)
+    return {"study": study_id, "version": result.version, "basis": result.basis}
+
+
 @shared_task(name=TASK_NAME, bind=True, acks_late=True)
 def scheduled_retrain(self, **kwargs) -> list[dict]:
     """Celery beat entry point (``training.schedules``); settings are the PeriodicTask's kwargs."""

@@ -1,6 +1,6 @@
 """The one Celery app. Queues: ``default`` (augmentation, the retraining schedule, the
-perspective and quality reports) and ``gpu`` (training, evaluation); tasks are routed by
-name in ``task_routes``."""
+perspective and quality reports, the active sampler's priorities) and ``gpu`` (training,
+evaluation); tasks are routed by name in ``task_routes``."""
 
 import os
 

@@ -211,7 +211,11 @@ SPECTACULAR_SETTINGS = {
     # with minLength 1.
     "COMPONENT_SPLIT_REQUEST": True,
     # One name for the annotator status wherever a field carries it.
-    "ENUM_NAME_OVERRIDES": {"AnnotatorStatusEnum": "annotation.models.AnnotatorStatus"},
+    "ENUM_NAME_OVERRIDES": {
+        "AnnotatorStatusEnum": "annotation.models.AnnotatorStatus",
+        "StudyStatusEnum": "annotation.study_models.Study.Status",
+        "StudyKindEnum": "annotation.study_models.Study.Kind",
+    },
     # Swagger UI and Redoc from the drf-spectacular-sidecar package: /api/docs/ works offline.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -318,6 +322,16 @@ STEREORANK = {
     # already started first), so a study stopped early still measures agreement.
     "CHECK_RATE": env.float("STEREORANK_CHECK_RATE", default=0.1),
     "AGREEMENT_RATE": env.float("STEREORANK_AGREEMENT_RATE", default=0.2),
+    # The active sampler (training/sampling.py): an active study's priorities are computed
+    # again every EVERY rankings (and after each new or promoted version); BATCH greedy
+    # D-optimal picks, EXPLORATION of them among the least-ranked occupations; PRIOR: the
+    # head weights' prior precision in the Laplace approximation.
+    "SAMPLER": {
+        "EVERY": env.int("STEREORANK_SAMPLER_EVERY", default=50),
+        "BATCH": env.int("STEREORANK_SAMPLER_BATCH", default=100),
+        "EXPLORATION": env.float("STEREORANK_SAMPLER_EXPLORATION", default=0.2),
+        "PRIOR": env.float("STEREORANK_SAMPLER_PRIOR", default=1.0),
+    },
     # Demographic groups with fewer annotators are not reported.
     "GROUP_K": env.int("STEREORANK_GROUP_K", default=5),
     # Overrides of annotation.quality.policy.Policy, whose defaults are documented there,
@@ -359,6 +373,11 @@ TRAINING = {
     "EMBEDDING_CACHE": Path(
         env.str("STEREORANK_EMBEDDING_CACHE", default=str(VAR_DIR / "embeddings"))
     ),
+    # A per-node cache: vectors one process keeps in memory (an LRU in front of the
+    # memory-mapped shards), and the shards a folder holds before a write merges the
+    # small ones (manage.py compact_embeddings merges all). training/ml/cache.py.
+    "EMBEDDING_CACHE_ENTRIES": env.int("STEREORANK_EMBEDDING_CACHE_ENTRIES", default=20_000),
+    "EMBEDDING_CACHE_MAX_SHARDS": env.int("STEREORANK_EMBEDDING_CACHE_MAX_SHARDS", default=16),
     "CHECKPOINT_DIR": Path(
         env.str("STEREORANK_CHECKPOINT_DIR", default=str(VAR_DIR / "checkpoints"))
     ),

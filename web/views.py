@@ -60,6 +60,8 @@ class ApiRootView(APIView):
                     "items": "staff-item-list",
                     "tasks": "staff-task-list",
                     "rankings": "staff-ranking-list",
+                    "studies": "api-staff-studies",
+                    "study_transition": ("api-staff-study-transition", "slug"),
                     "export_rankings": "api-export-rankings",
                     "export_pairs": "api-export-pairs",
                 },

@@ -112,7 +112,7 @@ def test_the_links_as_shown_admit_participants_once_the_platform_fills_them_in(s
 
 
 def test_declining_asks_first_and_a_mistake_can_be_taken_back_until_leaving(study, make_tasks):
-    make_tasks(2, 2)
+    make_tasks(2, 2, study=study)
     prolific = FakeProlific(study.slug)
     client, _ = _arrive(prolific.link(prolific.new_participant_id()))
     consent = client.get(reverse("portal:consent")).content.decode()
@@ -163,7 +163,7 @@ def test_a_full_group_is_not_taken_back(study):
 
 
 def test_a_finished_prolific_participant_with_a_new_session_sees_the_code_again(study, make_tasks):
-    make_tasks(3, 2)
+    make_tasks(3, 2, study=study)
     prolific = FakeProlific(study.slug)
     pid = prolific.new_participant_id()
     client, _ = _arrive(prolific.link(pid))

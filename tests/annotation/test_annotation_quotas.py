@@ -122,11 +122,11 @@ def test_a_participant_of_a_full_group_gets_the_screen_out_code(age, make_tasks,
     settings.CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "q"}
     }
-    make_tasks(2, 2, overlap=6)
-    GroupQuota.objects.create(field=age, value="18-24", target=0)
     study = Study.objects.create(
         slug="s", name="S", platform=Study.Platform.PROLIFIC, screen_out_code="FULL1"
     )
+    make_tasks(2, 2, overlap=6, study=study)
+    GroupQuota.objects.create(study=study, field=age, value="18-24", target=0)
     prolific = FakeProlific(study.slug)
     client = Client()
     client.get(prolific.link(prolific.new_participant_id()))

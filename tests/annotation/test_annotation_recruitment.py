@@ -55,7 +55,7 @@ def _arrive(link: str, client: Client | None = None, ip: str = "203.0.113.7", **
 def test_prolific_participant_ranks_to_the_quota_and_leaves_with_the_code(
     prolific_study, make_tasks
 ):
-    make_tasks(3, 2)
+    make_tasks(3, 2, study=prolific_study)
     prolific = FakeProlific(prolific_study.slug)
     pid = prolific.new_participant_id()
     client, response = _arrive(prolific.link(pid))
@@ -94,7 +94,7 @@ def test_prolific_participant_ranks_to_the_quota_and_leaves_with_the_code(
 
 
 def test_running_out_of_tasks_also_completes(prolific_study, make_tasks):
-    make_tasks(1, 2)
+    make_tasks(1, 2, study=prolific_study)
     prolific = FakeProlific(prolific_study.slug)
     client, _ = _arrive(prolific.link(prolific.new_participant_id()))
     client.post(reverse("portal:consent"), {"action": "agree"})
@@ -106,7 +106,7 @@ def test_running_out_of_tasks_also_completes(prolific_study, make_tasks):
 
 
 def test_the_same_link_and_another_prolific_session_resume(prolific_study, make_tasks):
-    make_tasks(2, 2)
+    make_tasks(2, 2, study=prolific_study)
     prolific = FakeProlific(prolific_study.slug)
     pid = prolific.new_participant_id()
     first, _ = _arrive(prolific.link(pid))
@@ -238,7 +238,7 @@ def test_enrolling_the_same_participant_twice_gives_one_annotator(prolific_study
 
 
 def test_erasure_deletes_the_external_ids(prolific_study, make_tasks):
-    make_tasks(1, 2)
+    make_tasks(1, 2, study=prolific_study)
     prolific = FakeProlific(prolific_study.slug)
     pid = prolific.new_participant_id()
     client, _ = _arrive(prolific.link(pid))

@@ -5,7 +5,7 @@ sideways scroll, axe clean."""
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
-from learning_curve_data import stored_curve
+from learning_curve_data import snapshot_row, stored_curve
 
 from annotation import services
 from tests.browser.conftest import driver, module_driver  # noqa: F401
@@ -45,4 +45,13 @@ def test_the_learning_curve_reads_at_laptop_and_phone_size(
     width = driver.execute_script("return document.documentElement.scrollWidth")
     assert width <= driver.execute_script("return window.innerWidth")
     found = audit(driver, f"progress ({size})")
+    # a newer snapshot without a curve: the button that queues one, also axe clean
+    newer = snapshot_row()
+    go(driver, live_server.url + reverse("dashboards:progress"))
+    button = driver.find_element("css selector", "#learning-curve button")
+    assert button.text == f"Compute the learning curve of snapshot {newer.pk}"
+    assert button.is_displayed()
+    width = driver.execute_script("return document.documentElement.scrollWidth")
+    assert width <= driver.execute_script("return window.innerWidth")
+    found += audit(driver, f"progress with the button ({size})")
     assert not found, "\n".join(found)

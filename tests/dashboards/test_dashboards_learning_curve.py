@@ -14,7 +14,8 @@ def test_no_curve_says_so_and_names_the_command(staff_client):
     snapshot = snapshot_row()
     page = staff_client.get(URL).content.decode()
     assert "No learning curve yet." in page
-    assert f"manage.py learning_curve {snapshot.pk} --queue" in page
+    assert f"manage.py learning_curve {snapshot.pk}</code>" in page
+    assert reverse("dashboards:learning-curve-request", args=[snapshot.pk]) in page
     chart = reverse("dashboards:learning-curve-chart", args=[snapshot.pk])
     response = staff_client.get(chart)
     assert response.status_code == 404
@@ -60,3 +61,30 @@ def test_annotators_cannot_see_the_chart(annotator_client, db):
     curve = stored_curve()
     chart = reverse("dashboards:learning-curve-chart", args=[curve.snapshot_id])
     assert annotator_client.get(chart).status_code == 403
+
+
+def test_staff_queue_a_curve_from_the_page_and_it_shows_as_queued(
+    staff_client, django_capture_on_commit_callbacks
+):
+    from training.models import LearningCurve
+
+    snapshot = snapshot_row()
+    url = reverse("dashboards:learning-curve-request", args=[snapshot.pk])
+    assert staff_client.get(url).status_code == 405  # a POST only
+    with django_capture_on_commit_callbacks() as sent:
+        response = staff_client.post(url, follow=True)
+    assert len(sent) == 1  # the task, sent once the row committed
+    page = response.content.decode()
+    assert f"Learning curve of snapshot {snapshot.pk} queued" in page
+    assert f"The learning curve of snapshot {snapshot.pk} is queued" in page
+    assert LearningCurve.objects.get(snapshot=snapshot).status == "queued"
+    assert (
+        staff_client.post(reverse("dashboards:learning-curve-request", args=[999999])).status_code
+        == 404
+    )
+
+
+def test_annotators_cannot_queue_a_curve(annotator_client, db):
+    snapshot = snapshot_row()
+    url = reverse("dashboards:learning-curve-request", args=[snapshot.pk])
+    assert annotator_client.post(url).status_code == 403

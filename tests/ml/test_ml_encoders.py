@@ -112,9 +112,9 @@ def test_compact_merges_shards_and_keeps_every_row(tmp_path):
     for i in range(5):
         cache.embed(enc, [f"t{i}", f"t{i + 1}"])
     shard_dir = tmp_path / enc.identity.key
-    assert len(list(shard_dir.glob("*.npz"))) == 5
+    assert len(list(shard_dir.glob("*.emb"))) == 5
     assert cache.compact(enc.identity) == 6
-    assert len(list(shard_dir.glob("*.npz"))) == 1
+    assert len(list(shard_dir.glob("*.emb"))) == 1
     fresh, calls = EmbeddingCache(tmp_path), enc.encode_calls
     rows = fresh.embed(enc, [f"t{i}" for i in range(6)])
     assert enc.encode_calls == calls
@@ -149,7 +149,7 @@ def test_concurrent_writers_in_two_processes(tmp_path):
     rows = EmbeddingCache(tmp_path).embed(enc, texts)
     assert enc.encode_calls == 0
     np.testing.assert_array_equal(rows, np.stack([enc.vector(t) for t in texts]))
-    assert not list((tmp_path / enc.identity.key).glob(".*"))
+    assert not list((tmp_path / enc.identity.key).glob(".*.tmp"))
 
 
 def _split_zip(tmp_path: Path, files: dict[str, bytes], n_parts: int = 3) -> list[Path]:

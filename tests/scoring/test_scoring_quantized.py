@@ -202,3 +202,24 @@ def test_the_settings_check_accepts_every_servable_encoder(settings):
         for ungated in ("refuse", "fp32"):
             _serve(settings, backend, quantization, ungated)
             assert serving_encoder(None) == []
+
+
+def test_a_gated_openvino_copy_serves_the_gates_own_scores_bit_for_bit(
+    version, settings, scorer_client
+):
+    """The copy the benchmark serves (OpenVINO int8, NNCF-calibrated): the same promise as
+    ONNX, from the cache the gate filled and from a fresh one."""
+    for module in ("openvino", "nncf"):
+        __import__(module) if ON_CI else pytest.importorskip(module)
+    _serve(settings, "openvino", "int8")
+    gate = run_gate(version, "openvino", "int8")
+    texts, recorded = _texts(version), np.float32(gate.metrics["scores"]["quantized"])
+    body = scorer_client.post(URL, {"prompts": texts}, format="json").json()
+    assert body["encoder"]["backend"] == "openvino" and body["encoder"]["gate"] == gate.pk
+    np.testing.assert_array_equal(np.float32([r["score"] for r in body["results"]]), recorded)
+    settings.TRAINING = {**settings.TRAINING, "EMBEDDING_CACHE": settings.MEDIA_ROOT / "fresh"}
+    from scoring.scorer import reset_scorer
+
+    reset_scorer()
+    again = scorer_client.post(URL, {"prompts": texts}, format="json").json()
+    np.testing.assert_array_equal(np.float32([r["score"] for r in again["results"]]), recorded)

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseNotFound
+from django.shortcuts import redirect
 
 from training import learning_curves, selectors
 
-from .base import staff_only
+from .base import found, staff_action, staff_only
 from .charts import ACCENT, MUTED, PRIMARY, _empty, _figure, draw_response
 
 if TYPE_CHECKING:
@@ -86,13 +88,27 @@ def context() -> dict:
     and whether a newer snapshot has none yet."""
     curve = selectors.latest_learning_curve()
     latest = selectors.latest_snapshot()
+    newer = latest if latest and (curve is None or latest.pk != curve.snapshot_id) else None
+    pending = selectors.learning_curve(newer) if newer else None
     return {
         "curve": curve,
         "lines": [learning_curves.summary(curve, m) for m in MORE] if curve else [],
-        "newer_snapshot": (
-            latest.pk if latest and (curve is None or latest.pk != curve.snapshot_id) else None
-        ),
+        "newer_snapshot": newer.pk if newer else None,
+        "newer_status": pending.status if pending else "",
     }
+
+
+@staff_action("dashboards:progress")
+def learning_curve_request(request: HttpRequest, snapshot_id: int) -> HttpResponse:
+    """Queue a snapshot's learning curve on the default queue (a page never trains)."""
+    snapshot = found(selectors.snapshot(snapshot_id), "No such snapshot.")
+    learning_curves.request(snapshot)
+    messages.success(
+        request,
+        f"Learning curve of snapshot {snapshot.pk} queued: a worker computes it (a minute or "
+        "more); reload this page to see it.",
+    )
+    return redirect("dashboards:progress")
 
 
 @staff_only

@@ -1,4 +1,4 @@
-"""Annotation progress: per occupation, per annotator, demographic counts.
+"""Annotation progress: per study, per occupation, per annotator, demographic counts.
 
 Only annotators whose consent stands are listed and counted; withdrawn and erased
 ones appear as totals.
@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from annotation import quotas, selectors
+from annotation import quotas, selectors, studies
 from annotation.exports import pseudonym
 from annotation.models import DemographicField
 
@@ -44,7 +44,7 @@ def demographic_counts(fields: Iterable[DemographicField], answers: Iterable[dic
 
 @staff_only
 def progress(request: HttpRequest) -> HttpResponse:
-    """Annotation progress: per occupation, per annotator, demographic counts."""
+    """Annotation progress: per study, per occupation, per annotator, demographic counts."""
     occupations = [
         {**row, "percent": percent(row["rankings"], row["slots"])}
         for row in selectors.occupation_progress()
@@ -82,12 +82,17 @@ def progress(request: HttpRequest) -> HttpResponse:
             "page_obj": page_obj,
             "demographics": demographics,
             "n_people": len(answers),
+            "studies": [
+                {**row, "percent": percent(row["rankings"], row["slots"])}
+                for row in studies.progress()
+            ],
             "statuses": selectors.annotator_status_counts(),
             "quotas": [
                 {**q, "percent": percent(q["filled"], q["target"])}
                 for q in quotas.quota_fill(timezone.now())
             ],
             "learning": learning.context(),
+            "samplers": selectors.study_samplers(),
             "section": "progress",
         },
     )

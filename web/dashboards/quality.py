@@ -54,7 +54,8 @@ def served(request: HttpRequest) -> quality_store.Served:
     """The stored quality report for ``?synthetic=1`` or not (a refresh queued when the
     data moved on; never computed in the request)."""
     synthetic = request.GET.get("synthetic") == "1"
-    return quality_store.served_report(synthetic, settings.STEREORANK["QUALITY_N_BOOT"])
+    n_boot = settings.STEREORANK["QUALITY_N_BOOT"]
+    return quality_store.served_report(synthetic, n_boot, statuses=False)
 
 
 def report(request: HttpRequest) -> dict:
@@ -94,6 +95,7 @@ def quality(request: HttpRequest) -> HttpResponse:
     descending = request.GET.get("dir") == "desc"
     rows = sort_rows(data["annotators"], column, descending)
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
+    shown = quality_store.current_statuses(page.object_list) if current.stale else page.object_list
     occupations = [
         (name, a) for name, a in data["agreement"]["per_occupation"].items() if a["n_tasks"]
     ]
@@ -113,7 +115,7 @@ def quality(request: HttpRequest) -> HttpResponse:
             "occupations": occupations,
             "within_groups": within,
             "gold_tasks": selectors.gold_task_count(),
-            "annotators": page.object_list,
+            "annotators": shown,
             "page": page,
             "query": _query(request),
             "sort": column,

@@ -23,6 +23,11 @@ urlpatterns = [
         learning.learning_curve_chart,
         name="learning-curve-chart",
     ),
+    path(
+        "learning-curve/<int:snapshot_id>/compute",
+        learning.learning_curve_request,
+        name="learning-curve-request",
+    ),
     path("runs/", runs.runs, name="runs"),
     path("runs/progress.json", runs.runs_progress, name="runs-progress"),
     path("runs/start", runs.run_start, name="run-start"),

@@ -10,6 +10,10 @@ On one eval split, with the checkpoint's head on both encoders, scores ``r``
 
 It passes when ``rho_drift <= max_rho_drift`` and ``flip_share <= max_flip_share``.
 Spearman is ``scipy.stats.spearmanr`` (ties ranked by their average).
+
+``drift_interval`` says how precisely one eval split measures the drift: a
+bootstrap over the split's distinct prompts (an eval split holds several items per
+prompt, all scored alike, so items are not independent).
 """
 
 from __future__ import annotations
@@ -123,3 +127,44 @@ def accuracy_gate(
         max_rho_drift=_tolerance(max_rho_drift, "max_rho_drift"),
         max_flip_share=_tolerance(max_flip_share, "max_flip_share"),
     )
+
+
+def _drift(r: np.ndarray, q: np.ndarray, y: np.ndarray) -> float | None:
+    rank_rho, rho_r, rho_q = _rho(r, q), _rho(r, y), _rho(q, y)
+    if rank_rho is None or rho_r is None or rho_q is None:
+        return None
+    return max(1.0 - rank_rho, abs(rho_q - rho_r))
+
+
+def drift_interval(
+    reference: np.ndarray,
+    quantized: np.ndarray,
+    labels: np.ndarray,
+    groups: list[str],
+    *,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of ``rho_drift`` (module doc), resampling whole
+    ``groups`` (one per row: its prompt text) with replacement; resamples where a rank
+    correlation is undefined (constant scores) are left out. Deterministic by ``seed``."""
+    r, q, y = (np.asarray(a, dtype=np.float64).ravel() for a in (reference, quantized, labels))
+    if not len(r) == len(q) == len(y) == len(groups):
+        raise ValueError("scores, labels and groups differ in length")
+    names, index = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)
+    if len(names) < 3:
+        raise ValueError(f"the interval needs at least 3 groups, not {len(names)}")
+    rows = [np.flatnonzero(index == g) for g in range(len(names))]
+    rng = np.random.default_rng(seed)
+    drifts = []
+    for _ in range(n_boot):
+        take = np.concatenate([rows[g] for g in rng.integers(0, len(names), len(names))])
+        d = _drift(r[take], q[take], y[take])
+        if d is not None:
+            drifts.append(d)
+    if not drifts:
+        raise ValueError("no resample had varying scores: the interval is undefined")
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(drifts, [tail, 100 - tail])
+    return float(low), float(high)

@@ -1,0 +1,61 @@
+from django.db import transaction
+
+from annotation import conditions, studies
+from annotation.models import Study
+from core.commands import ServiceCommand
+
+
+class Command(ServiceCommand):
+    help = (
+        "Create a study (a draft until opened with study_status SLUG open): its entry link "
+        "is /join/SLUG/; it owns its items, tasks, consent, instructions and participants. "
+        "A validation study takes the active version's flagged prompts, as written and as "
+        "its optimiser rewrites them (--placeholder-images [N]: N placeholder images per "
+        "prompt and condition, 3 by default, and their blinded tasks; --no-conditions: none yet)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug")
+        parser.add_argument("--kind", choices=Study.Kind.values, default=Study.Kind.COLLECTION)
+        parser.add_argument("--name", default="", help="default: the slug")
+        parser.add_argument("--task-size", type=int, help="items per task (default: TASK_SIZE)")
+        parser.add_argument("--overlap", type=int, help="rankings per task (default: TASK_OVERLAP)")
+        parser.add_argument(
+            "--platform", choices=Study.Platform.values, default=Study.Platform.GENERIC
+        )
+        parser.add_argument(
+            "--placeholder-images",
+            type=int,
+            nargs="?",
+            const=3,
+            default=0,
+            metavar="N",
+            help="validation studies: N placeholder images per prompt and condition (3)",
+        )
+        parser.add_argument(
+            "--no-conditions",
+            action="store_true",
+            help="validation studies: none yet (add them with validation_condition)",
+        )
+
+    def handle(self, *args, slug, kind, name, task_size, overlap, platform, **options):
+        placeholders = options["placeholder_images"]
+        if placeholders and kind != Study.Kind.VALIDATION:
+            raise conditions.ConditionError("--placeholder-images is for validation studies")
+        if placeholders and options["no_conditions"]:
+            raise conditions.ConditionError("--placeholder-images needs the conditions")
+        if placeholders < 0:
+            raise conditions.ConditionError("--placeholder-images must not be negative")
+        with transaction.atomic():  # a validation study without its conditions is not made
+            study = studies.create_study(
+                slug, kind, name=name, task_size=task_size, overlap=overlap, platform=platform
+            )
+            made = None
+            if kind == Study.Kind.VALIDATION and not options["no_conditions"]:
+                made = conditions.from_active_version(study, placeholder_images=placeholders)
+        self.stdout.write(f"study {study.slug} created ({study.kind}, {study.status})")
+        if made:
+            self.stdout.write(
+                f"v{made['version']}: {made['prompts']} flagged prompts as written and "
+                f"optimised, {made['images']} placeholder images, {made['tasks']} tasks"
+            )
