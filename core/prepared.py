@@ -10,7 +10,10 @@ SQL is the ORM's, so lookups, subqueries and row locks stay the ORM's.
 
 On PostgreSQL the query runs on a server-binding cursor, so psycopg prepares it
 on the server after ``prepare_threshold`` runs (``DATABASE_PREPARE_THRESHOLD``
-in web/settings.py; off when None) and PostgreSQL stops parsing and planning it.
+in web/settings.py; off when None) and PostgreSQL stops parsing it; with
+``DATABASE_PLAN_CACHE_MODE`` (``force_generic_plan`` by default) it plans it once
+per connection too, where ``auto`` would plan the state and candidate queries again
+on most runs (their bind step took as long as their execution).
 """
 
 from __future__ import annotations

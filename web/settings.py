@@ -115,6 +115,15 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     DATABASES["default"]["OPTIONS"].setdefault(
         "prepare_threshold", env.int("DATABASE_PREPARE_THRESHOLD", default=2) or None
     )
+    # Those statements run on a generic plan, planned once per connection: with the default
+    # ("auto") PostgreSQL plans a prepared statement again on each of its first five runs
+    # and afterwards whenever the generic plan's estimate looks dearer, which on the
+    # candidate and state queries it often does (docs/benchmarks.md). Only prepared
+    # statements are affected; every other query is planned per run as before.
+    DATABASES["default"]["OPTIONS"].setdefault(
+        "options",
+        "-c plan_cache_mode=" + env.str("DATABASE_PLAN_CACHE_MODE", default="force_generic_plan"),
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -322,6 +331,12 @@ STEREORANK = {
     # already started first), so a study stopped early still measures agreement.
     "CHECK_RATE": env.float("STEREORANK_CHECK_RATE", default=0.1),
     "AGREEMENT_RATE": env.float("STEREORANK_AGREEMENT_RATE", default=0.2),
+    # Adaptive overlap (annotation/overlap.py): a full task of 2+ rankings whose Kendall's
+    # W is below CUT gets one more annotator, up to CAP rankings (CAP 0: off).
+    "ADAPTIVE_OVERLAP": {
+        "CUT": env.float("STEREORANK_OVERLAP_CUT", default=0.5),
+        "CAP": env.int("STEREORANK_OVERLAP_CAP", default=5),
+    },
     # The active sampler (training/sampling.py): an active study's priorities are computed
     # again every EVERY rankings (and after each new or promoted version); BATCH greedy
     # D-optimal picks, EXPLORATION of them among the least-ranked occupations; PRIOR: the
