@@ -20,6 +20,9 @@ def quality_settings(app_configs, **kwargs) -> list[Error]:
             errors.append(Error(f"STEREORANK['{key}'] must be in [0, 1), not {study[key]}"))
     if sum(study[key] for key in rates) >= 1:
         errors.append(Error("STEREORANK's GOLD_RATE, CHECK_RATE and AGREEMENT_RATE add up to 1+"))
+    adaptive = study["ADAPTIVE_OVERLAP"]
+    if not 0 <= adaptive["CUT"] <= 1 or adaptive["CAP"] < 0:
+        errors.append(Error("STEREORANK['ADAPTIVE_OVERLAP']: CUT in [0, 1] and CAP >= 0"))
     sampler = study["SAMPLER"]
     if sampler["EVERY"] < 0 or sampler["BATCH"] < 1 or not sampler["PRIOR"] > 0:
         errors.append(Error("STEREORANK['SAMPLER']: EVERY >= 0, BATCH >= 1 and PRIOR > 0"))

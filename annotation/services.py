@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from core.prepared import Param, Prepared, columns, instance
 
-from . import standing
+from . import overlap, standing
 from .catalogue import ensure_consent_text
 from .errors import AlreadyRanked, AnnotatorExcluded, InvalidAnswer, NotReserved, TaskNotFound
 from .models import (
@@ -174,6 +174,7 @@ def submit_ranking(
         )
         RankingTask.objects.filter(pk=task.pk).update(ranking_count=F("ranking_count") + 1)
         Assignment.objects.filter(pk=assignment.pk).delete()
+        overlap.queue_if_full(task, task.ranking_count + 1)  # a send after commit, no query
         ranking_stored.send(sender=Ranking, ranking_id=ranking.pk, study_id=task.study_id)
     standing.apply_policy(profile)
     return ranking, True

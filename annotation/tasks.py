@@ -14,3 +14,11 @@ def refresh_quality_report(include_synthetic: bool, n_boot: int) -> float:
     from .quality_store import refresh
 
     return refresh(include_synthetic, n_boot).seconds
+
+
+@shared_task(name="annotation.tasks.adapt_overlap", acks_late=True)
+def adapt_overlap(task_id: int) -> bool:
+    """One more annotator for a task whose rankings disagree (``annotation.overlap``)."""
+    from .overlap import adapt
+
+    return adapt(task_id)

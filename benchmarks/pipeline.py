@@ -12,8 +12,16 @@ printed with the load average, because the CPUs may be shared.
 By default everything goes to a throwaway SQLite database and temporary folders;
 ``--database-url postgres://...`` uses that (empty, migrated) database instead.
 
+``--search [SPEC]`` trains three runs on the same snapshot and augmentation instead
+of one: the ``seed`` recipe, the ``standard`` recipe and a searched one (``train
+--search``: grouped CV inside the train split chooses the recipe, which then trains
+on the whole train split), each evaluated once on the eval split; it prints their
+eval rho, the paired differences searched - seed and searched - standard with 95%
+group-bootstrap intervals, and the search's own time, then one JSON line.
+
     .venv/bin/python benchmarks/pipeline.py
     .venv/bin/python benchmarks/pipeline.py --occupations 10 --images 3 --epochs 2
+    .venv/bin/python benchmarks/pipeline.py --search
 """
 
 from __future__ import annotations
@@ -78,6 +86,13 @@ def main() -> None:
     parser.add_argument("--encoder", default="all-MiniLM-L6-v2")
     parser.add_argument("--database-url", default="")
     parser.add_argument(
+        "--search",
+        nargs="?",
+        const=True,
+        metavar="SPEC",
+        help="Searched recipe against seed and standard on the same snapshot (SPEC narrows it).",
+    )
+    parser.add_argument(
         "--embedding-cache", help="Keep embeddings in this folder (a rerun skips encoding)."
     )
     args = parser.parse_args()
@@ -127,6 +142,9 @@ def main() -> None:
                 f"{a.stats['kept'] + snap.example_count} texts in all"
             ),
         )
+        if args.search is not None:
+            _compare_search(s, snap, aug, args)
+            return
         hyper = {"n_boot": 1000, **({"lr": args.lr} if args.lr else {})}
         run = services.start_run(
             snap,
@@ -167,6 +185,56 @@ def main() -> None:
             f"lr {run.hyperparameters['lr']}, threshold {ckpt.threshold:.3f}"
         )
         print("per epoch: " + ", ".join(f"{h['epoch']}: rho {_f(h['rho'])}" for h in run.history))
+
+
+def _compare_search(stages: Stages, snapshot, augmentation, args) -> None:
+    """Seed, standard and searched runs on one snapshot; eval rho and paired differences."""
+    import json
+
+    from training import services
+    from training.runs import execute_run
+
+    def trained(name: str, **kwargs):
+        run = services.start_run(
+            snapshot,
+            encoder=args.encoder,
+            augmentation=augmentation,
+            hyperparameters={"n_boot": 1000},
+            enqueue=False,
+            **kwargs,
+        )
+        stages.run(name, lambda: execute_run(run.pk, "benchmark"), lambda out: out)
+        run.refresh_from_db()
+        return run
+
+    runs = {
+        "seed": trained("train seed recipe", recipe="seed"),
+        "standard": trained("train standard recipe", recipe="standard"),
+        "searched": trained("search + train chosen", search=args.search),
+    }
+    search = runs["searched"].search
+    best = search["scores"][search["chosen"]]
+    print(
+        f"search: {len(search['scores'])} configurations x {search['space']['folds']} folds "
+        f"on {search['examples']} train texts ({search['prompts']} prompts) in "
+        f"{search['seconds']:.1f} s; chose {best['config']}, CV rho {_f(best['mean'])} "
+        f"[{_f(best['ci'][0])}, {_f(best['ci'][1])}]"
+    )
+    figures = {"search_seconds": search["seconds"], "chosen": best["config"]}
+    for name, run in runs.items():
+        m = run.checkpoint.metrics
+        ci = m.get("spearman_ci") or [None, None]
+        print(f"{name:<9} eval rho {_f(m['spearman'])} (95% CI {_f(ci[0])} to {_f(ci[1])})")
+        figures[f"{name}_rho"] = m["spearman"]
+    for other in ("seed", "standard"):
+        c = services.compare(runs["searched"].checkpoint, runs[other].checkpoint, snapshot)
+        print(
+            f"searched - {other}: {c['diff']:+.3f} (95% CI {c['ci'][0]:+.3f} to "
+            f"{c['ci'][1]:+.3f}, p {c['p_value']:.3f}) on {c['n_items']} eval items"
+        )
+        figures[f"searched_minus_{other}"] = {"diff": c["diff"], "ci": c["ci"]}
+    figures["load_avg"] = os.getloadavg()
+    print(json.dumps(figures))
 
 
 def _f(value) -> str:

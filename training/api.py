@@ -1,6 +1,7 @@
 """Staff API for the pipeline: snapshots, runs (start, cancel), the registry (promote,
 roll back, compare, model cards). Thin: every write goes through ``training.services``;
-a service error is an HTTP 400 with its message."""
+a service error is an HTTP 400 with its message. Past 400 lines because one staff API
+keeps each serializer beside the views that use it."""
 
 from __future__ import annotations
 
@@ -77,6 +78,7 @@ class RunSerializer(serializers.ModelSerializer):
             "epochs",
             "progress",
             "history",
+            "search",
             "error",
             "cancel_requested",
             "attempts",
@@ -108,6 +110,9 @@ class RunInSerializer(serializers.Serializer):
     )
     balance = serializers.CharField(
         required=False, allow_blank=True, help_text="FIELD: every group of it weighs the same."
+    )
+    search = serializers.JSONField(
+        required=False, help_text='Search the recipe first: true, "lr=1e-3,1e-2 folds=3" or {...}.'
     )
 
 
@@ -225,6 +230,7 @@ class RunsView(ListCreateView):
             paraphrases=data["paraphrases"],
             hyperparameters=data.get("hyperparameters"),
             steering=parse_steering(data.get("steer"), data.get("balance")),
+            search=data.get("search"),
             user=request.user,
         )
 

@@ -123,13 +123,14 @@ class TrainingRun(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         EMBEDDING = "embedding", "Embedding"
+        SEARCHING = "searching", "Searching"
         TRAINING = "training", "Training"
         EVALUATING = "evaluating", "Evaluating"
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
 
-    ACTIVE_STATUSES = (Status.EMBEDDING, Status.TRAINING, Status.EVALUATING)
+    ACTIVE_STATUSES = (Status.EMBEDDING, Status.SEARCHING, Status.TRAINING, Status.EVALUATING)
     FINISHED_STATUSES = (Status.DONE, Status.FAILED, Status.CANCELLED)
 
     snapshot = models.ForeignKey(DatasetSnapshot, on_delete=models.PROTECT, related_name="runs")
@@ -149,6 +150,9 @@ class TrainingRun(models.Model):
     epochs = models.PositiveIntegerField()
     # One entry per finished epoch: {"epoch", "loss", "eval_spearman"}.
     history = models.JSONField(default=list, blank=True)
+    # A hyper-parameter search before training (training.search), None without one: the grid,
+    # its progress, then every configuration with its CV rho and interval, and the chosen one.
+    search = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     celery_task_id = models.CharField(max_length=255, blank=True)
     cancel_requested = models.BooleanField(default=False)
@@ -184,10 +188,17 @@ class TrainingRun(models.Model):
 
     @property
     def progress(self) -> float:
-        """Fraction of epochs done, 1.0 once done."""
+        """Fraction of steps done (a search's fold-epochs, then the epochs), 1.0 once done."""
         if self.status == self.Status.DONE:
             return 1.0
-        return self.epoch / self.epochs if self.epochs else 0.0
+        done, total = self.steps
+        return done / total if total else 0.0
+
+    @property
+    def steps(self) -> tuple[int, int]:
+        """``(done, total)``: a search's fold-epochs (``training.search``), then the epochs."""
+        search = self.search or {}
+        return search.get("done", 0) + self.epoch, search.get("total", 0) + self.epochs
 
 
 class VersionCounter(models.Model):

@@ -30,6 +30,9 @@ from training.models import Augmentation, DatasetSnapshot, TrainingRun
 from training.perspectives import request_reports
 from training.recovery import claim, is_lost, write_off
 from training.registry import register
+from training.search import execute as execute_search
+from training.search import lineage as search_lineage
+from training.search import requested as search_request
 from training.selectors import active_checkpoint
 from training.snapshots import EVAL, prompt_types, rows_of, to_example
 from training.steering import KEY as STEERING
@@ -72,6 +75,7 @@ def start_run(
     augmentation: Augmentation | None = None,
     hyperparameters: dict | None = None,
     steering: dict | None = None,
+    search=None,
     user=None,
     enqueue: bool = True,
 ) -> TrainingRun:
@@ -83,7 +87,8 @@ def start_run(
     balances a field's groups; it is kept in the run's hyper-parameters.
     ``recipe`` (``training.ml.recipes``, default ``DEFAULT_RECIPE``) gives the
     hyper-parameters that ``epochs`` and ``hyperparameters`` override; its name is
-    recorded with them.
+    recorded with them. ``search`` (True, a spec or a dict: ``training.search``) first
+    chooses lr, epochs, alpha, temperature and weight decay by grouped CV on the train split.
     """
     from training.augmentation import request_augmentation
     from training.ml.recipes import DEFAULT_RECIPE, RECIPES
@@ -107,6 +112,7 @@ def start_run(
     if not snapshot.train_count or not snapshot.eval_count:
         raise RunError(f"snapshot {snapshot.pk} has an empty train or eval split")
     steering_check(snapshot, steering)
+    search_row = search_request(snapshot, search)
     task_id = str(uuid.uuid4())
     with transaction.atomic():
         pending_augmentation = False
@@ -131,6 +137,7 @@ def start_run(
             encoder=name,
             hyperparameters={**config.to_dict(), **({STEERING: steering} if steering else {})},
             epochs=config.epochs,
+            search=search_row,
             parent=active_checkpoint(),
             celery_task_id=task_id,
             created_by=user,
@@ -296,6 +303,7 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
     encoder = encoders.encoder(run.encoder, device=config.device)
     cache = encoders.embedding_cache()
     train_set, eval_rows = training_examples(run)
+    originals = len(steered_rows(run.snapshot, steering))
     eval_set = [to_example(r) for r in eval_rows]
 
     # Embed every distinct text once, in chunks, so progress, heartbeat and cancel keep going.
@@ -305,6 +313,27 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
             raise _Cancel()
         cache.embed(encoder, distinct[start : start + EMBED_CHUNK])
         attempt.update()
+    if run.search is not None:
+        attempt.update(status=Status.SEARCHING)
+        try:
+            chosen = execute_search(
+                run,
+                train_set,
+                originals,
+                cache.embed(encoder, [e.text for e in train_set]),
+                seed=config.seed,
+                dropout=config.dropout,
+                occupations_per_batch=config.occupations_per_batch,
+                device=encoder.device,
+                update=attempt.update,
+                should_stop=attempt.should_stop,
+            )
+        except TrainingCancelled as exc:
+            raise _Cancel() from exc
+        config = TrainConfig(**{**config.to_dict(), **chosen})
+        run.hyperparameters = {**run.hyperparameters, **chosen}
+        run.epochs = config.epochs
+        attempt.update(hyperparameters=run.hyperparameters, epochs=run.epochs)
     attempt.update(status=Status.TRAINING)
     try:
         result = train(
@@ -343,6 +372,7 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
             "augmentation": run.augmentation_id,
             "parent_version": parent.version if parent else None,
             "steering": steering,
+            "search": search_lineage(run.search),
             "calibration": {
                 "method": calibration.method,
                 "reason": calibration.reason,

@@ -28,6 +28,7 @@ class ScheduleSettings:
     # keeps a version when a group of one of them clearly loses more than the margin.
     group_fields: tuple[str, ...] = ()
     group_margin: float = 0.02
+    search: bool = False  # choose the recipe by grouped CV first (training.search)
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> "ScheduleSettings":

@@ -3,8 +3,8 @@
 A schedule is a django-celery-beat ``PeriodicTask`` running
 ``training.scheduled_retrain``; its settings are the task's JSON kwargs
 (``min_new_rankings``, ``promotion``, ``encoder``, ``epochs``, ``paraphrases``,
-``include_synthetic``, ``group_fields``, ``group_margin``), so staff edit them on the
-admin's periodic-task pages.
+``include_synthetic``, ``group_fields``, ``group_margin``, ``search``), so staff edit them
+on the admin's periodic-task pages.
 
 Each step first settles the runs this schedule started that have finished
 (promotion policy: ``manual`` leaves the new version a candidate, ``auto``
@@ -230,6 +230,7 @@ def _start_retraining(schedule: str, settings: ScheduleSettings, why: Decision) 
                 encoder=settings.encoder or None,
                 epochs=settings.epochs,
                 paraphrases=settings.paraphrases,
+                search=settings.search or None,
             )
     except StereorankError as error:  # the services' refusals: recorded, then the task fails
         reason = f"{why.reason}, but the retraining could not start: {error}"

@@ -331,6 +331,12 @@ STEREORANK = {
     # already started first), so a study stopped early still measures agreement.
     "CHECK_RATE": env.float("STEREORANK_CHECK_RATE", default=0.1),
     "AGREEMENT_RATE": env.float("STEREORANK_AGREEMENT_RATE", default=0.2),
+    # Adaptive overlap (annotation/overlap.py): a full task of 2+ rankings whose Kendall's
+    # W is below CUT gets one more annotator, up to CAP rankings (CAP 0: off).
+    "ADAPTIVE_OVERLAP": {
+        "CUT": env.float("STEREORANK_OVERLAP_CUT", default=0.5),
+        "CAP": env.int("STEREORANK_OVERLAP_CAP", default=5),
+    },
     # The active sampler (training/sampling.py): an active study's priorities are computed
     # again every EVERY rankings (and after each new or promoted version); BATCH greedy
     # D-optimal picks, EXPLORATION of them among the least-ranked occupations; PRIOR: the

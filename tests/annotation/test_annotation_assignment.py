@@ -132,3 +132,41 @@ def test_a_due_check_slot_takes_an_attention_check_task(make_tasks, annotator, s
     assert next_task(annotator("a").profile).task_id == tasks[2].pk
     _pace(settings)
     assert next_task(annotator("b").profile).task_id == tasks[0].pk
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_tasks_locked_by_a_priority_write_are_waited_for_not_reported_gone(
+    make_tasks, annotator, settings
+):
+    """The sampler writes a study's priorities in one transaction, holding every task row:
+    a next-task request then skips them all (SKIP LOCKED), and must wait once for the
+    write to commit instead of answering that nothing is left."""
+    import threading
+    import time
+
+    import psycopg
+    from django.db import connection as django_connection
+
+    _pace(settings)
+    (task,) = make_tasks(1, k=3)
+    profile = annotator("a").profile
+    db = django_connection.settings_dict
+    with psycopg.connect(
+        host=db["HOST"],
+        port=db["PORT"] or 5432,
+        user=db["USER"],
+        password=db["PASSWORD"],
+        dbname=db["NAME"],
+    ) as writer:
+        writer.execute("UPDATE annotation_rankingtask SET priority = 1 WHERE id = %s", [task.pk])
+
+        def commit_later():
+            time.sleep(0.5)
+            writer.commit()
+
+        threading.Thread(target=commit_later).start()
+        started = time.monotonic()
+        reservation = next_task(profile, ordering="active")
+        assert reservation is not None and reservation.task_id == task.pk
+        assert time.monotonic() - started >= 0.4  # it waited for the writer

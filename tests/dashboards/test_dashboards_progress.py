@@ -87,3 +87,20 @@ def test_query_count_does_not_grow_with_rows(
     assert count() == small
     with django_assert_max_num_queries(small):
         staff_client.get(URL)
+
+
+def test_the_page_says_which_sampler_each_study_uses(staff_client, db):
+    from django.utils import timezone
+
+    from annotation.models import Study
+    from annotation.studies import default_study, set_sampler
+
+    assert "none: uniform order" in staff_client.get(URL).content.decode()
+    study = set_sampler(default_study(), Study.Sampler.ACTIVE)
+    page = staff_client.get(URL).content.decode()
+    assert 'data-study="default"' in page and "being computed" in page
+    Study.objects.filter(pk=study.pk).update(
+        priorities_basis="v2's head, 40 rankings: 150 open tasks scored (20 by exploration)",
+        priorities_updated_at=timezone.now(),
+    )
+    assert "150 open tasks scored (20 by exploration)" in staff_client.get(URL).content.decode()

@@ -110,14 +110,16 @@ class TrainingCancelled(MLError):
     """``should_stop`` returned True between two steps."""
 
 
-def _occupation_lists(examples: Sequence) -> list[list[int]]:
+def occupation_lists(occupations: Sequence[str]) -> list[list[int]]:
+    """The indices of each occupation's items, occupations in sorted order (the loss's lists)."""
     by_occ: dict[str, list[int]] = {}
-    for i, e in enumerate(examples):
-        by_occ.setdefault(e.occupation, []).append(i)
+    for i, occupation in enumerate(occupations):
+        by_occ.setdefault(occupation, []).append(i)
     return [by_occ[o] for o in sorted(by_occ)]
 
 
-def _padded(lists: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+def padded(lists: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``lists`` of indices as one ``[lists, width]`` index tensor and its mask of real items."""
     width = max(len(x) for x in lists)
     idx = torch.zeros((len(lists), width), dtype=torch.long)
     mask = torch.zeros((len(lists), width), dtype=torch.bool)
@@ -195,7 +197,7 @@ def train(
             seed=config.seed,
         )
 
-    lists = _occupation_lists(train_examples)
+    lists = occupation_lists([e.occupation for e in train_examples])
     per_batch = config.occupations_per_batch
     fork_devices = [torch.device(device)] if device.startswith("cuda") else []
     with torch.random.fork_rng(devices=fork_devices, device_type="cuda"):
@@ -214,7 +216,7 @@ def train(
             for start in range(0, len(order), per_batch):
                 if should_stop is not None and should_stop():
                     raise TrainingCancelled(f"stopped in epoch {epoch}")
-                idx, mask = _padded([lists[j] for j in order[start : start + per_batch]])
+                idx, mask = padded([lists[j] for j in order[start : start + per_batch]])
                 mask = mask.to(device)
                 scores = model(batch_embeddings(idx))
                 loss = djpo_loss(

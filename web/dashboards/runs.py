@@ -1,4 +1,10 @@
-"""Training runs with live progress: take a snapshot, start a run, cancel one."""
+"""Training runs with live progress: take a snapshot, start a run, cancel one; a run's page
+with its hyper-parameter search (every configuration's CV rho, plotted)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
 
 from django import forms
 from django.conf import settings
@@ -15,6 +21,10 @@ from training.models import TrainingRun
 from training.services import NONE, RELIABILITY, ScheduleSettings, parse_steering
 
 from .base import form_errors, found, staff_action, staff_only
+from .charts import ACCENT, MUTED, PRIMARY, _empty, _figure, draw_response
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 RUNS_SHOWN = 30
 
@@ -29,6 +39,7 @@ class RunForm(forms.Form):
     )
     steer = forms.CharField(required=False, max_length=300, help_text="FIELD=VALUE")
     balance = forms.CharField(required=False, max_length=50, help_text="FIELD")
+    search = forms.BooleanField(required=False)
 
 
 def augmenting(run: TrainingRun) -> str:
@@ -53,11 +64,19 @@ def run_row(run: TrainingRun) -> dict:
     last = run.history[-1] if run.history else {}
     checkpoint = getattr(run, "checkpoint", None)
     stage = augmenting(run)
+    status, label = ("augmenting", "Augmenting") if stage else (run.status, None)
+    search = run.search or {}
+    if run.status == TrainingRun.Status.SEARCHING:
+        stage = (
+            f"search: {search.get('done', 0)} of {search.get('total', 0)} fold-epochs, "
+            f"{search.get('configurations', 0)} configurations"
+        )
     return {
         "id": run.pk,
-        "status": "augmenting" if stage else run.status,
-        "status_label": "Augmenting" if stage else run.get_status_display(),
+        "status": status,
+        "status_label": label or run.get_status_display(),
         "stage": stage or f"epoch {run.epoch} of {run.epochs}",
+        "searched": bool(search),
         "recipe": run.hyperparameters.get("recipe", ""),
         "epoch": run.epoch,
         "epochs": run.epochs,
@@ -138,6 +157,7 @@ def run_start(request: HttpRequest) -> HttpResponse:
         recipe=data["recipe"] or None,
         paraphrases=data["paraphrases"],
         steering=parse_steering(data["steer"], data["balance"]),
+        search=data["search"] or None,
         user=request.user,
     )
     messages.success(request, f"Run {run.pk} queued.")
@@ -151,3 +171,85 @@ def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     done = "cancelled" if run.is_finished else "asked to stop"
     messages.success(request, f"Run {run.pk} {done}.")
     return redirect("dashboards:runs")
+
+
+def search_points(run: TrainingRun) -> list[list]:
+    """``[mean, low, high]`` of each configuration the run's search scored (None: no figure)."""
+    return [[s["mean"], *(s["ci"] or [None, None])] for s in (run.search or {}).get("scores", [])]
+
+
+def _order(points: list[list]) -> list[int]:
+    """Indices of ``points``, the best mean CV rho first (no figure last)."""
+
+    def key(i: int) -> float:
+        mean = points[i][0]
+        return -mean if mean is not None and math.isfinite(mean) else math.inf
+
+    return sorted(range(len(points)), key=key)
+
+
+def search_figure(points: list[list], chosen: int | None, title: str = "") -> Figure:
+    """Each configuration's mean CV rho with its 95% interval, best first; the chosen one
+    orange."""
+    fig, ax = _figure((7, 3.2))
+    shown = [i for i in _order(points) if points[i][0] is not None]
+    if not shown:
+        return _empty(fig, ax, "No configuration scored yet")
+    for x, i in enumerate(shown):
+        mean, low, high = points[i]
+        colour, size = (ACCENT, 7) if i == chosen else (PRIMARY, 3)
+        if low is not None and high is not None:
+            yerr = [[max(mean - low, 0.0)], [max(high - mean, 0.0)]]
+            ax.errorbar([x], [mean], yerr=yerr, fmt="o", ms=size, color=colour, elinewidth=0.6)
+        else:
+            ax.plot([x], [mean], "o", ms=size, color=colour)
+    lows = [points[i][1] if points[i][1] is not None else points[i][0] for i in shown]
+    ax.axhline(0.0, color=MUTED, linewidth=0.8, linestyle="--")
+    ax.set_ylim(min(0.0, *lows) - 0.05, 1.0)
+    ax.set_xlim(-1, len(shown))
+    ax.set_xlabel("configuration, best mean CV rho first (orange: chosen)")
+    ax.set_ylabel("CV Spearman's rho (95% CI)")
+    if title:
+        ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+@staff_only
+def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
+    """One run: its recipe and progress, and its search's configurations (plot and table)."""
+    run = found(selectors.runs().filter(pk=run_id).first(), "No such run.")
+    search = run.search or {}
+    scores = search.get("scores", [])
+    rows = [
+        {"rank": r + 1, "index": i, **scores[i]} for r, i in enumerate(_order(search_points(run)))
+    ]
+    chosen = scores[search["chosen"]] if "chosen" in search else None
+    return render(
+        request,
+        "dashboards/run.html",
+        {
+            "run": run,
+            "row": run_row(run),
+            "search": search,
+            "rows": rows,
+            "chosen": chosen,
+            "checkpoint": getattr(run, "checkpoint", None),
+            "section": "runs",
+        },
+    )
+
+
+@staff_only
+def run_search_chart(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The plot of a run's search: every configuration's CV rho with its interval."""
+    run = found(selectors.runs().filter(pk=run_id).first(), "No such run.")
+    return draw_response(
+        request,
+        "run-search",
+        search_figure,
+        points=search_points(run),
+        chosen=(run.search or {}).get("chosen"),
+        title=f"run {run.pk}: {len(search_points(run))} configurations, "
+        f"{(run.search or {}).get('space', {}).get('folds', 0)}-fold grouped CV",
+    )

@@ -43,6 +43,15 @@ class Command(ServiceCommand):
         steering.add_argument(
             "--balance", metavar="FIELD", help="Every group of FIELD weighs the same in the loss."
         )
+        parser.add_argument(
+            "--search",
+            nargs="?",
+            const=True,
+            metavar="SPEC",
+            help="Choose lr, epochs, alpha, temperature and weight decay first, by grouped "
+            "5-fold CV on the train split (a 144-configuration grid); SPEC narrows it, "
+            'e.g. "lr=1e-3,1e-2 epochs=4,12 folds=3".',
+        )
         parser.add_argument("--wait", action="store_true")
 
     def handle(
@@ -56,6 +65,7 @@ class Command(ServiceCommand):
         seed,
         augmentation,
         paraphrases,
+        search,
         wait,
         **options,
     ):
@@ -76,6 +86,7 @@ class Command(ServiceCommand):
             augmentation=aug,
             hyperparameters=hyperparameters,
             steering=steering,
+            search=search,
         )
         self.stdout.write(str(run.pk))
         self.stdout.flush()
@@ -83,11 +94,13 @@ class Command(ServiceCommand):
             self._wait(run)
 
     def _wait(self, run: TrainingRun) -> None:
-        with tqdm(total=run.epochs, desc=f"run {run.pk}", unit="epoch", file=self.stderr) as bar:
+        unit = "step" if run.search else "epoch"  # a search's fold-epochs, then the epochs
+        with tqdm(total=run.steps[1], desc=f"run {run.pk}", unit=unit, file=self.stderr) as bar:
             while not run.is_finished:
                 time.sleep(0.5)
                 run.refresh_from_db()
-                bar.update(run.epoch - bar.n)
+                done, bar.total = run.steps
+                bar.update(done - bar.n)
                 postfix = run.status
                 if run.history:
                     last = run.history[-1]
@@ -98,5 +111,12 @@ class Command(ServiceCommand):
         if run.status != TrainingRun.Status.DONE:
             raise CommandError(f"run {run.pk} {run.status}: {run.error}")
         ckpt = run.checkpoint
+        if run.search:
+            best = run.search["scores"][run.search["chosen"]]
+            chosen = ", ".join(f"{k} {v:g}" for k, v in best["config"].items())
+            self.stderr.write(
+                f"search chose {chosen}: CV rho {best['mean']:.3f} over "
+                f"{len(run.search['scores'])} configurations"
+            )
         self.stderr.write(f"checkpoint v{ckpt.version}: rho {fmt_rho(ckpt.metrics)}")
         self.stdout.write(str(ckpt.version))
