@@ -20,11 +20,11 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from . import assignment, selectors, services, task_selectors
+from . import assignment, selectors, services, studies, task_selectors
 from .erasure import erase_annotator
 from .errors import ConsentRequired
 from .exports import csv_lines, jsonl_lines, pair_rows, ranking_rows
-from .models import DemographicField, Item
+from .models import DemographicField, Item, Study
 from .study_models import Erasure
 
 
@@ -231,22 +231,23 @@ KEEP_IDENTICAL = OpenApiParameter(
     "by default: two images of one prompt teach a text reward model nothing).",
 )
 LINES = {(200, "application/jsonl"): OpenApiTypes.STR}
+STUDY = OpenApiParameter("study", str, description="The study's slug (default: the default study).")
 
 
 @extend_schema_view(
     get=extend_schema(
-        parameters=[FORMAT, SYNTHETIC, LEFT_OUT],
+        parameters=[FORMAT, SYNTHETIC, LEFT_OUT, STUDY],
         responses={**LINES, (200, "text/csv"): OpenApiTypes.STR},
     )
 )
 class ExportView(APIView):
-    """Staff only: pseudonymous rows with demographics, streamed."""
+    """Staff only: one study's pseudonymous rows with demographics, streamed."""
 
     permission_classes = [IsAdminUser]
     formats = {"jsonl": (jsonl_lines, "application/jsonl"), "csv": (csv_lines, "text/csv")}
 
-    def rows(self, request, synthetic: bool) -> Iterator[dict]:
-        return ranking_rows(synthetic, bool(query_flag(request, "include_left_out")))
+    def rows(self, request, synthetic: bool, study: Study) -> Iterator[dict]:
+        return ranking_rows(synthetic, bool(query_flag(request, "include_left_out")), study)
 
     def get(self, request):
         fmt = request.query_params.get("format", "jsonl")
@@ -256,8 +257,9 @@ class ExportView(APIView):
                 status=400,
             )
         synthetic = bool(query_flag(request, "include_synthetic"))
+        study = studies.resolve(request.query_params.get("study"))
         render, content_type = self.formats[fmt]
-        rows = self.rows(request, synthetic)
+        rows = self.rows(request, synthetic, study)
         return StreamingHttpResponse(render(rows), content_type=content_type)
 
 
@@ -267,6 +269,7 @@ class ExportView(APIView):
             OpenApiParameter("format", str, enum=["jsonl"]),
             SYNTHETIC,
             KEEP_IDENTICAL,
+            STUDY,
             # Pairs never include gold tasks or excluded annotators: not inherited.
             OpenApiParameter("include_left_out", exclude=True),
         ],
@@ -278,10 +281,11 @@ class PairsExportView(ExportView):
 
     formats = {"jsonl": ExportView.formats["jsonl"]}
 
-    def rows(self, request, synthetic: bool) -> Iterator[dict]:
+    def rows(self, request, synthetic: bool, study: Study) -> Iterator[dict]:
         storage = Item._meta.get_field("image").storage
         return pair_rows(
             synthetic,
             keep_identical_texts=bool(query_flag(request, "keep_identical_texts")),
             image_url=lambda name: request.build_absolute_uri(storage.url(name)),
+            study=study,
         )

@@ -1,5 +1,6 @@
 """Pseudonymous exports of rankings (with their quality flags) and of preference pairs,
-joined with the annotators' demographics."""
+joined with the annotators' demographics; each of one study (the default one unless
+given)."""
 
 import csv
 import hashlib
@@ -13,9 +14,10 @@ from itertools import combinations
 from django.conf import settings
 
 from .errors import UnknownAnnotator
-from .models import AnnotatorProfile, DemographicField, Item, RankingTask
+from .models import AnnotatorProfile, DemographicField, Item, RankingTask, Study
 from .quality.gold import AttentionCheck, gold_score
 from .selectors import consented_rankings, counted_rankings
+from .study_models import study_ids
 
 PSEUDONYM = re.compile(r"a-[0-9a-f]{12}")
 
@@ -52,7 +54,13 @@ def _check_passed(task: RankingTask, order: list[int]) -> bool | None:
         return None
 
 
-def ranking_rows(include_synthetic: bool = False, include_left_out: bool = False) -> Iterator[dict]:
+def _scope(study: Study | None) -> list[Study] | None:
+    return None if study is None else [study]
+
+
+def ranking_rows(
+    include_synthetic: bool = False, include_left_out: bool = False, study: Study | None = None
+) -> Iterator[dict]:
     """One row per ranking that counts; demographics as ``demographics`` (one key per field).
 
     Each row carries its annotator's status and its quality flags: ``gold`` (and the
@@ -63,7 +71,8 @@ def ranking_rows(include_synthetic: bool = False, include_left_out: bool = False
     """
     keys = list(DemographicField.objects.values_list("key", flat=True))
     rankings = consented_rankings if include_left_out else counted_rankings
-    rows = rankings(include_synthetic).select_related("annotator", "task__occupation")
+    rows = rankings(include_synthetic, _scope(study))
+    rows = rows.select_related("annotator", "task__occupation")
     for ranking in rows.order_by("id").iterator(chunk_size=1000):
         answers, task, order = ranking.annotator.demographics, ranking.task, ranking.order
         has_check = task.check_item_id is not None
@@ -91,6 +100,7 @@ def pair_rows(
     include_synthetic: bool = False,
     keep_identical_texts: bool = False,
     image_url: Callable[[str], str] | None = None,
+    study: Study | None = None,
 ) -> Iterator[dict]:
     """The rankings that count as chosen/rejected pairs (chosen: the less stereotypical).
 
@@ -105,11 +115,11 @@ def pair_rows(
     url = image_url or Item._meta.get_field("image").storage.url
     items = {
         pk: (text, kind, name)
-        for pk, text, kind, name in Item.objects.values_list(
-            "id", "prompt__text", "prompt__prompt_type", "image"
-        )
+        for pk, text, kind, name in Item.objects.filter(
+            study__in=study_ids(_scope(study))
+        ).values_list("id", "prompt__text", "prompt__prompt_type", "image")
     }
-    for row in ranking_rows(include_synthetic):
+    for row in ranking_rows(include_synthetic, study=study):
         order = [i for i in row["order"] if i != row["check_item"]]
         k = len(order)
         for (i, earlier), (j, later) in combinations(enumerate(order), 2):

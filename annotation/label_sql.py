@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from .models import AnnotatorProfile, RankedItem, Ranking, RankingTask
-from .quality.records import PREFER_NOT_TO_SAY
+from .models import AnnotatorProfile, RankedItem, Ranking, RankingTask, Study
+from .quality.records import PREFER_NOT_TO_SAY, group_of
 from .selectors import counted_rankings
 
 WHITESPACE = " \t\n\r\x0b\x0c"
@@ -98,14 +98,19 @@ def _count_sql(counted_sql: str) -> str:
     )"""
 
 
-def aggregated_labels(include_synthetic: bool, fields: Sequence[str]) -> AggregatedLabels | None:
-    """The labels of the rankings that count, everyone's and per group of ``fields``,
-    aggregated in PostgreSQL (module docstring); ``None`` on other databases."""
+def aggregated_labels(
+    include_synthetic: bool, fields: Sequence[str], studies=None, group_k: int = 1
+) -> AggregatedLabels | None:
+    """The labels of the rankings of ``studies`` (the default study for None; never a
+    validation study's) that count, everyone's and per group of ``fields`` with ``group_k``
+    or more annotators, aggregated in PostgreSQL (module docstring); ``None`` on other
+    databases."""
     if connection.vendor != "postgresql":
         return None
-    counted, params = (
-        counted_rankings(include_synthetic).order_by().values("pk").query.sql_with_params()
+    rankings = counted_rankings(include_synthetic, studies).exclude(
+        task__study__kind=Study.Kind.VALIDATION
     )
+    counted, params = rankings.order_by().values("pk").query.sql_with_params()
     # Django's SQL uses %s placeholders; the rest of the query names its own.
     names = {f"c{i}": p for i, p in enumerate(params)}
     counted = counted % tuple(f"%(c{i})s" for i in range(len(params)))
@@ -129,6 +134,21 @@ def aggregated_labels(include_synthetic: bool, fields: Sequence[str]) -> Aggrega
             acc[1] += rows
     labels = {i: s / c for i, (s, c) in sorted(sums.pop(None, {}).items())}
     groups: dict[str, dict[str, dict[int, float]]] = {f: {} for f in fields}
+    members = _members(rankings, fields) if group_k > 1 else None
     for (i, value), per_item in sorted(sums.items()):
-        groups[fields[i]][value] = {item: s / c for item, (s, c) in sorted(per_item.items())}
+        if members is None or len(members[(fields[i], value)]) >= group_k:
+            groups[fields[i]][value] = {item: s / c for item, (s, c) in sorted(per_item.items())}
     return AggregatedLabels(labels, groups, count, last)
+
+
+def _members(rankings, fields: Sequence[str]) -> dict[tuple[str, str], set[int]]:
+    """``{(field, group): annotator ids}`` among the annotators of ``rankings`` (one query,
+    one row per annotator): a group of fewer than k keeps no labels."""
+    members: dict[tuple[str, str], set[int]] = defaultdict(set)
+    answers = rankings.order_by().values_list("annotator_id", "annotator__demographics")
+    for annotator, demographics in answers.distinct():
+        for field in fields:
+            value = group_of(demographics or {}, field)
+            if value is not None:
+                members[(field, value)].add(annotator)
+    return members

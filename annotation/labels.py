@@ -88,8 +88,12 @@ def ranking_records(rows: Iterable[LabelRow]) -> list[RankingRecord]:
     ]
 
 
-def group_labels(rows: Iterable[LabelRow], fields: Sequence[str]) -> dict[str, dict[str, dict]]:
-    """``{field: {value: {item_id: label}}}``, each from that group's rankings only.
+def group_labels(
+    rows: Iterable[LabelRow], fields: Sequence[str], k: int = 1
+) -> dict[str, dict[str, dict]]:
+    """``{field: {value: {item_id: label}}}``, each from that group's rankings only, for
+    groups of ``k`` or more annotators (``LabelRow.annotator``): a smaller group's labels
+    are its few members' own answers.
 
     Unanswered fields and "prefer not to say" form no group (``group_of``). Never
     reliability-weighted: weights measure agreement with everyone's consensus, and
@@ -105,6 +109,10 @@ def group_labels(rows: Iterable[LabelRow], fields: Sequence[str]) -> dict[str, d
             value = group_of(r.demographics, field)
             if value is not None:
                 by_value[value].append(r)
-        groups = {value: item_labels(by_value[value]) for value in sorted(by_value)}
+        groups = {
+            value: item_labels(by_value[value])
+            for value in sorted(by_value)
+            if len({r.annotator for r in by_value[value]}) >= k
+        }
         out[field] = groups
     return out

@@ -1,4 +1,5 @@
-"""The quality report, one home for the ``quality`` command, the staff API and the dashboard.
+"""The quality report, one home for the ``quality`` command, the staff API and the dashboard;
+of one study (the default one unless given).
 
 It reads the database through the selectors and computes with the Django-free
 ``annotation.quality`` library; the result is plain JSON (NaN as ``None``):
@@ -24,12 +25,13 @@ from core.json import json_safe
 
 from . import selectors, standing
 from .exports import pseudonym
-from .models import AnnotatorStatus
+from .models import AnnotatorStatus, Study
 from .quality.agreement import Reliability, annotator_reliability
 from .quality.breakdown import breakdown
 from .quality.gold import AttentionCheck, annotator_quality
 from .quality.position_bias import position_bias
 from .quality.records import RankingRecord
+from .study_models import DEFAULT_STUDY_SLUG
 
 ANNOTATOR_COLUMNS = (
     "pseudonym",
@@ -78,9 +80,10 @@ def consensus_reliability(records: list[RankingRecord], excluded: set) -> dict[o
     return out
 
 
-def annotator_rows(include_synthetic: bool = False) -> list[dict]:
-    """The annotator table (``ANNOTATOR_COLUMNS`` and more), ordered by pseudonym."""
-    consented = selectors.consented_rankings(include_synthetic)
+def annotator_rows(include_synthetic: bool = False, study: Study | None = None) -> list[dict]:
+    """The annotator table (``ANNOTATOR_COLUMNS`` and more) of one study (the default one
+    unless given), ordered by pseudonym."""
+    consented = selectors.consented_rankings(include_synthetic, _scope(study))
     policy_view = selectors.quality_inputs(selectors.since_reinstatement(consented))
     quality = annotator_quality(policy_view.records, policy_view.gold, policy_view.checks)
     shared = selectors.quality_inputs(consented.filter(task__is_gold=False))
@@ -116,25 +119,36 @@ def annotator_rows(include_synthetic: bool = False) -> list[dict]:
     return json_safe(sorted(rows, key=lambda r: r["pseudonym"]))
 
 
+def _scope(study: Study | None) -> list[Study] | None:
+    return None if study is None else [study]
+
+
 def quality_report(
-    include_synthetic: bool = False, *, n_boot: int | None = None, seed: int = 0
+    include_synthetic: bool = False,
+    *,
+    n_boot: int | None = None,
+    seed: int = 0,
+    study: Study | None = None,
 ) -> dict:
-    """Everything the quality pages show, as plain JSON-ready data (module docstring)."""
-    study = settings.STEREORANK
-    n_boot = study["QUALITY_N_BOOT"] if n_boot is None else n_boot
-    counted = selectors.quality_inputs(selectors.counted_rankings(include_synthetic))
+    """Everything the quality pages show for one study (the default one unless given), as
+    plain JSON-ready data (module docstring)."""
+    config = settings.STEREORANK
+    n_boot = config["QUALITY_N_BOOT"] if n_boot is None else n_boot
+    rankings = selectors.counted_rankings(include_synthetic, _scope(study))
+    counted = selectors.quality_inputs(rankings)
     records = without_check_cards(counted.records, counted.checks)
     fields = list(selectors.demographic_questions().values_list("key", flat=True))
-    agreement = breakdown(records, fields, k=study["GROUP_K"], n_boot=n_boot, seed=seed)
+    agreement = breakdown(records, fields, k=config["GROUP_K"], n_boot=n_boot, seed=seed)
     bias = position_bias(records, n_boot=n_boot, seed=seed)
     return json_safe(
         {
+            "study": study.slug if study is not None else DEFAULT_STUDY_SLUG,
             "include_synthetic": include_synthetic,
             "n_boot": n_boot,
             "n_rankings": len(records),
             "agreement": agreement,
             "position_bias": {str(k): b.as_dict() for k, b in bias.items()},
-            "annotators": annotator_rows(include_synthetic),
+            "annotators": annotator_rows(include_synthetic, study),
             "policy": dataclasses.asdict(standing.policy()),
         }
     )

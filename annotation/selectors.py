@@ -3,7 +3,9 @@
 
 "The rankings that count" is answered here and only here (``counted_rankings``):
 labels, snapshots, exports and the retraining schedule all read through it;
-``left_out_rankings`` is its complement, with the reasons.
+``left_out_rankings`` is its complement, with the reasons. Every read of rankings
+takes ``studies`` (studies or their ids; None: the default study alone), so nothing
+of one study reaches another's labels, exports or reports.
 
 Past 400 lines because every read of annotators and their rankings
 has this one home, the hot path's compiled ones (``core.prepared``) included.
@@ -52,7 +54,7 @@ from .models import (
 )
 from .quality.gold import AttentionCheck, GoldReference
 from .quality.records import RankingRecord
-from .study_models import Erasure, Study
+from .study_models import Erasure, Study, study_ids
 
 log = logging.getLogger(__name__)
 
@@ -132,38 +134,38 @@ def demographic_fields() -> QuerySet[DemographicField]:
     return DemographicField.objects.all()
 
 
-def consented_rankings(include_synthetic: bool = False) -> QuerySet[Ranking]:
-    """Rankings whose annotator's consent stands (a withdrawal takes them out), synthetic
-    annotators' only when asked for: what the quality report reads, gold tasks and
-    excluded annotators included. Labels read ``counted_rankings``."""
-    rankings = Ranking.objects.filter(consent_stands())
+def consented_rankings(include_synthetic: bool = False, studies=None) -> QuerySet[Ranking]:
+    """Rankings of ``studies`` whose annotator's consent stands (a withdrawal takes them
+    out), synthetic annotators' only when asked for: what the quality report reads, gold
+    tasks and excluded annotators included. Labels read ``counted_rankings``."""
+    rankings = Ranking.objects.filter(consent_stands(), task__study__in=study_ids(studies))
     if not include_synthetic:
         rankings = rankings.filter(annotator__is_synthetic=False)
     return rankings
 
 
-def counted_rankings(include_synthetic: bool = False) -> QuerySet[Ranking]:
-    """The rankings that count: consented (``consented_rankings``), not by an excluded
-    annotator, not of a gold task (gold never feeds labels), not of a validation study
-    (its rankings judge conditions and never become labels). An attention-check card
-    in a ranking that counts is still left out of labels (``label_rows``)."""
+def counted_rankings(include_synthetic: bool = False, studies=None) -> QuerySet[Ranking]:
+    """The rankings of ``studies`` that count: consented (``consented_rankings``), not by
+    an excluded annotator, not of a gold task (gold never feeds labels). An attention-check
+    card in a ranking that counts is still left out of labels (``label_rows``)."""
     return (
-        consented_rankings(include_synthetic)
+        consented_rankings(include_synthetic, studies)
         .filter(task__is_gold=False)
-        .exclude(task__study__kind=Study.Kind.VALIDATION)
         .exclude(annotator__status=AnnotatorStatus.EXCLUDED)
     )
 
 
-def label_rows(include_synthetic: bool = False) -> list[LabelRow]:
-    """Every ranked item of the rankings that count, with the annotator's demographics
+def label_rows(include_synthetic: bool = False, studies=None) -> list[LabelRow]:
+    """Every ranked item of the rankings of ``studies`` that count (a validation study's
+    never: they judge conditions, not items), with the annotator's demographics
     (one query; the input of ``labels.item_labels`` and ``labels.group_labels``).
 
     An attention-check card is dropped and the other items' positions close up
     (0..K-2), so the card neither gets a label nor shifts the others'.
     """
     values = (
-        RankedItem.objects.filter(ranking__in=counted_rankings(include_synthetic))
+        RankedItem.objects.filter(ranking__in=counted_rankings(include_synthetic, studies))
+        .exclude(ranking__task__study__kind=Study.Kind.VALIDATION)
         .order_by("ranking_id", "position")
         .values_list(
             "ranking_id",
@@ -191,9 +193,11 @@ CONSENT_WITHDRAWN, EXCLUDED, SYNTHETIC, GOLD = (
 )
 
 
-def left_out_rankings(include_synthetic: bool, last_ranking_id: int | None) -> list[dict]:
-    """The rankings up to ``last_ranking_id`` that do not count, by annotator and reason
-    (one query): ``[{"user_id", "reason", "rankings"}]``. A ranking's reason is the first
+def left_out_rankings(
+    include_synthetic: bool, last_ranking_id: int | None, studies=None
+) -> list[dict]:
+    """The rankings of ``studies`` up to ``last_ranking_id`` that do not count, by annotator
+    and reason (one query): ``[{"user_id", "reason", "rankings"}]``. A ranking's reason is the first
     that applies of: consent withdrawn, excluded annotator, synthetic annotator (when
     not included), gold task; the complement of ``counted_rankings``."""
     consented = consent_stands()
@@ -204,7 +208,7 @@ def left_out_rankings(include_synthetic: bool, last_ranking_id: int | None) -> l
     ]
     if not include_synthetic:
         reasons.insert(2, When(annotator__is_synthetic=True, then=Value(SYNTHETIC)))
-    rankings = Ranking.objects.all()
+    rankings = Ranking.objects.filter(task__study__in=study_ids(studies))
     if last_ranking_id is not None:
         rankings = rankings.filter(pk__lte=last_ranking_id)
     rows = (
@@ -221,17 +225,21 @@ def left_out_rankings(include_synthetic: bool, last_ranking_id: int | None) -> l
     ]
 
 
-def check_cards_left_out(include_synthetic: bool, last_ranking_id: int | None) -> int:
+def check_cards_left_out(include_synthetic: bool, last_ranking_id: int | None, studies=None) -> int:
     """How many attention-check cards ``label_rows`` drops from the rankings that count."""
-    rankings = counted_rankings(include_synthetic).filter(task__check_item__isnull=False)
+    rankings = counted_rankings(include_synthetic, studies)
+    rankings = rankings.filter(task__check_item__isnull=False)
     if last_ranking_id is not None:
         rankings = rankings.filter(pk__lte=last_ranking_id)
     return rankings.count()
 
 
-def counted_rankings_after(last_ranking_id: int | None, include_synthetic: bool = False) -> int:
-    """How many rankings that count were stored after ``last_ranking_id`` (all when None)."""
-    rankings = counted_rankings(include_synthetic)
+def counted_rankings_after(
+    last_ranking_id: int | None, include_synthetic: bool = False, studies=None
+) -> int:
+    """How many rankings of ``studies`` that count were stored after ``last_ranking_id``
+    (all when None)."""
+    rankings = counted_rankings(include_synthetic, studies)
     if last_ranking_id is not None:
         rankings = rankings.filter(pk__gt=last_ranking_id)
     return rankings.count()

@@ -53,6 +53,14 @@ def default_study_pk() -> int:
     return pk
 
 
+def study_ids(studies) -> list[int]:
+    """The ids of ``studies`` (studies or ids), sorted; the default study's alone for None:
+    how every read of rankings is scoped."""
+    if studies is None:
+        return [default_study_pk()]
+    return sorted({getattr(s, "pk", s) for s in studies})
+
+
 class Study(models.Model):
     """The unit a lab runs: its items, tasks, consent and instruction versions, group
     quotas, participants, task size and overlap, and its entry link.

@@ -13,6 +13,7 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation import studies as annotation_studies
 from core.errors import NotFound
 
 from . import perspective_export, selectors, services
@@ -30,6 +31,10 @@ class SnapshotSerializer(serializers.ModelSerializer):
         "labels still hold their rankings (averaged); snapshots made later do not.",
     )
 
+    studies = serializers.SlugRelatedField(
+        slug_field="slug", many=True, read_only=True, help_text="Whose rankings it froze."
+    )
+
     class Meta:
         model = DatasetSnapshot
         fields = [
@@ -45,11 +50,18 @@ class SnapshotSerializer(serializers.ModelSerializer):
             "train_count",
             "eval_count",
             "label_weighting",
+            "studies",
+            "group_k",
             "erasures_after",
         ]
 
 
 class SnapshotInSerializer(serializers.Serializer):
+    studies = serializers.ListField(
+        child=serializers.SlugField(),
+        required=False,
+        help_text="Slugs of the collection studies to freeze (default: the default study).",
+    )
     include_synthetic = serializers.BooleanField(default=False)
     seed = serializers.IntegerField(default=0)
     eval_fraction = serializers.FloatField(default=0.2, min_value=0.01, max_value=0.99)
@@ -211,6 +223,8 @@ class SnapshotsView(ListCreateView):
         return selectors.snapshots()
 
     def create(self, request, data: dict) -> DatasetSnapshot:
+        if "studies" in data:
+            data["studies"] = [annotation_studies.resolve(slug) for slug in data["studies"]]
         return services.create_snapshot(user=request.user, **data)
 
 

@@ -17,11 +17,22 @@ class DatasetSnapshot(models.Model):
     ``examples`` is a list of ``{"key", "item_id", "text", "label", "group",
     "occupation", "prompt_type", "split"}`` (``split`` is ``train`` or ``eval``);
     ``group_labels`` is ``{field: {value: {key: label}}}`` from that demographic
-    group's rankings only. Personal data stays out: only aggregated labels and,
-    in ``exclusions``, pseudonyms.
+    group's rankings only, for groups of ``group_k`` or more annotators (a smaller
+    group's labels would be its few members' answers). Personal data stays out: only
+    aggregated labels and, in ``exclusions``, pseudonyms. ``studies`` are the
+    (collection) studies whose rankings it froze: its lineage.
     """
 
     created_at = models.DateTimeField(auto_now_add=True)
+    studies = models.ManyToManyField(
+        "annotation.Study", related_name="snapshots", help_text="Whose rankings it froze."
+    )
+    group_k = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Group labels kept only for groups of this many annotators or more "
+        "(blank: a snapshot from before this rule).",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -168,6 +168,7 @@ def snapshots() -> QuerySet[DatasetSnapshot]:
     )
     return (
         DatasetSnapshot.objects.defer("examples", "group_labels")
+        .prefetch_related("studies")
         .annotate(erasures_after=Coalesce(Subquery(erased, output_field=IntegerField()), 0))
         .order_by("-id")
     )
@@ -215,6 +216,12 @@ def not_evaluated_on(snapshot: DatasetSnapshot, *checkpoints: Checkpoint) -> lis
     return [c for c in checkpoints if c.pk not in done]
 
 
+def snapshot_studies(snapshot: DatasetSnapshot) -> list[int] | None:
+    """The ids of the studies a snapshot froze; None (the default study) for one that
+    records none."""
+    return list(snapshot.studies.values_list("pk", flat=True)) or None
+
+
 def snapshot_rankings(snapshot: DatasetSnapshot) -> list[tuple[int, int, list[int], dict, str]]:
     """The rankings behind ``snapshot`` as they count today: ``(ranking id, annotator id,
     item ids most to least stereotypical, the annotator's demographics, occupation)``.
@@ -226,7 +233,9 @@ def snapshot_rankings(snapshot: DatasetSnapshot) -> list[tuple[int, int, list[in
     """
     if snapshot.last_ranking_id is None:
         return []
-    rankings = counted_rankings(snapshot.include_synthetic).filter(pk__lte=snapshot.last_ranking_id)
+    rankings = counted_rankings(snapshot.include_synthetic, snapshot_studies(snapshot)).filter(
+        pk__lte=snapshot.last_ranking_id
+    )
     return list(
         rankings.order_by("id").values_list(
             "id", "annotator_id", "order", "annotator__demographics", "task__occupation__name"
@@ -239,7 +248,9 @@ def snapshot_task_rankings(snapshot: DatasetSnapshot) -> list[tuple[int, list[in
     ``snapshot`` as they count today (``snapshot_rankings``' rule), oldest first."""
     if snapshot.last_ranking_id is None:
         return []
-    rankings = counted_rankings(snapshot.include_synthetic).filter(pk__lte=snapshot.last_ranking_id)
+    rankings = counted_rankings(snapshot.include_synthetic, snapshot_studies(snapshot)).filter(
+        pk__lte=snapshot.last_ranking_id
+    )
     return list(rankings.order_by("id").values_list("task_id", "order"))
 
 
@@ -306,7 +317,9 @@ def snapshot_annotators(snapshot: DatasetSnapshot) -> dict[int, dict]:
     they count today (``snapshot_rankings``' rule): a model card's counts, never its rows."""
     if snapshot.last_ranking_id is None:
         return {}
-    rankings = counted_rankings(snapshot.include_synthetic).filter(pk__lte=snapshot.last_ranking_id)
+    rankings = counted_rankings(snapshot.include_synthetic, snapshot_studies(snapshot)).filter(
+        pk__lte=snapshot.last_ranking_id
+    )
     rows = rankings.order_by().values_list("annotator_id", "annotator__demographics").distinct()
     return {annotator: demographics or {} for annotator, demographics in rows}
 

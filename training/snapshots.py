@@ -10,6 +10,10 @@ rankings share it.
 Unweighted labels (the default) are aggregated in PostgreSQL
 (``annotation.label_sql``: one row per item and group, not per ranked item); the
 reliability weighting, and other databases, read ``label_rows`` and compute in Python.
+
+A snapshot reads one or more collection studies (the default one unless named) and
+records them; a validation study's rankings judge conditions and are refused. Group
+labels are kept for groups of ``STEREORANK_GROUP_K`` or more annotators only.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from django.db.models import Q
 from annotation.exports import pseudonym
 from annotation.label_sql import AggregatedLabels, aggregated_labels
 from annotation.labels import LabelRow, group_labels, item_labels, ranking_records
-from annotation.models import AnnotatorProfile, DemographicField, Item
+from annotation.models import AnnotatorProfile, DemographicField, Item, Study
 from annotation.selectors import (
     GOLD,
     check_cards_left_out,
@@ -29,6 +33,7 @@ from annotation.selectors import (
     label_rows,
     left_out_rankings,
 )
+from annotation.study_models import study_ids
 from training.errors import NothingToSnapshot, SnapshotError
 from training.ml.examples import Example, data_hash
 from training.ml.split import group_split
@@ -95,19 +100,40 @@ def _group_labels_by_key(groups: dict) -> dict:
 
 
 def _labels_in_python(
-    include_synthetic: bool, weighting: str, fields: list[str]
+    include_synthetic: bool, weighting: str, fields: list[str], studies, k: int
 ) -> tuple[AggregatedLabels, dict] | None:
     """The labels from one Python row per ranked item (the weighting needs each ranking;
     SQLite has no ``GROUPING SETS``), with the weighting's record; None if no rankings."""
-    rows = label_rows(include_synthetic=include_synthetic)
+    rows = label_rows(include_synthetic=include_synthetic, studies=studies)
     if not rows:
         return None
     weights, record = label_weights(rows, weighting)
     ranking_ids = {r.ranking_id for r in rows}
     labels = AggregatedLabels(
-        item_labels(rows, weights), group_labels(rows, fields), len(ranking_ids), max(ranking_ids)
+        item_labels(rows, weights),
+        group_labels(rows, fields, k),
+        len(ranking_ids),
+        max(ranking_ids),
     )
     return labels, record
+
+
+def snapshot_studies(studies) -> list[Study]:
+    """The studies a snapshot reads (studies or ids; the default one for None), checked:
+    ``SnapshotError`` for a validation study, whose rankings never become labels."""
+    ids = study_ids(studies)
+    if not ids:
+        raise SnapshotError("name at least one study to snapshot")
+    found = list(Study.objects.filter(pk__in=ids).order_by("slug"))
+    if len(found) != len(ids):
+        raise SnapshotError(f"no study with id {sorted(set(ids) - {s.pk for s in found})}")
+    for study in found:
+        if study.kind != Study.Kind.COLLECTION:
+            raise SnapshotError(
+                f"study {study.slug!r} is a {study.kind} study: its rankings judge "
+                "conditions and never become training labels"
+            )
+    return found
 
 
 def label_weights(rows: list[LabelRow], weighting: str) -> tuple[dict | None, dict]:
@@ -138,7 +164,7 @@ def label_weights(rows: list[LabelRow], weighting: str) -> tuple[dict | None, di
     }
 
 
-def exclusions(include_synthetic: bool, last_ranking_id: int | None = None) -> dict:
+def exclusions(include_synthetic: bool, last_ranking_id: int | None = None, studies=None) -> dict:
     """What a snapshot left out of the rankings stored up to ``last_ranking_id`` (all, by
     default: the moment it was taken), for its lineage.
 
@@ -149,7 +175,7 @@ def exclusions(include_synthetic: bool, last_ranking_id: int | None = None) -> d
     """
     annotators: dict[str, dict[str, int]] = {}
     per_reason: dict[str, int] = {}
-    for row in left_out_rankings(include_synthetic, last_ranking_id):
+    for row in left_out_rankings(include_synthetic, last_ranking_id, studies):
         per_reason[row["reason"]] = per_reason.get(row["reason"], 0) + row["rankings"]
         if row["reason"] != GOLD:
             name = pseudonym(row["user_id"])
@@ -157,7 +183,7 @@ def exclusions(include_synthetic: bool, last_ranking_id: int | None = None) -> d
     return {
         "annotators": dict(sorted(annotators.items())),
         "rankings": dict(sorted(per_reason.items())),
-        "check_cards": check_cards_left_out(include_synthetic, last_ranking_id),
+        "check_cards": check_cards_left_out(include_synthetic, last_ranking_id, studies),
     }
 
 
@@ -168,23 +194,31 @@ def create_snapshot(
     eval_fraction: float = 0.2,
     weighting: str | None = None,
     user=None,
+    studies=None,
 ) -> DatasetSnapshot:
-    """Freeze today's labels into a new snapshot; ``SnapshotError`` and nothing made if unfit.
+    """Freeze today's labels of ``studies`` (collection studies or their ids; the default
+    study for None) into a new snapshot; ``SnapshotError`` and nothing made if unfit.
 
     ``weighting``: ``none`` or ``reliability`` (``label_weights``); by default
     ``STEREORANK["LABEL_WEIGHTING"]``.
     """
+    studies = snapshot_studies(studies)
     weighting = weighting or settings.STEREORANK["LABEL_WEIGHTING"]
     if weighting not in WEIGHTINGS:
         raise SnapshotError(f"unknown label weighting {weighting!r}: use {' or '.join(WEIGHTINGS)}")
     if not 0 < eval_fraction < 1:
         raise SnapshotError(f"eval_fraction must be between 0 and 1, not {eval_fraction}")
     fields = list(DemographicField.objects.values_list("key", flat=True))
-    in_sql = aggregated_labels(include_synthetic, fields) if weighting == NONE else None
+    k = int(settings.STEREORANK["GROUP_K"])
+    in_sql = (
+        aggregated_labels(include_synthetic, fields, studies=studies, group_k=k)
+        if weighting == NONE
+        else None
+    )
     found = (
         (in_sql, {"method": NONE})
         if in_sql is not None
-        else _labels_in_python(include_synthetic, weighting, fields)
+        else _labels_in_python(include_synthetic, weighting, fields, studies, k)
     )
     if found is None or not found[0].ranking_count:
         hint = (
@@ -195,14 +229,14 @@ def create_snapshot(
         raise NothingToSnapshot(f"no rankings to snapshot{hint}")
     aggregated, weighting_record = found
     examples = split_examples(build_examples(aggregated.labels), eval_fraction, seed)
-    left_out = exclusions(include_synthetic)
+    left_out = exclusions(include_synthetic, studies=studies)
     with transaction.atomic():
         # An erasure that committed while the labels were read: its ``forget`` ran before
         # this row existed, so its pseudonym is dropped here (erased_at commits first).
         for name in erased_pseudonyms():
             for lineage in (left_out, weighting_record):
                 lineage.get("annotators", {}).pop(name, None)
-        return DatasetSnapshot.objects.create(
+        snapshot = DatasetSnapshot.objects.create(
             created_by=user,
             include_synthetic=include_synthetic,
             ranking_count=aggregated.ranking_count,
@@ -215,9 +249,12 @@ def create_snapshot(
             eval_count=sum(r["split"] == EVAL for r in examples),
             examples=examples,
             group_labels=_group_labels_by_key(aggregated.groups),
+            group_k=k,
             exclusions=left_out,
             label_weighting=weighting_record,
         )
+        snapshot.studies.set(studies)
+        return snapshot
 
 
 def erased_pseudonyms() -> set[str]:
@@ -255,6 +292,9 @@ def prompt_types(snapshot: DatasetSnapshot) -> dict[str, str]:
 
 
 def new_rankings_since(snapshot: DatasetSnapshot | None, include_synthetic: bool = False) -> int:
-    """Rankings that count stored after ``snapshot`` (all of them when there is none)."""
-    last = snapshot.last_ranking_id if snapshot is not None else None
-    return counted_rankings_after(last, include_synthetic)
+    """Rankings that count stored after ``snapshot`` in its studies (all of the default
+    study's when there is none)."""
+    if snapshot is None:
+        return counted_rankings_after(None, include_synthetic)
+    studies = list(snapshot.studies.values_list("pk", flat=True)) or None
+    return counted_rankings_after(snapshot.last_ranking_id, include_synthetic, studies)

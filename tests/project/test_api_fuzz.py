@@ -34,6 +34,7 @@ STATE_DEPENDENT_400 = {
     "POST /api/training/snapshots/": "no rankings to snapshot (409)",
     "PUT /api/me/demographics/": "keys must be the study's demographic fields",
     "PATCH /api/me/demographics/": "keys must be the study's demographic fields",
+    "GET /api/staff/studies/{slug}/validation/": "a collection study (the default one exists)",
 }
 TOKENS = {"annotator": "a" * 40, "staff": "s" * 40}
 

@@ -37,7 +37,9 @@ def test_group_labels_use_only_that_groups_rankings_and_skip_prefer_not_to_say()
     }
 
 
-def test_snapshot_freezes_labels_with_a_grouped_split(study):
+def test_snapshot_freezes_labels_with_a_grouped_split(study, settings):
+    # Six annotators: groups of one or two, kept here (k = 1) to check their labels.
+    settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 1}
     snap = create_snapshot(include_synthetic=True, seed=3)
     assert snap.ranking_count == Ranking.objects.count() == study["rankings"]
     assert snap.last_ranking_id == Ranking.objects.order_by("-id").first().pk
@@ -155,6 +157,7 @@ def test_reliability_weighted_snapshot_hand_case(contrarian_study, settings):
     DemographicField.objects.create(key="age_band", label="Age band")
     c = contrarian_study[0]["c"]
     AnnotatorProfile.objects.filter(pk=c.pk).update(demographics={"age_band": "65-74"})
+    settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 1}  # c's group of one, kept here
     plain = create_snapshot()
     weighted = create_snapshot(weighting="reliability")
     assert plain.label_weighting == {"method": "none"}

@@ -19,18 +19,24 @@ ENCODER = "all-MiniLM-L6-v2"
 
 
 def make_study(
-    folder: Path, occupations: int = 12, images: int = 2, annotators: int = 6, seed: int = 0
+    folder: Path,
+    occupations: int = 12,
+    images: int = 2,
+    annotators: int = 6,
+    seed: int = 0,
+    study=None,
 ) -> dict:
     """The catalogue's first ``occupations`` (3 prompts each, ``images`` items per prompt),
-    tasks of 6, and synthetic annotators who rank every task once."""
+    tasks of 6, and synthetic annotators who rank every task once, in ``study`` (default:
+    the default study)."""
     catalogue = read_catalogue()
     catalogue["occupations"] = catalogue["occupations"][:occupations]
     path = folder / "catalogue.json"
     path.write_text(json.dumps(catalogue))
-    load_catalogue(placeholders_per_prompt=images, path=path)
-    tasks = build_tasks(size=6, overlap=1, seed=seed)
+    load_catalogue(placeholders_per_prompt=images, path=path, study=study)
+    tasks = build_tasks(size=6, overlap=1, seed=seed, study=study)
     per_annotator = -(-tasks // annotators)
-    result = simulate(annotators, per_annotator, seed=seed)
+    result = simulate(annotators, per_annotator, seed=seed, study=study)
     return {"tasks": tasks, **result}
 
 

@@ -1,9 +1,9 @@
 from urllib.parse import urlsplit
 
-from django.core.management.base import BaseCommand
-
+from annotation import studies
 from annotation.exports import jsonl_lines, pair_rows
 from annotation.models import Item
+from core.commands import ServiceCommand
 
 from ._output import write_lines
 
@@ -13,13 +13,15 @@ def _absolute(url: str, base_url: str) -> str:
     return url if urlsplit(url).scheme else base_url.rstrip("/") + url
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = (
-        "Export the rankings that count as chosen/rejected pairs (JSONL with chosen, rejected "
-        "and margin, as TRL's RewardTrainer reads them; item ids, image URLs, prompt types)."
+        "Export a study's rankings that count as chosen/rejected pairs (JSONL with chosen, "
+        "rejected and margin, as TRL's RewardTrainer reads them; item ids, image URLs, "
+        "prompt types)."
     )
 
     def add_arguments(self, parser):
+        parser.add_argument("--study", metavar="SLUG", help="the study (default: the default one)")
         parser.add_argument("--out", help="file to write (default: standard output)")
         parser.add_argument("--include-synthetic", action="store_true")
         parser.add_argument(
@@ -36,10 +38,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, out, include_synthetic, keep_identical_texts, base_url, **options):
         storage = Item._meta.get_field("image").storage
+        study = studies.resolve(options["study"])
         rows = pair_rows(
             include_synthetic,
             keep_identical_texts=keep_identical_texts,
             image_url=lambda name: _absolute(storage.url(name), base_url),
+            study=study,
         )
         written = write_lines(jsonl_lines(rows), out)
         hint = (

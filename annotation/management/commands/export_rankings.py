@@ -1,18 +1,19 @@
-from django.core.management.base import BaseCommand
-
+from annotation import studies
 from annotation.exports import csv_lines, jsonl_lines, ranking_rows
+from core.commands import ServiceCommand
 
 from ._output import write_lines
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = (
-        "Export the rankings that count, joined with pseudonymous annotators' demographics, "
+        "Export a study's rankings that count, joined with pseudonymous annotators' demographics, "
         "their status and the gold/check flags (--include-left-out: gold tasks and excluded "
         "annotators' rankings too)."
     )
 
     def add_arguments(self, parser):
+        parser.add_argument("--study", metavar="SLUG", help="the study (default: the default one)")
         parser.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
         parser.add_argument("--out", help="file to write (default: standard output)")
         parser.add_argument("--include-synthetic", action="store_true")
@@ -20,4 +21,5 @@ class Command(BaseCommand):
 
     def handle(self, *args, format, out, include_synthetic, include_left_out, **options):
         render = {"jsonl": jsonl_lines, "csv": csv_lines}[format]
-        write_lines(render(ranking_rows(include_synthetic, include_left_out)), out)
+        study = studies.resolve(options["study"])
+        write_lines(render(ranking_rows(include_synthetic, include_left_out, study)), out)

@@ -3,7 +3,7 @@ import json
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from annotation import standing
+from annotation import standing, studies
 from core.commands import ServiceCommand
 
 
@@ -29,6 +29,7 @@ class Command(ServiceCommand):
     )
 
     def add_arguments(self, parser):
+        parser.add_argument("--study", metavar="SLUG", help="the study (default: the default one)")
         parser.add_argument("--json", action="store_true", help="the report as JSON")
         parser.add_argument("--include-synthetic", action="store_true")
         parser.add_argument(
@@ -46,13 +47,14 @@ class Command(ServiceCommand):
 
         if n_boot < 0:
             raise CommandError("--n-boot must be 0 or more")
+        study = studies.resolve(options["study"])
         if options["apply_policy"]:
             for change in standing.apply_policy_to_all(include_synthetic=True):
                 self.stderr.write(
                     f"annotator {change.annotator_id}: {change.previous} -> {change.status} "
                     f"({change.reason})"
                 )
-        report = quality_report(include_synthetic, n_boot=n_boot, seed=seed)
+        report = quality_report(include_synthetic, n_boot=n_boot, seed=seed, study=study)
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2))
             return
