@@ -1,12 +1,13 @@
 """The quality report stored, served and refreshed off the request.
 
-A worker on the ``default`` queue computes the report (``annotation.quality_report``)
-and stores it with the version of the data it describes (``data_version``: the
-rankings, statuses, consents, gold and check tasks, the active fields and the
-study settings). A page or the staff API is served the stored report with the time
-it was computed; when the data has moved on since, it is still served (marked
-stale) and a refresh is queued once per version (stale while revalidate). Nothing
-is computed in a request; ``quality --json`` computes directly.
+A worker on the ``default`` queue computes a study's report (``annotation.quality_report``)
+and stores it, keyed by the study, with the version of that study's data it describes
+(``data_version``: its rankings, statuses, consents, gold and check tasks, the active
+fields and the settings), so one study's rankings never move another's report. A page
+or the staff API is served a study's stored report with the time it was computed;
+when the data has moved on since, it is still served (marked stale) and a refresh is
+queued once per version (stale while revalidate). Nothing is computed in a request;
+``quality --json`` computes directly.
 """
 
 from __future__ import annotations
@@ -24,22 +25,23 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from . import selectors
+from . import selectors, studies
 from .models import AnnotatorProfile, StatusChange
 from .report_models import QualityReport
+from .study_models import Study
 
 REFRESH_TASK = "annotation.tasks.refresh_quality_report"
 # One refresh queued per kind and data version within this time (a lost one is retried).
 REFRESH_LOCK_SECONDS = 10 * 60
 
 
-def data_version() -> str:
-    """The version of everything the report reads: ``selectors.quality_data_version``
-    plus a hash of the active demographic fields and the study settings."""
+def data_version(study: Study) -> str:
+    """The version of everything the study's report reads: ``selectors.quality_data_version``
+    of the study plus a hash of the active demographic fields and the settings."""
     fields = list(selectors.demographic_questions().values_list("key", flat=True))
     described = json.dumps([fields, settings.STEREORANK], sort_keys=True, default=str)
     digest = hashlib.sha256(described.encode()).hexdigest()[:12]
-    return f"{selectors.quality_data_version()}-{digest}"
+    return f"{selectors.quality_data_version(study)}-{digest}"
 
 
 @dataclass(frozen=True)
@@ -59,21 +61,26 @@ class Served:
         return {**(self.report or {}), **meta}
 
 
-def stored(include_synthetic: bool, n_boot: int) -> QualityReport | None:
-    """The stored report of that kind, if one was computed."""
-    return QualityReport.objects.filter(include_synthetic=include_synthetic, n_boot=n_boot).first()
+def stored(study: Study, include_synthetic: bool, n_boot: int) -> QualityReport | None:
+    """The study's stored report of that kind, if one was computed."""
+    return QualityReport.objects.filter(
+        study=study, include_synthetic=include_synthetic, n_boot=n_boot
+    ).first()
 
 
-def served_report(include_synthetic: bool, n_boot: int, *, statuses: bool = True) -> Served:
-    """The stored report, never computed here; a refresh is queued when it is missing or
-    describes older data. A stale report's annotator rows carry their current status
-    (``current_statuses``) unless ``statuses`` is false (a page that shows a few rows
-    reads them for those rows only)."""
-    version = data_version()
-    row = stored(include_synthetic, n_boot)
+def served_report(
+    include_synthetic: bool, n_boot: int, *, study: Study | None = None, statuses: bool = True
+) -> Served:
+    """The study's (the default one unless given) stored report, never computed here; a
+    refresh is queued when it is missing or describes older data. A stale report's
+    annotator rows carry their current status (``current_statuses``) unless ``statuses``
+    is false (a page that shows a few rows reads them for those rows only)."""
+    study = study or studies.default_study()
+    version = data_version(study)
+    row = stored(study, include_synthetic, n_boot)
     fresh = row is not None and row.data_version == version
     if not fresh:
-        queue_refresh(include_synthetic, n_boot, version)
+        queue_refresh(study, include_synthetic, n_boot, version)
     if row is None:
         return Served(None, None, None, True)
     report = row.report
@@ -106,32 +113,36 @@ def current_statuses(rows: list[dict]) -> list[dict]:
     return current
 
 
-def queue_refresh(include_synthetic: bool, n_boot: int, version: str) -> None:
+def queue_refresh(study: Study, include_synthetic: bool, n_boot: int, version: str) -> None:
     """Queue ``refresh`` on the default queue once the caller's transaction commits, once
-    per kind and data version (a cache lock; it expires, so a lost task is queued again)."""
+    per study, kind and data version (a cache lock; it expires, so a lost task is queued again)."""
 
     def send() -> None:
-        key = f"quality-refresh:{int(include_synthetic)}:{n_boot}:{version}"
+        key = f"quality-refresh:{study.pk}:{int(include_synthetic)}:{n_boot}:{version}"
         if cache.add(key, 1, REFRESH_LOCK_SECONDS):
-            signature = current_app.signature(REFRESH_TASK, (include_synthetic, n_boot))
+            args = (include_synthetic, n_boot, study.pk)
+            signature = current_app.signature(REFRESH_TASK, args)
             signature.apply_async()
 
     transaction.on_commit(send)
 
 
-def refresh(include_synthetic: bool, n_boot: int) -> QualityReport:
-    """Compute and store the report unless the stored one already describes the data
-    (idempotent: a task delivered twice computes once). The version is read before
-    computing, so data that changes meanwhile makes the stored report stale again."""
+def refresh(include_synthetic: bool, n_boot: int, study: Study | None = None) -> QualityReport:
+    """Compute and store the study's (the default one unless given) report unless the
+    stored one already describes its data (idempotent: a task delivered twice computes
+    once). The version is read before computing, so data that changes
+    meanwhile makes the stored report stale again."""
     from .quality_report import quality_report  # scipy and krippendorff: only here
 
-    version = data_version()
-    row = stored(include_synthetic, n_boot)
+    study = study or studies.default_study()
+    version = data_version(study)
+    row = stored(study, include_synthetic, n_boot)
     if row is not None and row.data_version == version:
         return row
     start = time.perf_counter()
-    report = quality_report(include_synthetic, n_boot=n_boot)
+    report = quality_report(include_synthetic, n_boot=n_boot, study=study)
     row, _ = QualityReport.objects.update_or_create(
+        study=study,
         include_synthetic=include_synthetic,
         n_boot=n_boot,
         defaults={

@@ -2,13 +2,19 @@
 
 from django.db import models
 
+from .study_models import Study, default_study_pk
+
 
 class QualityReport(models.Model):
-    """The quality report of one kind (synthetic annotators in or out, bootstrap draws),
-    as ``annotation.quality_report`` computed it from the data at ``data_version``
-    (``annotation.quality_store``). One row per kind, replaced by each refresh; erasing
-    an annotator deletes them all (they name annotators by pseudonym)."""
+    """A study's quality report of one kind (synthetic annotators in or out, bootstrap
+    draws), as ``annotation.quality_report`` computed it from the study's data at
+    ``data_version`` (``annotation.quality_store``). One row per study and kind, replaced
+    by each refresh; erasing an annotator deletes them all (they name annotators by pseudonym)."""
 
+    # Derived data: it goes with its study.
+    study = models.ForeignKey(
+        Study, on_delete=models.CASCADE, related_name="quality_reports", default=default_study_pk
+    )
     include_synthetic = models.BooleanField()
     n_boot = models.PositiveIntegerField()
     data_version = models.CharField(max_length=200)
@@ -19,7 +25,8 @@ class QualityReport(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["include_synthetic", "n_boot"], name="one_quality_report_per_kind"
+                fields=["study", "include_synthetic", "n_boot"],
+                name="one_quality_report_per_study_and_kind",
             )
         ]
 

@@ -341,18 +341,23 @@ def annotator_statuses(user_ids: set[int]) -> list[dict]:
     )
 
 
-def recent_status_changes(limit: int = 20) -> QuerySet[StatusChange]:
-    """The latest status changes, with their annotator and the staff member who made them."""
-    return StatusChange.objects.select_related("annotator", "by").order_by("-id")[:limit]
+def recent_status_changes(study: Study, limit: int = 20) -> QuerySet[StatusChange]:
+    """The study's latest status changes, with their annotator and the staff member who
+    made them."""
+    changes = StatusChange.objects.filter(annotator__study=study)
+    return changes.select_related("annotator", "by").order_by("-id")[:limit]
 
 
-def quality_data_version() -> str:
-    """A token that changes when what the quality report reads changes: rankings,
-    statuses, consents, gold and check tasks (edits of a reference in place aside)."""
-    rankings = Ranking.objects.aggregate(n=Count("pk"), last=Max("pk"))
-    changes = StatusChange.objects.aggregate(last=Max("pk"))
-    consents = Consent.objects.aggregate(n=Count("pk"), withdrawn=Count("withdrawn_at"))
-    tasks = RankingTask.objects.aggregate(
+def quality_data_version(study: Study) -> str:
+    """A token that changes when what the study's quality report reads changes: its
+    rankings, statuses, consents, gold and check tasks (edits of a reference in place
+    aside); another study's data leaves it as it is."""
+    rankings = Ranking.objects.filter(task__study=study).aggregate(n=Count("pk"), last=Max("pk"))
+    changes = StatusChange.objects.filter(annotator__study=study).aggregate(last=Max("pk"))
+    consents = Consent.objects.filter(annotator__study=study).aggregate(
+        n=Count("pk"), withdrawn=Count("withdrawn_at")
+    )
+    tasks = RankingTask.objects.filter(study=study).aggregate(
         gold=Count("pk", filter=Q(is_gold=True)), checks=Count("check_item"), last=Max("pk")
     )
     parts = (rankings, changes, consents, tasks)
@@ -430,9 +435,9 @@ def annotator_progress(page: int | str | None, per_page: int = 50) -> Page:
     return Paginator(profiles, per_page).get_page(page)
 
 
-def gold_task_count() -> int:
-    """How many gold tasks (tasks with a reference order) exist."""
-    return RankingTask.objects.filter(is_gold=True).count()
+def gold_task_count(study: Study) -> int:
+    """How many gold tasks (tasks with a reference order) the study has."""
+    return RankingTask.objects.filter(study=study, is_gold=True).count()
 
 
 def demographic_labels() -> dict[str, str]:

@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from . import quality_store, standing, studies, task_selectors
 from .api import query_flag
+from .errors import StudyNotFound
 from .exports import annotator_for_pseudonym, pseudonym
 from .models import (
     AnnotatorStatus,
@@ -239,7 +240,8 @@ class QualityReportSerializer(serializers.Serializer):
 
 
 class QualityView(APIView):
-    """Agreement (W, alpha; per occupation and group), position bias, the annotator table.
+    """One study's (``?study=slug``, default the default one) agreement (W, alpha; per
+    occupation and group), position bias, the annotator table.
 
     Served from the stored report with the time it was computed (``computed_at``) and
     whether the data changed since (``stale``: a refresh is queued); 202 while the first
@@ -249,6 +251,7 @@ class QualityView(APIView):
 
     @extend_schema(
         parameters=[
+            OpenApiParameter("study", str, description="The study's slug (default: the default)."),
             OpenApiParameter("include_synthetic", bool),
             OpenApiParameter(
                 "n_boot",
@@ -265,7 +268,11 @@ class QualityView(APIView):
         if not 0 <= n_boot <= MAX_N_BOOT:
             raise ParseError(f"n_boot: {n_boot} is not between 0 and {MAX_N_BOOT}.")
         synthetic = bool(query_flag(request, "include_synthetic"))
-        served = quality_store.served_report(synthetic, n_boot)
+        try:
+            study = studies.resolve(request.query_params.get("study"))
+        except StudyNotFound as error:
+            raise ParseError(f"study: {error}") from None
+        served = quality_store.served_report(synthetic, n_boot, study=study)
         if served.report is None:
             detail = "The quality report is being computed; ask again shortly."
             body = {"detail": detail, **served.as_dict()}

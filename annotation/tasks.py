@@ -8,12 +8,17 @@ from celery import shared_task
 @shared_task(
     name="annotation.tasks.refresh_quality_report", acks_late=True, reject_on_worker_lost=True
 )
-def refresh_quality_report(include_synthetic: bool, n_boot: int) -> float:
-    """Compute and store the quality report of that kind if the data moved on; returns the
+def refresh_quality_report(
+    include_synthetic: bool, n_boot: int, study_id: int | None = None
+) -> float:
+    """Compute and store the study's quality report of that kind (the default study's for
+    a message queued before reports were per study) if its data moved on; returns the
     seconds the stored report took to compute."""
     from .quality_store import refresh
+    from .study_models import Study, default_study_pk
 
-    return refresh(include_synthetic, n_boot).seconds
+    study = Study.objects.get(pk=study_id or default_study_pk())
+    return refresh(include_synthetic, n_boot, study).seconds
 
 
 @shared_task(name="annotation.tasks.adapt_overlap", acks_late=True)

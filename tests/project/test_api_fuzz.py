@@ -35,6 +35,7 @@ STATE_DEPENDENT_400 = {
     "PUT /api/me/demographics/": "keys must be the study's demographic fields",
     "PATCH /api/me/demographics/": "keys must be the study's demographic fields",
     "GET /api/staff/studies/{slug}/validation/": "a collection study (the default one exists)",
+    "GET /api/staff/quality/": "no such study (?study=)",
 }
 TOKENS = {"annotator": "a" * 40, "staff": "s" * 40}
 

@@ -99,3 +99,81 @@ def test_erasure_forgets_stored_reports(ranked):
     quality_store.refresh(False, 30)
     erase_annotator(ranked["profiles"][0], via="staff")
     assert not QualityReport.objects.exists()
+
+
+@pytest.fixture
+def second_study(ranked, make_tasks, annotator, store_ranking):
+    """``wave-b`` beside the default study's ``ranked``: two annotators of its own, each
+    ranking its one task in reverse (a ranking order the default study never sees)."""
+    from annotation.models import Study
+
+    b = Study.objects.create(slug="wave-b", name="Wave B")
+    (task,) = make_tasks(1, k=4, overlap=3, occupation="pilot", study=b)
+    profiles = []
+    for name in ("dan", "eve"):
+        profile = annotator(name).profile
+        profile.study = b
+        profile.save(update_fields=["study"])
+        store_ranking(profile, task, ids(task)[::-1], seconds=5)
+        profiles.append(profile)
+    cache.clear()
+    return {"study": b, "task": task, "profiles": profiles}
+
+
+def test_each_study_has_its_own_stored_report_and_neither_leaks(
+    ranked, second_study, store_ranking, annotator, make_tasks
+):
+    from annotation import studies
+    from annotation.exports import pseudonym
+
+    b = second_study["study"]
+    default = studies.default_study()
+    quality_store.refresh(False, 30)
+    quality_store.refresh(False, 30, study=b)
+    assert QualityReport.objects.count() == 2
+    mine, theirs = served().report, quality_store.served_report(False, 30, study=b).report
+    assert (mine["study"], mine["n_rankings"]) == ("default", 6)
+    assert (theirs["study"], theirs["n_rankings"]) == ("wave-b", 2)
+    names = {p: pseudonym(p.user_id) for p in ranked["profiles"] + second_study["profiles"]}
+    shown = {
+        s: {r["pseudonym"] for r in rep["annotators"]} for s, rep in (("d", mine), ("b", theirs))
+    }
+    assert shown["d"] == {names[p] for p in ranked["profiles"]}
+    assert shown["b"] == {names[p] for p in second_study["profiles"]}
+    # a new ranking in wave-b moves only wave-b's data version: the default's stays fresh
+    before = quality_store.data_version(default)
+    fay = annotator("fay").profile
+    fay.study = b
+    fay.save(update_fields=["study"])
+    store_ranking(fay, second_study["task"], ids(second_study["task"]), seconds=5)
+    assert quality_store.data_version(default) == before
+    assert served().stale is False
+    assert quality_store.served_report(False, 30, study=b).stale is True
+
+
+def test_staff_api_and_dashboard_take_a_study(ranked, second_study, annotator):
+    from django.test import Client
+
+    quality_store.refresh(False, 30)
+    quality_store.refresh(False, 30, study=second_study["study"])
+    staff = annotator("boss", staff=True)
+    assert staff.get("/api/staff/quality/?n_boot=30").json()["n_rankings"] == 6
+    body = staff.get("/api/staff/quality/?n_boot=30&study=wave-b").json()
+    assert (body["study"], body["n_rankings"]) == ("wave-b", 2)
+    unknown = staff.get("/api/staff/quality/?n_boot=30&study=nope")
+    assert unknown.status_code == 400 and "nope" in unknown.json()["detail"]
+    browser = Client()
+    browser.force_login(staff.profile.user)
+    with override_n_boot(30):
+        page = browser.get("/dashboards/quality/?study=wave-b").content.decode()
+        assert "2 rankings of this study" in page and 'value="wave-b" selected' in page
+        page = browser.get("/dashboards/quality/").content.decode()
+        assert "6 rankings of this study" in page
+        assert browser.get("/dashboards/quality/?study=nope").status_code == 404
+
+
+def override_n_boot(n_boot):
+    from django.conf import settings
+    from django.test import override_settings
+
+    return override_settings(STEREORANK={**settings.STEREORANK, "QUALITY_N_BOOT": n_boot})

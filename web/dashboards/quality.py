@@ -4,10 +4,13 @@ The figures are ``annotation.quality_report``'s (the ``quality`` command and the
 staff API show the same), served from the stored report with the time it was
 computed (``annotation.quality_store``): a worker on the default queue computes it,
 and refreshes it in the background when the data moves on. Nothing is computed in
-a request.
+a request. One study's at a time: ``?study=slug`` (a selector; the default study
+unless named), and no figure of another study in it.
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlencode
 
 from django import forms
 from django.conf import settings
@@ -16,8 +19,10 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from annotation import quality_store, selectors, standing
+from annotation import quality_store, selectors, standing, studies
+from annotation.errors import StudyNotFound
 from annotation.exports import pseudonym
+from annotation.study_models import Study
 
 from .base import form_errors, found, staff_action, staff_only
 from .charts import (
@@ -50,26 +55,35 @@ class ReinstateForm(forms.Form):
     )
 
 
-def served(request: HttpRequest) -> quality_store.Served:
-    """The stored quality report for ``?synthetic=1`` or not (a refresh queued when the
-    data moved on; never computed in the request)."""
+def chosen_study(request: HttpRequest) -> Study:
+    """The study of ``?study=slug`` (the default one when absent); 404 for no such study."""
+    try:
+        return studies.resolve(request.GET.get("study") or None)
+    except StudyNotFound as error:
+        raise Http404(str(error)) from None
+
+
+def served(request: HttpRequest, study: Study) -> quality_store.Served:
+    """The study's stored quality report for ``?synthetic=1`` or not (a refresh queued
+    when its data moved on; never computed in the request)."""
     synthetic = request.GET.get("synthetic") == "1"
     n_boot = settings.STEREORANK["QUALITY_N_BOOT"]
-    return quality_store.served_report(synthetic, n_boot, statuses=False)
+    return quality_store.served_report(synthetic, n_boot, study=study, statuses=False)
 
 
 def report(request: HttpRequest) -> dict:
     """The stored report's figures; 404 until the first one is computed (for the charts)."""
-    data = served(request).report
+    data = served(request, chosen_study(request)).report
     if data is None:
         raise Http404("The quality report is being computed.")
     return data
 
 
-def _query(request: HttpRequest) -> str:
-    """The page's query string without ``page`` (for the pager's links)."""
+def _query(request: HttpRequest, *drop: str) -> str:
+    """The page's query string without ``page`` and ``drop`` (for the pager's links)."""
     query = request.GET.copy()
-    query.pop("page", None)
+    for key in ("page", *drop):
+        query.pop(key, None)
     return query.urlencode()
 
 
@@ -84,11 +98,16 @@ def sort_rows(rows: list[dict], column: str, descending: bool) -> list[dict]:
 
 @staff_only
 def quality(request: HttpRequest) -> HttpResponse:
-    """Agreement overall, per occupation and per group; position bias; the annotators."""
-    current = served(request)
+    """One study's agreement overall, per occupation and per group; position bias; the
+    annotators."""
+    study = chosen_study(request)
+    current = served(request, study)
     if current.report is None:
         return render(
-            request, "dashboards/quality_computing.html", {"section": "quality"}, status=202
+            request,
+            "dashboards/quality_computing.html",
+            {"section": "quality", "study": study},
+            status=202,
         )
     data = current.report
     column = request.GET.get("sort", "pseudonym")
@@ -112,9 +131,13 @@ def quality(request: HttpRequest) -> HttpResponse:
             "computed_at": current.computed_at,
             "stale": current.stale,
             "synthetic": request.GET.get("synthetic") == "1",
+            "study": study,
+            "studies": Study.objects.order_by("slug").values_list("slug", "name"),
+            "study_query": urlencode({"study": study.slug}),
+            "chart_query": _query(request, "sort", "dir"),
             "occupations": occupations,
             "within_groups": within,
-            "gold_tasks": selectors.gold_task_count(),
+            "gold_tasks": selectors.gold_task_count(study),
             "annotators": shown,
             "page": page,
             "query": _query(request),
@@ -123,7 +146,7 @@ def quality(request: HttpRequest) -> HttpResponse:
             "sortable": SORTABLE,
             "changes": [
                 {"change": c, "pseudonym": pseudonym(c.annotator.user_id)}
-                for c in selectors.recent_status_changes()
+                for c in selectors.recent_status_changes(study)
             ],
             "reinstate_form": ReinstateForm(),
             "section": "quality",
