@@ -11,8 +11,9 @@ condition (``RankingTask.card_text = none``) unless the study shows prompts
 check tasks are such tasks with one card made the check (as ``tasks_builder``
 makes them; ``build_validation_checks`` adds such tasks beside the ordinary ones,
 as ``build_check_tasks`` does). Gold tasks (``build_validation_gold``) cannot come
-from the conditions (whether the optimiser helped is what the study asks), so, as a collection study's
-gold comes from the catalogue's clearest contrast, each occupation's gold task shows
+from the conditions (whether the optimiser helped is what the study asks), so, as a
+collection study's gold comes from the catalogue's clearest contrast, each occupation's
+gold task shows
 K/2 images of its catalogue prompts written to be stereotypical and K/2 of those
 written to be diverse (placeholder cards, items of the study outside every
 condition), keyed every stereotypical before every diverse one, and is blinded as
