@@ -380,7 +380,7 @@ def simulate(
             items = list(task.items.select_related("prompt__occupation"))
             hashes = ",".join(sorted(item.image_sha256 for item in items))
             rng = random.Random(f"{seed}:{n}:{hashes}")
-            if kinds[n] == SyntheticKind.CAREFUL and treated is not None:
+            if kinds[n] == SyntheticKind.CAREFUL and treated is not None and not task.is_gold:
                 order = validation_order(task, items, treated, effect, rng)
                 seconds = round(max(5.0, rng.gauss(8.0 * len(items), 10.0)), 1)
             elif kinds[n] == SyntheticKind.CAREFUL:

@@ -17,12 +17,14 @@ After each round each arm refits its head (MAP: Plackett-Luce likelihood plus
 a Gaussian prior of precision 1, L-BFGS) and scores held-out items; eval rho is
 Spearman's between predicted and true scores. Both arms of a seed see the same
 items, truth, pools and annotator noise stream, so the comparison is paired.
-Printed, one JSON line per arm: mean final rho, the rankings needed to reach 95%
+Printed: a table of mean eval rho per arm after each round (the curve), then last
+one JSON line per arm: mean final rho, the rankings needed to reach 95%
 of uniform's final rho (per seed; null when never reached), and for active the
 paired difference of the area under the curve (mean rho over rounds) with a
-95% t interval over seeds.
+95% t interval over seeds. ``--plot`` draws both arms' curves (mean over seeds, the
+band from the lowest to the highest seed) on one figure (SVG or PNG by its suffix).
 
-    .venv/bin/python benchmarks/active.py
+    .venv/bin/python benchmarks/active.py --plot var/benchmarks/active.svg
     .venv/bin/python benchmarks/active.py --seeds 2 --rounds 5
 """
 
@@ -128,6 +130,34 @@ def _needed(curve: list[float], target: float, batch: int) -> int | None:
     return (hits[0] + 1) * batch if hits else None
 
 
+def _table(curves: dict[str, list[list[float]]], batch: int) -> None:
+    print(f"{'rankings':>9} " + " ".join(f"{arm:>8}" for arm in curves))
+    means = {arm: np.mean(cs, axis=0) for arm, cs in curves.items()}
+    for i in range(len(next(iter(means.values())))):
+        print(f"{(i + 1) * batch:>9} " + " ".join(f"{m[i]:>8.3f}" for m in means.values()))
+
+
+def _plot(curves: dict[str, list[list[float]]], batch: int, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for arm, cs in curves.items():
+        a = np.asarray(cs)
+        x = batch * np.arange(1, a.shape[1] + 1)
+        ax.plot(x, a.mean(axis=0), marker="o", label=f"{arm} (mean of {len(a)} seeds)")
+        ax.fill_between(x, a.min(axis=0), a.max(axis=0), alpha=0.2)
+    ax.set_xlabel("rankings collected")
+    ax.set_ylabel("eval Spearman rho (held-out items)")
+    ax.set_title("Active against uniform sampling, planted annotators")
+    ax.legend()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, bbox_inches="tight")
+    print(f"plot: {path}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run both arms over the seeds and print one JSON line per arm."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -140,8 +170,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--occupations", type=int, default=10)
     parser.add_argument("--eval-items", type=int, default=500)
     parser.add_argument("--signal", type=float, default=1.0, help="std of true utilities")
+    parser.add_argument("--plot", type=Path, help="write both arms' curves here (.svg or .png)")
     args = parser.parse_args(argv)
     curves = {arm: [_run(s, arm, args) for s in range(args.seeds)] for arm in ("uniform", "active")}
+    _table(curves, args.batch)
+    if args.plot:
+        _plot(curves, args.batch, args.plot)
     targets = [0.95 * c[-1] for c in curves["uniform"]]
     auc = {arm: np.array([np.mean(c) for c in cs]) for arm, cs in curves.items()}
     diff = auc["active"] - auc["uniform"]

@@ -14,7 +14,8 @@ The models and the plain conditions (as written, from a file) are
 * ``from_active_version``: the validation study of ``create_study --kind
   validation``: the active version's flagged prompts as written (baseline) and
   as it optimises them (treatment), with placeholder images and their blinded tasks
-  when asked.
+  when asked, one attention check and one gold task per occupation among them
+  (``annotation.validation_tasks``).
 """
 
 from __future__ import annotations
@@ -123,8 +124,23 @@ def from_active_version(study: Study, *, placeholder_images: int = 0, seed: int 
         )
     conditions.original(study, flagged, scores=scores, version=loaded.version)
     optimised(study, flagged, version=loaded.version, seed=seed)
-    images = tasks = 0
+    images = tasks = gold = 0
+    # As ``build_tasks`` does for a collection study: one gold and one check task per
+    # occupation, so the quality policy sees every annotator on both.
+    limits_of_quality = {"gold": 1, "checks": 1}
     if placeholder_images:
         images = generation.placeholder_images(study, placeholder_images)["created"]
         tasks = validation_tasks.build_validation_tasks(study, seed=seed)
-    return {"version": loaded.version, "prompts": len(flagged), "images": images, "tasks": tasks}
+        tasks += validation_tasks.build_validation_checks(
+            study, per_occupation=limits_of_quality["checks"], seed=seed
+        )
+        gold = validation_tasks.build_validation_gold(
+            study, per_occupation=limits_of_quality["gold"], seed=seed
+        )
+    return {
+        "version": loaded.version,
+        "prompts": len(flagged),
+        "images": images,
+        "tasks": tasks,
+        "gold": gold,
+    }

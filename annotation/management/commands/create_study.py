@@ -57,5 +57,6 @@ class Command(ServiceCommand):
         if made:
             self.stdout.write(
                 f"v{made['version']}: {made['prompts']} flagged prompts as written and "
-                f"optimised, {made['images']} placeholder images, {made['tasks']} tasks"
+                f"optimised, {made['images']} placeholder images, {made['tasks']} tasks "
+                f"(an attention-check task per occupation among them) and {made['gold']} gold tasks"
             )
