@@ -66,12 +66,8 @@ def task_size(study: Study) -> int:
 
 
 @transaction.atomic
-def build_validation_tasks(study: Study, *, seed: int = 0, checks_per_occupation: int = 0) -> int:
-    """Tasks for the study's images not yet in one; returns how many tasks were made.
-
-    ``checks_per_occupation``: of each occupation's new tasks, that many (at most) get an
-    attention-check card at a random position.
-    """
+def build_validation_tasks(study: Study, *, seed: int = 0) -> int:
+    """Tasks for the study's images not yet in one; returns how many tasks were made."""
     if study.kind != Study.Kind.VALIDATION:
         raise ConditionError(f"study {study.slug} is a {study.kind} study, not a validation one")
     roles = set(study.conditions.values_list("role", flat=True))
@@ -88,15 +84,8 @@ def build_validation_tasks(study: Study, *, seed: int = 0, checks_per_occupation
         half = k // 2
         for n in range(min(len(base), len(treat)) // half):
             items = base[n * half : (n + 1) * half] + treat[n * half : (n + 1) * half]
-            check = {}
-            if n < checks_per_occupation:
-                check = {"check_item_id": rng.choice(items), "check_position": rng.randrange(k)}
             task = RankingTask.objects.create(
-                study=study,
-                occupation_id=occupation,
-                overlap=overlap,
-                card_text=card_text,
-                **check,
+                study=study, occupation_id=occupation, overlap=overlap, card_text=card_text
             )
             TaskItem.objects.bulk_create(TaskItem(task=task, item_id=i) for i in items)
             made += 1
@@ -195,3 +184,14 @@ def build_validation_gold(study: Study, *, per_occupation: int = 1, seed: int = 
             TaskItem.objects.bulk_create(TaskItem(task=task, item=i) for i in stereo + diverse)
             made += 1
     return made
+
+
+@transaction.atomic
+def build_study_tasks(study: Study, *, seed: int = 0, checks: int = 1, gold: int = 1) -> dict:
+    """The blinded tasks of the images not yet in one, then each occupation topped up to
+    ``checks`` attention-check and ``gold`` gold tasks, as ``build_tasks`` gives a
+    collection study (both default 1, so the quality policy sees every annotator on both);
+    run again after more images arrive, it adds only what is missing."""
+    made = build_validation_tasks(study, seed=seed)
+    made += build_validation_checks(study, per_occupation=checks, seed=seed)
+    return {"tasks": made, "gold": build_validation_gold(study, per_occupation=gold, seed=seed)}

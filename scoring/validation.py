@@ -124,23 +124,13 @@ def from_active_version(study: Study, *, placeholder_images: int = 0, seed: int 
         )
     conditions.original(study, flagged, scores=scores, version=loaded.version)
     optimised(study, flagged, version=loaded.version, seed=seed)
-    images = tasks = gold = 0
-    # As ``build_tasks`` does for a collection study: one gold and one check task per
-    # occupation, so the quality policy sees every annotator on both.
-    limits_of_quality = {"gold": 1, "checks": 1}
+    images, built = 0, {"tasks": 0, "gold": 0}
     if placeholder_images:
         images = generation.placeholder_images(study, placeholder_images)["created"]
-        tasks = validation_tasks.build_validation_tasks(study, seed=seed)
-        tasks += validation_tasks.build_validation_checks(
-            study, per_occupation=limits_of_quality["checks"], seed=seed
-        )
-        gold = validation_tasks.build_validation_gold(
-            study, per_occupation=limits_of_quality["gold"], seed=seed
-        )
+        built = validation_tasks.build_study_tasks(study, seed=seed)
     return {
         "version": loaded.version,
         "prompts": len(flagged),
         "images": images,
-        "tasks": tasks,
-        "gold": gold,
+        **built,
     }

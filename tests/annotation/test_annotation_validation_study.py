@@ -137,3 +137,22 @@ def test_refusals_are_one_line(study):
         study.task_size = 5
         validation_tasks.build_validation_tasks(study)
     assert validation_results.linked_studies(1) == []
+
+
+def test_build_tasks_of_imported_images_adds_checks_and_gold_once(study):
+    """The import path (``validation_images --build-tasks``) gives the study the quality
+    tasks ``create_study --placeholder-images`` gives it: one attention-check task and one
+    gold task per occupation, beside the ordinary tasks; run again, it adds nothing."""
+    out = io.StringIO()
+    call_command("validation_images", study.slug, "--build-tasks", stdout=out)
+    tasks = RankingTask.objects.filter(study=study)
+    checks = Counter(tasks.filter(check_item__isnull=False).values_list("occupation", flat=True))
+    gold = Counter(tasks.filter(is_gold=True).values_list("occupation", flat=True))
+    ordinary = tasks.filter(is_gold=False, check_item__isnull=True)
+    assert ordinary.count() == 6  # the report's tasks are untouched, no check card inside
+    assert set(checks.values()) == {1} and len(checks) == 6
+    assert gold and set(gold.values()) == {1}
+    assert f"{len(checks)} validation tasks and {sum(gold.values())} gold tasks" in out.getvalue()
+    again = io.StringIO()
+    call_command("validation_images", study.slug, "--build-tasks", stdout=again)
+    assert "0 validation tasks and 0 gold tasks built" in again.getvalue()

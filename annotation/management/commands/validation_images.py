@@ -23,7 +23,18 @@ class Command(ServiceCommand):
             action="store_true",
             help="blinded tasks of the images not yet in one (K/2 of each condition)",
         )
-        parser.add_argument("--checks-per-occupation", type=int, default=0)
+        parser.add_argument(
+            "--checks-per-occupation",
+            type=int,
+            default=1,
+            help="attention-check tasks per occupation (--build-tasks; default 1)",
+        )
+        parser.add_argument(
+            "--gold-per-occupation",
+            type=int,
+            default=1,
+            help="gold tasks per occupation (--build-tasks; default 1)",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--condition", help="only this condition's rows (--manifest)")
         parser.add_argument("--images-per-prompt", type=int, default=3)
@@ -43,10 +54,15 @@ class Command(ServiceCommand):
             self.stdout.write(f"{len(rows)} images to generate, listed in {manifest}")
             return
         if options["build_tasks"]:
-            made = validation_tasks.build_validation_tasks(
-                found, seed=options["seed"], checks_per_occupation=options["checks_per_occupation"]
+            made = validation_tasks.build_study_tasks(
+                found,
+                seed=options["seed"],
+                checks=options["checks_per_occupation"],
+                gold=options["gold_per_occupation"],
             )
-            self.stdout.write(f"{made} validation tasks built")
+            self.stdout.write(
+                f"{made['tasks']} validation tasks and {made['gold']} gold tasks built"
+            )
             return
         if manifest_in:
             counts = generation.import_images(found, Path(manifest_in))
