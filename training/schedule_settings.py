@@ -29,6 +29,9 @@ class ScheduleSettings:
     group_fields: tuple[str, ...] = ()
     group_margin: float = 0.02
     search: bool = False  # choose the recipe by grouped CV first (training.search)
+    # The collection studies (slugs) it counts new rankings of and snapshots; empty: the
+    # default study. A validation study is refused when the step runs.
+    studies: tuple[str, ...] = ()
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> "ScheduleSettings":
@@ -42,11 +45,12 @@ class ScheduleSettings:
         values = {}
         for name, value in kwargs.items():
             default = known[name].default
-            if name == "group_fields":
+            if name in ("group_fields", "studies"):
                 if not isinstance(value, list | tuple) or not all(
                     isinstance(v, str) and v.strip() for v in value
                 ):
-                    raise ScheduleError(f"group_fields must be a list of field keys: {value!r}.")
+                    what = "field keys" if name == "group_fields" else "study slugs"
+                    raise ScheduleError(f"{name} must be a list of {what}: {value!r}.")
                 value = tuple(v.strip() for v in value)
             elif name == "group_margin":
                 if isinstance(value, bool) or not isinstance(value, int | float):

@@ -3,8 +3,11 @@
 A schedule is a django-celery-beat ``PeriodicTask`` running
 ``training.scheduled_retrain``; its settings are the task's JSON kwargs
 (``min_new_rankings``, ``promotion``, ``encoder``, ``epochs``, ``paraphrases``,
-``include_synthetic``, ``group_fields``, ``group_margin``, ``search``), so staff edit them
-on the admin's periodic-task pages.
+``include_synthetic``, ``group_fields``, ``group_margin``, ``search``, ``studies``), so
+staff edit them on the admin's periodic-task pages. A schedule counts the new rankings
+of its studies only (``studies``: collection study slugs, the default study when empty)
+since the newest snapshot of those studies, and snapshots those; another study's
+rankings, and a validation study's ever, never count.
 
 Each step first settles the runs this schedule started that have finished
 (promotion policy: ``manual`` leaves the new version a candidate, ``auto``
@@ -39,14 +42,17 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
+from annotation import studies
+from annotation.errors import StudyNotFound
+from annotation.models import Study
 from core.errors import StereorankError
 
 from . import services
 from .errors import ScheduleError
 from .models import RetrainDecision, TrainingRun
 from .schedule_settings import TASK_NAME, ScheduleSettings
-from .selectors import active_checkpoint, latest_snapshot
-from .snapshots import new_rankings_since
+from .selectors import active_checkpoint
+from .snapshots import new_rankings_of
 
 log = logging.getLogger(__name__)
 
@@ -218,13 +224,28 @@ def _group_decision(
     return Decision("promote", f"{pooled.reason}; {words}")
 
 
-def _start_retraining(schedule: str, settings: ScheduleSettings, why: Decision) -> RetrainDecision:
-    """Snapshot and queue the run (its augmentation first, when asked for)."""
+def schedule_studies(settings: ScheduleSettings) -> list[Study]:
+    """The schedule's studies (the default one when it names none); ``ScheduleError`` for
+    a slug that names no study or a validation study (its rankings never train)."""
+    found = [studies.resolve(slug) for slug in settings.studies or (None,)]
+    validation = [s.slug for s in found if s.kind == Study.Kind.VALIDATION]
+    if validation:
+        raise ScheduleError(f"studies: {', '.join(validation)} is a validation study.")
+    return found
+
+
+def _start_retraining(
+    schedule: str, settings: ScheduleSettings, why: Decision, scope: list[Study]
+) -> RetrainDecision:
+    """Snapshot the schedule's studies and queue the run (its augmentation first, when
+    asked for)."""
     try:
         # One transaction: a run that cannot start leaves no snapshot behind, so
         # its rankings still count as new at the next tick.
         with transaction.atomic():
-            snapshot = services.create_snapshot(include_synthetic=settings.include_synthetic)
+            snapshot = services.create_snapshot(
+                include_synthetic=settings.include_synthetic, studies=scope
+            )
             run = services.start_run(
                 snapshot,
                 encoder=settings.encoder or None,
@@ -246,12 +267,16 @@ def scheduled_step(schedule: str, settings: ScheduleSettings) -> list[RetrainDec
             busy = Decision("skip", "another scheduled step holds the retraining lock")
             return [_record(schedule, busy)]
         decisions = [settle_run(schedule, r, settings) for r in _unsettled_runs(schedule)]
-        latest = latest_snapshot()
-        new = new_rankings_since(latest, settings.include_synthetic)
+        try:
+            scope = schedule_studies(settings)
+        except (ScheduleError, StudyNotFound) as error:
+            unusable = Decision("skip", f"the schedule's studies are unusable: {error}")
+            return [*decisions, _record(schedule, unusable)]
+        new = new_rankings_of(scope, settings.include_synthetic)
         decision = retrain_decision(new, running_run_id(), settings)
         if decision.decision != "retrain":
             return [*decisions, _record(schedule, decision)]
-        return [*decisions, _start_retraining(schedule, settings, decision)]
+        return [*decisions, _start_retraining(schedule, settings, decision, scope)]
 
 
 def run_schedule(schedule: str, kwargs: dict) -> list[RetrainDecision]:

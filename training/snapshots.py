@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 
 from annotation.exports import pseudonym
 from annotation.label_sql import AggregatedLabels, aggregated_labels
@@ -298,3 +298,16 @@ def new_rankings_since(snapshot: DatasetSnapshot | None, include_synthetic: bool
         return counted_rankings_after(None, include_synthetic)
     studies = list(snapshot.studies.values_list("pk", flat=True)) or None
     return counted_rankings_after(snapshot.last_ranking_id, include_synthetic, studies)
+
+
+def new_rankings_of(studies, include_synthetic: bool = False) -> int:
+    """Rankings that count of ``studies`` (studies or ids; the default study for None)
+    stored after the newest snapshot of exactly those studies (all of them when there is
+    none): what a schedule that snapshots them waits for. Another study's rankings and
+    snapshots move nothing here."""
+    ids = study_ids(studies)
+    same = DatasetSnapshot.objects.annotate(n_studies=Count("studies")).filter(n_studies=len(ids))
+    for pk in ids:
+        same = same.filter(studies=pk)
+    last = same.order_by("-id").values_list("last_ranking_id", flat=True).first()
+    return counted_rankings_after(last, include_synthetic, ids)

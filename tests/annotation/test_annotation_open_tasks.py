@@ -16,7 +16,7 @@ def test_the_candidate_query_matches_the_open_task_index(make_tasks, annotator):
     profile = annotator("ann").profile
     with transaction.atomic():
         sql, params = (
-            _candidates(profile, timezone.now(), "uniform", None)
+            _candidates(profile, profile.study_id, timezone.now(), "uniform", None)
             .values("pk")[:1]
             .query.sql_with_params()
         )

@@ -389,7 +389,7 @@ def test_gate_passes_int8_onnx_on_minilm_and_refuses_at_zero_tolerance(
 
 
 @pytest.mark.slow
-def test_openvino_exports_fp32_and_int8_calibrated_on_local_texts(quant_dir, minilm):
+def test_openvino_exports_fp32_and_int8_calibrated_on_local_texts(quant_dir, minilm, tmp_path):
     _require_extra()
     reference = minilm.model.encode(TEXTS, convert_to_numpy=True)
     fp32 = load_encoder(
@@ -406,7 +406,7 @@ def test_openvino_exports_fp32_and_int8_calibrated_on_local_texts(quant_dir, min
     assert max(lengths) > fp32.identity.max_seq_length  # long inputs are calibrated too
     int8 = load_encoder(
         "all-MiniLM-L6-v2",
-        model_dir=quant_dir,
+        model_dir=tmp_path,  # its own: the session's copy may have other calibration texts
         device="cpu",
         backend="openvino",
         quantization="int8",

@@ -188,3 +188,36 @@ def test_the_migration_drops_old_snapshots_groups_under_k(
     assert migrated.group_labels == {"age_band": {"25-34": labels}}
     assert migrated.group_k == 2
     assert [s.slug for s in migrated.studies.all()] == ["default"]
+
+
+def test_a_schedule_counts_and_snapshots_its_own_studies_only(three_studies):
+    from training.models import RetrainDecision
+    from training.schedule_settings import ScheduleSettings
+    from training.schedules import scheduled_step
+
+    default, b = three_studies["default"], three_studies["wave-b"]
+    n_default, n_b = len(_ids(default)["rankings"]), len(_ids(b)["rankings"])
+    create_snapshot(include_synthetic=True, studies=[b])  # the newest snapshot: wave-b's
+
+    def reason(**kwargs) -> str:
+        settings = ScheduleSettings.from_kwargs(
+            {"min_new_rankings": 10**6, "include_synthetic": True, **kwargs}
+        )
+        (decision,) = scheduled_step("s", settings)
+        assert decision.decision == RetrainDecision.objects.get(pk=decision.pk).decision
+        return decision.reason
+
+    # The default study's rankings are all new: wave-b's snapshot froze none of them.
+    assert reason() == f"only {n_default} new rankings, need 1000000"
+    assert reason(studies=["wave-b"]) == "only 0 new rankings, need 1000000"
+    assert (
+        reason(studies=["default", "wave-b"])
+        == f"only {n_default + n_b} new rankings, need 1000000"
+    )
+    create_snapshot(include_synthetic=True)  # the default study's
+    assert reason() == "only 0 new rankings, need 1000000"
+    # A validation study's rankings never count: a schedule naming one skips, saying why.
+    assert "val is a validation study" in reason(studies=["val"])
+    assert "no study 'nope'" in reason(studies=["nope"])
+    with pytest.raises(Exception, match="studies must be a list of study slugs"):
+        ScheduleSettings.from_kwargs({"studies": "wave-b"})
