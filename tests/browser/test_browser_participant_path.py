@@ -33,9 +33,7 @@ SIZES = {"laptop": laptop, "phone": phone}
 
 @pytest.fixture
 def study(transactional_db, media_root, make_tasks):
-    ConsentText.objects.create(version=3, text="Day-one browser test consent.")
-    make_tasks(3, k=6, images=media_root)
-    return Study.objects.create(
+    study = Study.objects.create(
         slug="pilot",
         name="Pilot",
         platform=Study.Platform.PROLIFIC,
@@ -43,6 +41,10 @@ def study(transactional_db, media_root, make_tasks):
         completion_code="CDAY0NE",
         screen_out_code="SDAY0NE",
     )
+    # Consent and tasks are the study's own: its participants see these, not the default's.
+    ConsentText.objects.create(study=study, version=3, text="Day-one browser test consent.")
+    make_tasks(3, k=6, images=media_root, study=study)
+    return study
 
 
 class Visit:

@@ -26,9 +26,7 @@ def browser(request):
 
 @pytest.fixture
 def study(transactional_db, media_root, make_tasks):
-    ConsentText.objects.create(version=2, text="Recruitment browser test consent.")
-    make_tasks(3, k=3, images=media_root)
-    return Study.objects.create(
+    study = Study.objects.create(
         slug="wave-b",
         name="Browser wave",
         platform=Study.Platform.PROLIFIC,
@@ -36,6 +34,10 @@ def study(transactional_db, media_root, make_tasks):
         completion_code="CB0WS3R",
         screen_out_code="SB0WS3R",
     )
+    # Consent and tasks are the study's own: its participants see these, not the default's.
+    ConsentText.objects.create(study=study, version=2, text="Recruitment browser test consent.")
+    make_tasks(3, k=3, images=media_root, study=study)
+    return study
 
 
 def _wait_url(driver, path):

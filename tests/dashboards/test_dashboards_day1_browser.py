@@ -7,10 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from annotation import services
+from annotation import quality_store, services
 from tests.browser.conftest import driver, module_driver  # noqa: F401
 from tests.browser.support import NEEDS_CHROMIUM, laptop, phone, sign_in, wait_replaced
 from tests.browser.test_browser_a11y import _versions, audit, go
@@ -26,6 +27,9 @@ def staff_site(transactional_db, media_root, tmp_path):
     _versions(tmp_path)  # v1 active, v2 a candidate, both evaluated on one snapshot
     staff = get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
     services.get_profile(staff)
+    # The page serves the stored report and never computes one; store it as a real
+    # deployment's default-queue worker would (annotation.tasks.refresh_quality_report).
+    quality_store.refresh(True, settings.STEREORANK["QUALITY_N_BOOT"])
     return staff
 
 
