@@ -60,23 +60,35 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _a_broker_per_xdist_worker():
+def _a_broker_and_cache_per_xdist_worker():
     """Under pytest-xdist, each pytest worker queues Celery tasks on a Redis database of
     its own (db 1 + its index), so a live Celery worker started by one test never takes a
-    task another pytest worker's test queued against another test database."""
+    task another pytest worker's test queued against another test database; and its
+    Django cache is a Redis database of its own (db 15 - its index), so one worker's
+    ``cache.clear()`` never drops the locks and pages another worker's test just wrote."""
     index = os.environ.get("PYTEST_XDIST_WORKER", "")[2:]
     if not index.isdigit() or not settings.CELERY_BROKER_URL.startswith("redis"):
         yield
         return
     from urllib.parse import urlsplit, urlunsplit
 
+    from django.test.utils import override_settings
+
     from web.celery import app
 
-    own = urlunsplit(urlsplit(settings.CELERY_BROKER_URL)._replace(path=f"/{1 + int(index)}"))
+    def on_db(url: str, db: int) -> str:
+        return urlunsplit(urlsplit(url)._replace(path=f"/{db}"))
+
+    own = on_db(settings.CELERY_BROKER_URL, 1 + int(index))
     before = settings.CELERY_BROKER_URL, settings.CELERY_RESULT_BACKEND
     settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = own
     app.conf.broker_url = app.conf.result_backend = own
-    yield
+    caches = {name: dict(conf) for name, conf in settings.CACHES.items()}
+    if caches["default"]["BACKEND"].endswith("RedisCache"):
+        caches["default"]["LOCATION"] = on_db(caches["default"]["LOCATION"], 15 - int(index))
+    # override_settings sends setting_changed, which rebuilds django.core.cache.caches
+    with override_settings(CACHES=caches):
+        yield
     settings.CELERY_BROKER_URL, settings.CELERY_RESULT_BACKEND = before
     app.conf.broker_url, app.conf.result_backend = before
 
