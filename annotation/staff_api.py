@@ -277,6 +277,10 @@ class QualityView(APIView):
             n_boot = settings.STEREORANK["QUALITY_N_BOOT"]
         if not 0 <= n_boot <= MAX_N_BOOT:
             raise ParseError(f"n_boot: {n_boot} is not between 0 and {MAX_N_BOOT}.")
+        page = _int_param(request, "page")
+        page = 1 if page is None else page
+        if page < 1:
+            raise ParseError(f"page: {page} is not a page number (1 and up).")
         synthetic = bool(query_flag(request, "include_synthetic"))
         try:
             study = studies.resolve(request.query_params.get("study"))
@@ -287,10 +291,6 @@ class QualityView(APIView):
             detail = "The quality report is being computed; ask again shortly."
             body = {"detail": detail, **served.as_dict()}
             return Response(body, status=status.HTTP_202_ACCEPTED)
-        page = _int_param(request, "page")
-        page = 1 if page is None else page
-        if page < 1:
-            raise ParseError(f"page: {page} is not a page number (1 and up).")
         return Response(served.as_dict(served.annotator_page(page)))
 
 

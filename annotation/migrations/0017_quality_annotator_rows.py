@@ -11,29 +11,45 @@ def forget_stored_reports(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0016_quality_report_per_study'),
+        ("annotation", "0016_quality_report_per_study"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='QualityAnnotatorRow',
+            name="QualityAnnotatorRow",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField(help_text='Its place in pseudonym order.')),
-                ('tasks', models.IntegerField()),
-                ('gold_score', models.FloatField(null=True)),
-                ('check_pass_rate', models.FloatField(null=True)),
-                ('consensus_rho', models.FloatField(null=True)),
-                ('median_seconds', models.FloatField(null=True)),
-                ('untouched_rate', models.FloatField(null=True)),
-                ('status', models.CharField(max_length=20)),
-                ('row', models.JSONField()),
-                ('report', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='rows', to='annotation.qualityreport')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "position",
+                    models.PositiveIntegerField(help_text="Its place in pseudonym order."),
+                ),
+                ("tasks", models.IntegerField()),
+                ("gold_score", models.FloatField(null=True)),
+                ("check_pass_rate", models.FloatField(null=True)),
+                ("consensus_rho", models.FloatField(null=True)),
+                ("median_seconds", models.FloatField(null=True)),
+                ("untouched_rate", models.FloatField(null=True)),
+                ("status", models.CharField(max_length=20)),
+                ("row", models.JSONField()),
+                (
+                    "report",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="rows",
+                        to="annotation.qualityreport",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('report', 'position'), name='one_row_per_place')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("report", "position"), name="one_row_per_place")
+                ],
             },
         ),
         migrations.RunPython(forget_stored_reports, migrations.RunPython.noop),
