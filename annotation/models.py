@@ -12,7 +12,7 @@ from django.db.models import Q
 
 from .quality.gold import GoldReference
 from .quality.records import PREFER_NOT_TO_SAY
-from .report_models import QualityReport  # noqa: F401
+from .report_models import QualityAnnotatorRow, QualityReport  # noqa: F401
 
 # The study's own models (recruitment, quotas, erasure records) live in a module of their
 # own, which imports nothing from here; imported so that Django registers them with the app.

@@ -8,6 +8,11 @@ or the staff API is served a study's stored report with the time it was computed
 when the data has moved on since, it is still served (marked stale) and a refresh is
 queued once per version (stale while revalidate). Nothing is computed in a request;
 ``quality --json`` computes directly.
+
+What a view reads does not grow with the study: the data version is a handful of index
+probes and counts over annotators (``selectors.quality_data_version``), and the annotator
+table is stored as rows of its own (``QualityAnnotatorRow``), so a view reads the page of
+them it shows, sorted in SQL, not every annotator's.
 """
 
 from __future__ import annotations
@@ -21,18 +26,32 @@ from datetime import datetime
 from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
+from django.core.paginator import Page, Paginator
 from django.db import transaction
-from django.db.models import OuterRef, Subquery
+from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from . import selectors, studies
 from .models import AnnotatorProfile, StatusChange
-from .report_models import QualityReport
+from .report_models import QualityAnnotatorRow, QualityReport
 from .study_models import Study
 
 REFRESH_TASK = "annotation.tasks.refresh_quality_report"
 # One refresh queued per kind and data version within this time (a lost one is retried).
 REFRESH_LOCK_SECONDS = 10 * 60
+# Annotator rows a page of the dashboard or the API shows.
+PAGE_SIZE = 100
+# The annotator table's sortable columns (``pseudonym``: the rows' stored order).
+SORTABLE = (
+    "pseudonym",
+    "tasks",
+    "gold_score",
+    "check_pass_rate",
+    "consensus_rho",
+    "median_seconds",
+    "untouched_rate",
+    "status",
+)
 
 
 def data_version(study: Study) -> str:
@@ -46,19 +65,49 @@ def data_version(study: Study) -> str:
 
 @dataclass(frozen=True)
 class Served:
-    """What a page or the API shows: the stored report (``None`` until one is computed),
-    when it was computed, and whether the data has changed since (a refresh is queued)."""
+    """What a page or the API shows: the stored report's figures (``None`` until one is
+    computed; its annotator rows are read a page at a time, ``annotator_page``), when it
+    was computed, and whether the data has changed since (a refresh is queued)."""
 
     report: dict | None
     computed_at: datetime | None
     data_version: str | None
     stale: bool
+    stored: QualityReport | None = None
 
-    def as_dict(self) -> dict:
-        """The report with ``computed_at``, ``data_version`` and ``stale`` beside it."""
+    def annotator_page(
+        self, number: int | str | None = 1, column: str = "pseudonym", descending: bool = False
+    ) -> Page:
+        """One page of ``PAGE_SIZE`` annotator rows sorted by ``column`` (one of
+        ``SORTABLE``, else pseudonym; undefined figures last, ties in pseudonym order). A
+        stale report's rows carry each annotator's status as it is now."""
+        rows = QualityAnnotatorRow.objects.filter(report=self.stored)
+        if column in SORTABLE and column != "pseudonym":
+            key = F(column).desc(nulls_last=True) if descending else F(column).asc(nulls_last=True)
+            rows = rows.order_by(key, "position")
+        else:
+            rows = rows.order_by("-position" if descending else "position")
+        page = Paginator(rows.values_list("row", flat=True), PAGE_SIZE).get_page(number)
+        shown = list(page.object_list)
+        page.object_list = current_statuses(shown) if self.stale else shown
+        return page
+
+    def as_dict(self, page: Page | None = None) -> dict:
+        """The report with ``computed_at``, ``data_version`` and ``stale`` beside it, and the
+        annotator rows of ``page`` (``annotator_page``: the first when not given) with
+        ``annotators_page``, ``annotators_pages`` and ``annotators_count``."""
         at = self.computed_at.isoformat() if self.computed_at else None
         meta = {"computed_at": at, "data_version": self.data_version, "stale": self.stale}
-        return {**(self.report or {}), **meta}
+        if self.stored is None:
+            return {**(self.report or {}), **meta}
+        page = page or self.annotator_page()
+        rows = {
+            "annotators": list(page.object_list),
+            "annotators_page": page.number,
+            "annotators_pages": page.paginator.num_pages,
+            "annotators_count": page.paginator.count,
+        }
+        return {**self.report, **rows, **meta}
 
 
 def stored(study: Study, include_synthetic: bool, n_boot: int) -> QualityReport | None:
@@ -68,13 +117,9 @@ def stored(study: Study, include_synthetic: bool, n_boot: int) -> QualityReport 
     ).first()
 
 
-def served_report(
-    include_synthetic: bool, n_boot: int, *, study: Study | None = None, statuses: bool = True
-) -> Served:
+def served_report(include_synthetic: bool, n_boot: int, *, study: Study | None = None) -> Served:
     """The study's (the default one unless given) stored report, never computed here; a
-    refresh is queued when it is missing or describes older data. A stale report's
-    annotator rows carry their current status (``current_statuses``) unless ``statuses``
-    is false (a page that shows a few rows reads them for those rows only)."""
+    refresh is queued when it is missing or describes older data."""
     study = study or studies.default_study()
     version = data_version(study)
     row = stored(study, include_synthetic, n_boot)
@@ -83,10 +128,7 @@ def served_report(
         queue_refresh(study, include_synthetic, n_boot, version)
     if row is None:
         return Served(None, None, None, True)
-    report = row.report
-    if not fresh and statuses:
-        report = {**report, "annotators": current_statuses(report.get("annotators", []))}
-    return Served(report, row.computed_at, row.data_version, not fresh)
+    return Served(row.report, row.computed_at, row.data_version, not fresh, row)
 
 
 def current_statuses(rows: list[dict]) -> list[dict]:
@@ -141,18 +183,30 @@ def refresh(include_synthetic: bool, n_boot: int, study: Study | None = None) ->
         return row
     start = time.perf_counter()
     report = quality_report(include_synthetic, n_boot=n_boot, study=study)
-    row, _ = QualityReport.objects.update_or_create(
-        study=study,
-        include_synthetic=include_synthetic,
-        n_boot=n_boot,
-        defaults={
-            "data_version": version,
-            "computed_at": timezone.now(),
-            "seconds": time.perf_counter() - start,
-            "report": report,
-        },
-    )
+    annotators = report.pop("annotators")
+    with transaction.atomic():
+        row, _ = QualityReport.objects.update_or_create(
+            study=study,
+            include_synthetic=include_synthetic,
+            n_boot=n_boot,
+            defaults={
+                "data_version": version,
+                "computed_at": timezone.now(),
+                "seconds": time.perf_counter() - start,
+                "report": report,
+            },
+        )
+        row.rows.all().delete()
+        QualityAnnotatorRow.objects.bulk_create(
+            (annotator_row(row, n, a) for n, a in enumerate(annotators)), batch_size=2000
+        )
     return row
+
+
+def annotator_row(report: QualityReport, position: int, row: dict) -> QualityAnnotatorRow:
+    """One stored row of the report's annotator table (``row``: in pseudonym order)."""
+    columns = {c: row[c] for c in SORTABLE if c != "pseudonym"}
+    return QualityAnnotatorRow(report=report, position=position, row=row, **columns)
 
 
 def forget_all() -> None:

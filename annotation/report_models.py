@@ -32,3 +32,29 @@ class QualityReport(models.Model):
 
     def __str__(self) -> str:
         return f"quality report ({self.n_boot} draws) of {self.computed_at:%Y-%m-%d %H:%M}"
+
+
+class QualityAnnotatorRow(models.Model):
+    """One annotator's row of a stored quality report (``quality_report.ANNOTATOR_COLUMNS``
+    and more, in ``row``), kept beside the report rather than inside its JSON so that a
+    page or the API reads the rows it shows, in any order, and not every annotator's;
+    the sortable figures are columns (``None`` where undefined)."""
+
+    report = models.ForeignKey(QualityReport, on_delete=models.CASCADE, related_name="rows")
+    position = models.PositiveIntegerField(help_text="Its place in pseudonym order.")
+    tasks = models.IntegerField()
+    gold_score = models.FloatField(null=True)
+    check_pass_rate = models.FloatField(null=True)
+    consensus_rho = models.FloatField(null=True)
+    median_seconds = models.FloatField(null=True)
+    untouched_rate = models.FloatField(null=True)
+    status = models.CharField(max_length=20)
+    row = models.JSONField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["report", "position"], name="one_row_per_place")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.row.get('pseudonym', '?')} in {self.report}"

@@ -24,8 +24,8 @@ from django.db.models import (
     Count,
     Exists,
     F,
+    Func,
     IntegerField,
-    Max,
     OuterRef,
     Q,
     QuerySet,
@@ -351,17 +351,35 @@ def recent_status_changes(study: Study, limit: int = 20) -> QuerySet[StatusChang
 def quality_data_version(study: Study) -> str:
     """A token that changes when what the study's quality report reads changes: its
     rankings, statuses, consents, gold and check tasks (edits of a reference in place
-    aside); another study's data leaves it as it is."""
-    rankings = Ranking.objects.filter(task__study=study).aggregate(n=Count("pk"), last=Max("pk"))
-    changes = StatusChange.objects.filter(annotator__study=study).aggregate(last=Max("pk"))
-    consents = Consent.objects.filter(annotator__study=study).aggregate(
-        n=Count("pk"), withdrawn=Count("withdrawn_at")
-    )
-    tasks = RankingTask.objects.filter(study=study).aggregate(
-        gold=Count("pk", filter=Q(is_gold=True)), checks=Count("check_item"), last=Max("pk")
-    )
-    parts = (rankings, changes, consents, tasks)
-    return "-".join(str(v) for part in parts for v in part.values())
+    aside); another study's data leaves it as it is.
+
+    Read on every view of a stored report, so it is one query of index probes (and a count
+    of withdrawn consents), never a pass over the study's rankings or tasks: rankings,
+    status changes and consents are only ever added (the newest id moves), except by an
+    erasure, which withdraws the consent (counted) and is a row itself (the newest id
+    moves); a task turned gold or given a check card moves the count of those (indexed:
+    ``is_gold``, ``check_item``)."""
+
+    def newest(rows: QuerySet) -> Subquery:
+        return Subquery(rows.order_by("-pk").values("pk")[:1])
+
+    def count(rows: QuerySet) -> Subquery:
+        return Subquery(rows.order_by().annotate(n=Func(F("pk"), function="COUNT")).values("n"))
+
+    tasks = RankingTask.objects.filter(study=OuterRef("pk"))
+    consents = Consent.objects.filter(annotator__study=OuterRef("pk"))
+    parts = {
+        "ranking": newest(Ranking.objects.filter(task__study=OuterRef("pk"))),
+        "change": newest(StatusChange.objects.filter(annotator__study=OuterRef("pk"))),
+        "consent": newest(consents),
+        "withdrawn": count(consents.filter(withdrawn_at__isnull=False)),
+        "gold": count(tasks.filter(is_gold=True)),
+        "checks": count(tasks.filter(check_item__isnull=False)),
+        "task": newest(tasks),
+        "erasure": newest(Erasure.objects.all()),
+    }
+    row = Study.objects.filter(pk=study.pk).annotate(**parts).values(*parts).get()
+    return "-".join(str(row[name]) for name in parts)
 
 
 def annotators() -> QuerySet[AnnotatorProfile]:

@@ -230,7 +230,12 @@ class QualityReportSerializer(serializers.Serializer):
         help_text="{K: shown x final table, chi2 test, untouched rate and binomial test, "
         "mean shown-final tau}"
     )
-    annotators = AnnotatorQualitySerializer(many=True)
+    annotators = AnnotatorQualitySerializer(
+        many=True, help_text="One page of the annotator table, in pseudonym order."
+    )
+    annotators_page = serializers.IntegerField(help_text="The page shown (the last if past it).")
+    annotators_pages = serializers.IntegerField()
+    annotators_count = serializers.IntegerField(help_text="Annotators in the whole table.")
     policy = serializers.DictField(help_text="The exclusion rule in force.")
     computed_at = serializers.DateTimeField(help_text="When the stored report was computed.")
     data_version = serializers.CharField(help_text="The version of the data it describes.")
@@ -241,7 +246,7 @@ class QualityReportSerializer(serializers.Serializer):
 
 class QualityView(APIView):
     """One study's (``?study=slug``, default the default one) agreement (W, alpha; per
-    occupation and group), position bias, the annotator table.
+    occupation and group), position bias, the annotator table a page at a time (``?page=``).
 
     Served from the stored report with the time it was computed (``computed_at``) and
     whether the data changed since (``stale``: a refresh is queued); 202 while the first
@@ -258,6 +263,11 @@ class QualityView(APIView):
                 {"type": "integer", "minimum": 0, "maximum": MAX_N_BOOT},
                 description="Bootstrap draws of the intervals (default: the setting).",
             ),
+            OpenApiParameter(
+                "page",
+                {"type": "integer", "minimum": 1},
+                description="The annotator table's page (default 1).",
+            ),
         ],
         responses={200: QualityReportSerializer, 202: OpenApiTypes.OBJECT},
     )
@@ -267,6 +277,10 @@ class QualityView(APIView):
             n_boot = settings.STEREORANK["QUALITY_N_BOOT"]
         if not 0 <= n_boot <= MAX_N_BOOT:
             raise ParseError(f"n_boot: {n_boot} is not between 0 and {MAX_N_BOOT}.")
+        page = _int_param(request, "page")
+        page = 1 if page is None else page
+        if page < 1:
+            raise ParseError(f"page: {page} is not a page number (1 and up).")
         synthetic = bool(query_flag(request, "include_synthetic"))
         try:
             study = studies.resolve(request.query_params.get("study"))
@@ -277,7 +291,7 @@ class QualityView(APIView):
             detail = "The quality report is being computed; ask again shortly."
             body = {"detail": detail, **served.as_dict()}
             return Response(body, status=status.HTTP_202_ACCEPTED)
-        return Response(served.as_dict())
+        return Response(served.as_dict(served.annotator_page(page)))
 
 
 class ValidationReportView(APIView):

@@ -24,6 +24,14 @@ time is printed).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/anything \\
         .venv/bin/python benchmarks/scale.py --sizes 10000,100000
+
+``--db NAME`` names the databases (``NAME_template``, ``NAME_<size>``); ``--reuse``
+keeps a size's database once built (the measurements run on it again: a stored
+quality report is deleted before the report is timed). ``--only`` picks measurements
+(``quality,dashboard``: the report, then the page and ``/api/staff/quality/`` served
+from it). ``--compare TREE`` times the chosen measurements with another checkout's
+code too (a worktree of the commit before a change), alternately on the same
+database, so a before/after ratio comes from one run on one load.
 """
 
 from __future__ import annotations
@@ -31,8 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -40,12 +46,10 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from _common import ROOT, load
+from scale_measure import api_figures, child
 
 CHILD_MEASURES = ("snapshot", "quality", "perspective", "export_rankings", "export_pairs")
-
-
-def rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+MEASURES = (*CHILD_MEASURES, "api", "dashboard")
 
 
 def database_url(name: str) -> str:
@@ -72,267 +76,139 @@ def environment(db: str) -> dict:
     }
 
 
-def setup_django(db: str) -> None:
-    os.environ.update(environment(db))
-    sys.path.insert(0, str(ROOT))
-    import django
+def exists(db: str) -> bool:
+    import psycopg
 
-    django.setup()
-
-
-# ---- the children: one measurement each, in a fresh process ----------------------
+    with psycopg.connect(database_url("postgres"), autocommit=True) as conn:
+        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db,)).fetchone()
+    return found is not None
 
 
-def child(what: str, draws: int) -> dict:
-    before = rss_mb()
-    start = time.perf_counter()
-    out: dict = {}
-    if what == "snapshot":
-        from training.snapshots import create_snapshot
-
-        out["examples"] = create_snapshot().example_count
-    elif what == "quality":
-        from annotation import quality_store
-
-        out["draws"] = draws
-        out["n_rankings"] = quality_store.refresh(False, draws).report["n_rankings"]
-    elif what == "perspective":
-        out.update(perspective())
-    else:
-        from annotation.exports import jsonl_lines, pair_rows, ranking_rows
-
-        rows = ranking_rows() if what == "export_rankings" else pair_rows()
-        out["lines"] = out["bytes"] = 0
-        for line in jsonl_lines(rows):
-            out["lines"] += 1
-            out["bytes"] += len(line)
-    return {**out, "seconds": time.perf_counter() - start, "peak_mb": rss_mb(), "base_mb": before}
-
-
-def perspective() -> dict:
-    from django.conf import settings
-
-    from annotation.quality.records import group_of
-    from training.ml.alignment import RankedList
-    from training.ml.alignment_report import perspective_report
-    from training.models import DatasetSnapshot
-    from training.perspectives import _study
-
-    snapshot = DatasetSnapshot.objects.latest("pk")
-    rankings, item_prompt, texts, eval_prompts = _study(snapshot)
-    scores = {item: (item % 13) / 13 for item in texts}
-    ranked = [
-        RankedList(rid, annotator, tuple(order), group_of(demo or {}, "age_band"), occupation)
-        for rid, annotator, order, demo, occupation in rankings
-    ]
-    report = perspective_report(
-        ranked, item_prompt, scores, k=settings.STEREORANK["GROUP_K"], prompts=eval_prompts
-    )
-    return {"rankings": len(ranked), "groups": len(report.groups)}
-
-
-# ---- the parent: API and dashboard in process -----------------------------------
-
-
-def backend_cpu(connection) -> float:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        (pid,) = cursor.fetchone()
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def timed(connection, call) -> tuple[object, dict]:
-    from django.test.utils import CaptureQueriesContext
-
-    cpu, db_cpu, start = time.process_time(), backend_cpu(connection), time.perf_counter()
-    with CaptureQueriesContext(connection) as queries:
-        result = call()
-    wall = time.perf_counter() - start
-    db = backend_cpu(connection) - db_cpu
-    return result, {
-        "ms": wall * 1000,
-        "sql": len(queries),
-        "cpu_ms": (time.process_time() - cpu + db) * 1000,
-    }
-
-
-def summary(samples: list[dict]) -> dict:
-    ms = [s["ms"] for s in samples]
-    q = statistics.quantiles(ms, n=20) if len(ms) > 1 else ms * 19
-    return {
-        "p50_ms": statistics.median(ms),
-        "p95_ms": q[18],
-        "sql": statistics.median(s["sql"] for s in samples),
-        "cpu_ms": statistics.median(s["cpu_ms"] for s in samples),
-    }
-
-
-def api_figures(requests: int, bar) -> dict:
-    from django.db import connection
-    from rest_framework.authtoken.models import Token
-    from rest_framework.test import APIClient
-
-    from annotation.models import AnnotatorProfile
-
-    profiles = list(AnnotatorProfile.objects.select_related("user").order_by("pk")[:requests])
-    nexts, submits = [], []
-    for profile in profiles:
-        token, _ = Token.objects.get_or_create(user=profile.user)
-        client = APIClient(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Token {token.key}")
-        response, figures = timed(connection, lambda c=client: c.post("/api/tasks/next/"))
-        assert response.status_code == 200, response.content
-        nexts.append(figures)
-        task = response.json()
-        order = [item["id"] for item in task["items"]][::-1]
-        response, figures = timed(
-            connection,
-            lambda c=client, t=task, order=order: c.post(
-                f"/api/tasks/{t['id']}/ranking/",
-                {"order": order, "seconds_spent": 12},
-                format="json",
-            ),
-        )
-        assert response.status_code == 201, response.content
-        submits.append(figures)
-        bar.update(1)
-    return {"next_task": summary(nexts), "submit": summary(submits)}
-
-
-def dashboard_figures(tries: int = 10) -> dict:
-    from django.contrib.auth import get_user_model
-    from django.test import Client
-
-    from annotation.models import QualityReport
-
-    staff = get_user_model().objects.create_user("bench-staff", is_staff=True)
-    client = Client(HTTP_HOST="localhost")
-    client.force_login(staff)
-    samples = []
-    for _ in range(tries):
-        start = time.perf_counter()
-        response = client.get("/dashboards/quality/")
-        samples.append((time.perf_counter() - start) * 1000)
-        assert response.status_code == 200, response.status_code
-    stored = QualityReport.objects.get()
-    return {
-        "p50_ms": statistics.median(samples),
-        "max_ms": max(samples),
-        "report_kb": len(json.dumps(stored.report)) / 1024,
-    }
+def measure(what: str, size: int, args, db: str, root: Path = ROOT) -> dict:
+    """One measurement in a child process running ``root``'s code."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", what, f"--draws={draws_for(size, args)}",
+         "--root", str(root)],
+        env=environment(db),
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )  # fmt: skip
+    if out.returncode:
+        sys.exit(f"scale: {what} at {size} ({root}) failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.splitlines()[-1])
 
 
 def run_size(size: int, args, template: str) -> dict:
     from tqdm import tqdm
 
-    db = "bench_scale"
+    db = f"{args.db}_{size}"
+    only = args.only.split(",") if args.only else list(MEASURES)
+    figures: dict = {"rankings": size}
+    reuse = args.reuse and exists(db)
+    steps = (0 if reuse else 11) + len(only) * (2 if args.compare else 1)
+    if "api" in only:
+        steps += args.requests - 1
+    with tqdm(total=steps, desc=f"{size:,} rankings", file=sys.stderr) as bar:
+        if reuse:  # migrations added since it was built
+            subprocess.run(
+                [sys.executable, "manage.py", "migrate", "--no-input", "-v0"],
+                env=environment(db),
+                check=True,
+                cwd=ROOT,
+            )
+        else:
+            build_database(size, db, template, figures, bar)
+        for what in (w for w in only if w != "api"):
+            figures[what] = measure(what, size, args, db)
+            bar.update(1)
+            if args.compare:
+                figures[f"{what}_compare"] = measure(what, size, args, db, Path(args.compare))
+                bar.update(1)
+        if "api" in only:
+            os.environ.update(environment(db))
+            setup_django_from_env()
+            from django.db import connection
+
+            figures.update(api_figures(args.requests, bar))
+            connection.close()
+    return figures
+
+
+def build_database(size: int, db: str, template: str, figures: dict, bar) -> None:
     admin(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
     admin(f"CREATE DATABASE {db} TEMPLATE {template}")
-    figures: dict = {"rankings": size}
-    steps = 11 + args.requests + len(CHILD_MEASURES)
-    with tqdm(total=steps, desc=f"{size:,} rankings", file=sys.stderr) as bar:
-        start = time.perf_counter()
-        script = f"""
+    start = time.perf_counter()
+    script = f"""
 import sys; sys.path.insert(0, {str(ROOT / "benchmarks")!r}); sys.path.insert(0, {str(ROOT)!r})
 import django, json; django.setup()
 from scale_build import build
 print(json.dumps(build({size}, lambda name: print("step", name, flush=True))))
 """
-        proc = subprocess.Popen(
-            [sys.executable, "-c", script],
-            env=environment(db),
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-        )
-        for line in proc.stdout:
-            if line.startswith("step"):
-                bar.update(1)
-            elif line.startswith("{"):
-                figures["built"] = json.loads(line)
-        if proc.wait():
-            sys.exit(f"scale: building {size} rankings failed")
-        figures["build_s"] = time.perf_counter() - start
-        for what in CHILD_MEASURES:
-            out = subprocess.run(
-                [sys.executable, __file__, "--child", what, f"--draws={draws_for(size, args)}"],
-                env=environment(db),
-                capture_output=True,
-                text=True,
-                cwd=ROOT,
-            )
-            if out.returncode:
-                sys.exit(f"scale: {what} at {size} failed:\n{out.stderr[-3000:]}")
-            figures[what] = json.loads(out.stdout.splitlines()[-1])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        env=environment(db),
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    for line in proc.stdout:
+        if line.startswith("step"):
             bar.update(1)
-        os.environ.update(environment(db))
-        setup_django_from_env()
-        from django.db import connection
-
-        figures.update(api_figures(args.requests, bar))
-        figures["dashboard"] = dashboard_figures()
-        connection.close()
-    return figures
+        elif line.startswith("{"):
+            figures["built"] = json.loads(line)
+    if proc.wait():
+        sys.exit(f"scale: building {size} rankings failed")
+    figures["build_s"] = time.perf_counter() - start
 
 
 def draws_for(size: int, args) -> int:
     return args.draws if size <= args.full_draws_up_to else args.big_draws
 
 
+def _s_mb(key: str):
+    return lambda r: f"{r[key]['seconds']:.1f}, {r[key]['peak_mb']:.0f}"
+
+
+def _ms(key: str, sub: str):
+    return lambda r: f"{r[key][sub]['p50_ms']:.0f} / {r[key][sub]['p95_ms']:.0f}"
+
+
+ROWS = (
+    ("build (s)", "build_s", lambda r: f"{r['build_s']:.0f}"),
+    ("next-task p50 / p95 (ms)", "next_task",
+     lambda r: f"{r['next_task']['p50_ms']:.1f} / {r['next_task']['p95_ms']:.1f}"),
+    ("next-task SQL, CPU (ms)", "next_task",
+     lambda r: f"{r['next_task']['sql']:.0f}, {r['next_task']['cpu_ms']:.1f}"),
+    ("submit p50 / p95 (ms)", "submit",
+     lambda r: f"{r['submit']['p50_ms']:.1f} / {r['submit']['p95_ms']:.1f}"),
+    ("submit SQL, CPU (ms)", "submit",
+     lambda r: f"{r['submit']['sql']:.0f}, {r['submit']['cpu_ms']:.1f}"),
+    ("snapshot (s, peak MB)", "snapshot", _s_mb("snapshot")),
+    ("quality report (draws: s, peak MB)", "quality",
+     lambda r: f"{r['quality']['draws']}: {r['quality']['seconds']:.1f}, "
+     f"{r['quality']['peak_mb']:.0f}"),
+    ("quality page p50 / p95 (ms)", "dashboard", _ms("dashboard", "page")),
+    ("quality page sorted, page 3 (ms)", "dashboard", _ms("dashboard", "page_sorted")),
+    ("/api/staff/quality/ p50 / p95 (ms)", "dashboard", _ms("dashboard", "api")),
+    ("perspective, one field (s, peak MB)", "perspective", _s_mb("perspective")),
+    ("export rankings (s, peak MB)", "export_rankings", _s_mb("export_rankings")),
+    ("export pairs (s, peak MB)", "export_pairs", _s_mb("export_pairs")),
+)  # fmt: skip
+
+
 def table(results: list[dict]) -> None:
-    rows = [
-        ("build (s)", lambda r: f"{r['build_s']:.0f}"),
-        (
-            "next-task p50 / p95 (ms)",
-            lambda r: f"{r['next_task']['p50_ms']:.1f} / {r['next_task']['p95_ms']:.1f}",
-        ),
-        (
-            "next-task SQL, CPU (ms)",
-            lambda r: f"{r['next_task']['sql']:.0f}, {r['next_task']['cpu_ms']:.1f}",
-        ),
-        (
-            "submit p50 / p95 (ms)",
-            lambda r: f"{r['submit']['p50_ms']:.1f} / {r['submit']['p95_ms']:.1f}",
-        ),
-        (
-            "submit SQL, CPU (ms)",
-            lambda r: f"{r['submit']['sql']:.0f}, {r['submit']['cpu_ms']:.1f}",
-        ),
-        (
-            "snapshot (s, peak MB)",
-            lambda r: f"{r['snapshot']['seconds']:.1f}, {r['snapshot']['peak_mb']:.0f}",
-        ),
-        (
-            "quality report (draws: s, peak MB)",
-            lambda r: (
-                f"{r['quality']['draws']}: {r['quality']['seconds']:.1f}, "
-                f"{r['quality']['peak_mb']:.0f}"
-            ),
-        ),
-        (
-            "quality dashboard p50 / max (ms)",
-            lambda r: f"{r['dashboard']['p50_ms']:.0f} / {r['dashboard']['max_ms']:.0f}",
-        ),
-        (
-            "perspective, one field (s, peak MB)",
-            lambda r: f"{r['perspective']['seconds']:.1f}, {r['perspective']['peak_mb']:.0f}",
-        ),
-        (
-            "export rankings (s, peak MB)",
-            lambda r: (
-                f"{r['export_rankings']['seconds']:.1f}, {r['export_rankings']['peak_mb']:.0f}"
-            ),
-        ),
-        (
-            "export pairs (s, peak MB)",
-            lambda r: f"{r['export_pairs']['seconds']:.1f}, {r['export_pairs']['peak_mb']:.0f}",
-        ),
-    ]
+    """The figures of every size, and those of ``--compare``'s code under them."""
     print(f"{'':38}" + "".join(f"{r['rankings']:>18,}" for r in results))
-    for name, cell in rows:
-        print(f"{name:38}" + "".join(f"{cell(r):>18}" for r in results))
-    base = min(r["export_rankings"]["base_mb"] for r in results)
-    print(f"(a child's memory with Django loaded, before measuring: about {base:.0f} MB)")
+    for suffix, label in (("", ""), ("_compare", " [compare]")):
+        for name, key, cell in ROWS:
+            present = [r for r in results if key + suffix in r]
+            if len(present) == len(results):
+                shifted = [{**r, key: r[key + suffix]} for r in results]
+                print(f"{name + label:38}" + "".join(f"{cell(r):>18}" for r in shifted))
+    bases = [r[k]["base_mb"] for r in results for k in ("quality", "snapshot") if k in r]
+    if bases:
+        print(f"(a child's memory with Django loaded, before measuring: about {min(bases):.0f} MB)")
 
 
 def main() -> None:
@@ -342,25 +218,34 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=1000, help="quality bootstrap draws")
     parser.add_argument("--full-draws-up-to", type=int, default=100_000)
     parser.add_argument("--big-draws", type=int, default=100, help="draws past that size")
-    parser.add_argument("--child", choices=CHILD_MEASURES, help=argparse.SUPPRESS)
+    parser.add_argument("--db", default="bench_scale", help="database name prefix")
+    parser.add_argument("--reuse", action="store_true", help="keep a size's built database")
+    parser.add_argument("--only", help=f"comma-separated, of {','.join(MEASURES)}")
+    parser.add_argument("--compare", help="another checkout whose code is timed too")
+    parser.add_argument("--child", choices=MEASURES, help=argparse.SUPPRESS)
+    parser.add_argument("--root", default=str(ROOT), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        setup_django_from_env()
+        setup_django_from_env(Path(args.root))
         print(json.dumps(child(args.child, args.draws)))
         return
+    unknown = set(args.only.split(",") if args.only else ()) - set(MEASURES)
+    if unknown:
+        parser.error(f"--only: unknown {sorted(unknown)}; choose from {', '.join(MEASURES)}")
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         sys.exit("scale: set DATABASE_URL to a PostgreSQL server (databases bench_scale* are made)")
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"load average before: {load()}", flush=True)
-    template = "bench_scale_template"
-    admin(f"DROP DATABASE IF EXISTS {template} WITH (FORCE)")
-    admin(f"CREATE DATABASE {template}")
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--no-input", "-v0"],
-        env=environment(template),
-        check=True,
-        cwd=ROOT,
-    )
+    template = f"{args.db}_template"
+    if not (args.reuse and all(exists(f"{args.db}_{size}") for size in sizes)):
+        admin(f"DROP DATABASE IF EXISTS {template} WITH (FORCE)")
+        admin(f"CREATE DATABASE {template}")
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--no-input", "-v0"],
+            env=environment(template),
+            check=True,
+            cwd=ROOT,
+        )
     results = []
     for size in sizes:
         start = time.perf_counter()
@@ -377,8 +262,8 @@ def main() -> None:
         print(json.dumps(r))
 
 
-def setup_django_from_env() -> None:
-    sys.path.insert(0, str(ROOT))
+def setup_django_from_env(root: Path = ROOT) -> None:
+    sys.path.insert(0, str(root))
     import django
 
     django.setup()

@@ -187,6 +187,7 @@ def test_staff_api_serves_the_report_and_refuses_others(study, annotator):
     quality_store.refresh(False, 20)  # what the default queue's worker does
     body = staff.get("/api/staff/quality/?n_boot=20").json()
     assert body.pop("stale") is False and body.pop("computed_at") and body.pop("data_version")
+    assert [body.pop(f"annotators_{k}") for k in ("page", "pages", "count")] == [1, 1, 4]
     assert body == quality_report(n_boot=20)
     assert staff.get("/api/staff/quality/?n_boot=-5").status_code == 400
     assert staff.get("/api/staff/quality/?n_boot=many").status_code == 400

@@ -135,9 +135,8 @@ def test_each_study_has_its_own_stored_report_and_neither_leaks(
     assert (mine["study"], mine["n_rankings"]) == ("default", 6)
     assert (theirs["study"], theirs["n_rankings"]) == ("wave-b", 2)
     names = {p: pseudonym(p.user_id) for p in ranked["profiles"] + second_study["profiles"]}
-    shown = {
-        s: {r["pseudonym"] for r in rep["annotators"]} for s, rep in (("d", mine), ("b", theirs))
-    }
+    pages = (("d", served()), ("b", quality_store.served_report(False, 30, study=b)))
+    shown = {s: {r["pseudonym"] for r in rep.annotator_page().object_list} for s, rep in pages}
     assert shown["d"] == {names[p] for p in ranked["profiles"]}
     assert shown["b"] == {names[p] for p in second_study["profiles"]}
     # a new ranking in wave-b moves only wave-b's data version: the default's stays fresh
@@ -177,3 +176,47 @@ def override_n_boot(n_boot):
     from django.test import override_settings
 
     return override_settings(STEREORANK={**settings.STEREORANK, "QUALITY_N_BOOT": n_boot})
+
+
+def test_stale_when_statuses_consents_gold_or_check_tasks_change(ranked):
+    from django.utils import timezone
+
+    from annotation import standing
+    from annotation.models import AnnotatorStatus, RankingTask
+
+    ann, ben, _ = ranked["profiles"]
+    ranked_task, fresh_task = ranked["tasks"][1], ranked["tasks"][2]
+    changes = {
+        "status": lambda: standing._move(ann, AnnotatorStatus.WARNED, "test"),
+        "consent": lambda: ben.consents.active().update(withdrawn_at=timezone.now()),
+        "gold": lambda: RankingTask.objects.filter(pk=fresh_task.pk).update(
+            is_gold=True, gold_reference={"order": ids(fresh_task)}
+        ),
+        "check": lambda: RankingTask.objects.filter(pk=ranked_task.pk).update(
+            check_item=ids(ranked_task)[0], check_position=0
+        ),
+    }
+    quality_store.refresh(False, 30)
+    for name, change in changes.items():
+        change()
+        assert served().stale is True, name
+        quality_store.refresh(False, 30)
+        assert served().stale is False, name
+
+
+def test_the_annotator_table_is_read_a_sorted_page_at_a_time(ranked, monkeypatch, annotator):
+    from annotation.exports import pseudonym
+
+    quality_store.refresh(False, 30)
+    names = sorted(pseudonym(p.user_id) for p in ranked["profiles"])
+    monkeypatch.setattr(quality_store, "PAGE_SIZE", 2)
+    page = served().annotator_page(2)
+    assert [r["pseudonym"] for r in page.object_list] == names[2:]
+    backwards = served().annotator_page(1, "pseudonym", descending=True)
+    assert [r["pseudonym"] for r in backwards] == names[::-1][:2]
+    staff = annotator("boss", staff=True)
+    body = staff.get("/api/staff/quality/?n_boot=30&page=2").json()
+    assert [r["pseudonym"] for r in body["annotators"]] == names[2:]
+    paging = [body[f"annotators_{k}"] for k in ("page", "pages", "count")]
+    assert paging == [2, 2, 3]
+    assert staff.get("/api/staff/quality/?n_boot=30&page=0").status_code == 400

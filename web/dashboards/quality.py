@@ -15,7 +15,6 @@ from urllib.parse import urlencode
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
@@ -33,10 +32,9 @@ from .charts import (
     position_heatmap,
 )
 
-# Annotator rows a page shows: a study of thousands pages its table (rendering every
-# row took seconds), the figures above it are the whole study's.
-PAGE_SIZE = 100
-# The annotator table's columns, in order, with their headings.
+# The annotator table's columns, in order, with their headings; a study of thousands
+# pages its table (``quality_store.PAGE_SIZE`` rows, read and sorted in SQL), the figures
+# above it are the whole study's.
 SORTABLE = {
     "pseudonym": "Annotator",
     "tasks": "Tasks",
@@ -68,7 +66,7 @@ def served(request: HttpRequest, study: Study) -> quality_store.Served:
     when its data moved on; never computed in the request)."""
     synthetic = request.GET.get("synthetic") == "1"
     n_boot = settings.STEREORANK["QUALITY_N_BOOT"]
-    return quality_store.served_report(synthetic, n_boot, study=study, statuses=False)
+    return quality_store.served_report(synthetic, n_boot, study=study)
 
 
 def report(request: HttpRequest) -> dict:
@@ -87,15 +85,6 @@ def _query(request: HttpRequest, *drop: str) -> str:
     return query.urlencode()
 
 
-def sort_rows(rows: list[dict], column: str, descending: bool) -> list[dict]:
-    """The annotator table sorted by one column; undefined figures always last."""
-    if column not in SORTABLE:
-        column = "pseudonym"
-    known = [r for r in rows if r[column] is not None]
-    unknown = [r for r in rows if r[column] is None]
-    return sorted(known, key=lambda r: r[column], reverse=descending) + unknown
-
-
 @staff_only
 def quality(request: HttpRequest) -> HttpResponse:
     """One study's agreement overall, per occupation and per group; position bias; the
@@ -112,9 +101,7 @@ def quality(request: HttpRequest) -> HttpResponse:
     data = current.report
     column = request.GET.get("sort", "pseudonym")
     descending = request.GET.get("dir") == "desc"
-    rows = sort_rows(data["annotators"], column, descending)
-    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
-    shown = quality_store.current_statuses(page.object_list) if current.stale else page.object_list
+    page = current.annotator_page(request.GET.get("page"), column, descending)
     occupations = [
         (name, a) for name, a in data["agreement"]["per_occupation"].items() if a["n_tasks"]
     ]
@@ -138,7 +125,7 @@ def quality(request: HttpRequest) -> HttpResponse:
             "occupations": occupations,
             "within_groups": within,
             "gold_tasks": selectors.gold_task_count(study),
-            "annotators": shown,
+            "annotators": page.object_list,
             "page": page,
             "query": _query(request),
             "sort": column,

@@ -1,0 +1,168 @@
+"""The measurements of ``benchmarks/scale.py``: each child's one (snapshot, quality report,
+the quality page and API, perspective report, exports; with peak memory), and next-task
+and submit through the API in the parent (wall time, SQL statements, server CPU)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import time
+from pathlib import Path
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# ---- the children: one measurement each, in a fresh process ----------------------
+
+
+def child(what: str, draws: int) -> dict:
+    before = rss_mb()
+    start = time.perf_counter()
+    out: dict = {}
+    if what == "snapshot":
+        from training.snapshots import create_snapshot
+
+        out["examples"] = create_snapshot().example_count
+    elif what == "quality":
+        from annotation import quality_store
+        from annotation.models import QualityReport
+
+        QualityReport.objects.all().delete()  # a reused database keeps the last one
+        out["draws"] = draws
+        out["n_rankings"] = quality_store.refresh(False, draws).report["n_rankings"]
+    elif what == "perspective":
+        out.update(perspective())
+    elif what == "dashboard":
+        out.update(dashboard_figures())
+    else:
+        from annotation.exports import jsonl_lines, pair_rows, ranking_rows
+
+        rows = ranking_rows() if what == "export_rankings" else pair_rows()
+        out["lines"] = out["bytes"] = 0
+        for line in jsonl_lines(rows):
+            out["lines"] += 1
+            out["bytes"] += len(line)
+    return {**out, "seconds": time.perf_counter() - start, "peak_mb": rss_mb(), "base_mb": before}
+
+
+def perspective() -> dict:
+    from django.conf import settings
+
+    from annotation.quality.records import group_of
+    from training.ml.alignment import RankedList
+    from training.ml.alignment_report import perspective_report
+    from training.models import DatasetSnapshot
+    from training.perspectives import _study
+
+    snapshot = DatasetSnapshot.objects.latest("pk")
+    rankings, item_prompt, texts, eval_prompts = _study(snapshot)
+    scores = {item: (item % 13) / 13 for item in texts}
+    ranked = [
+        RankedList(rid, annotator, tuple(order), group_of(demo or {}, "age_band"), occupation)
+        for rid, annotator, order, demo, occupation in rankings
+    ]
+    report = perspective_report(
+        ranked, item_prompt, scores, k=settings.STEREORANK["GROUP_K"], prompts=eval_prompts
+    )
+    return {"rankings": len(ranked), "groups": len(report.groups)}
+
+
+# ---- the parent: API and dashboard in process -----------------------------------
+
+
+def backend_cpu(connection) -> float:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(connection, call) -> tuple[object, dict]:
+    from django.test.utils import CaptureQueriesContext
+
+    cpu, db_cpu, start = time.process_time(), backend_cpu(connection), time.perf_counter()
+    with CaptureQueriesContext(connection) as queries:
+        result = call()
+    wall = time.perf_counter() - start
+    db = backend_cpu(connection) - db_cpu
+    return result, {
+        "ms": wall * 1000,
+        "sql": len(queries),
+        "cpu_ms": (time.process_time() - cpu + db) * 1000,
+    }
+
+
+def summary(samples: list[dict]) -> dict:
+    ms = [s["ms"] for s in samples]
+    q = statistics.quantiles(ms, n=20) if len(ms) > 1 else ms * 19
+    return {
+        "p50_ms": statistics.median(ms),
+        "p95_ms": q[18],
+        "sql": statistics.median(s["sql"] for s in samples),
+        "cpu_ms": statistics.median(s["cpu_ms"] for s in samples),
+    }
+
+
+def api_figures(requests: int, bar) -> dict:
+    from django.db import connection
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    from annotation.models import AnnotatorProfile
+
+    profiles = list(AnnotatorProfile.objects.select_related("user").order_by("pk")[:requests])
+    nexts, submits = [], []
+    for profile in profiles:
+        token, _ = Token.objects.get_or_create(user=profile.user)
+        client = APIClient(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Token {token.key}")
+        response, figures = timed(connection, lambda c=client: c.post("/api/tasks/next/"))
+        assert response.status_code == 200, response.content
+        nexts.append(figures)
+        task = response.json()
+        order = [item["id"] for item in task["items"]][::-1]
+        response, figures = timed(
+            connection,
+            lambda c=client, t=task, order=order: c.post(
+                f"/api/tasks/{t['id']}/ranking/",
+                {"order": order, "seconds_spent": 12},
+                format="json",
+            ),
+        )
+        assert response.status_code == 201, response.content
+        submits.append(figures)
+        bar.update(1)
+    return {"next_task": summary(nexts), "submit": summary(submits)}
+
+
+def dashboard_figures(tries: int = 10) -> dict:
+    """The quality page and ``/api/staff/quality/`` served from the stored report (the
+    first request of each is left out: it warms the process)."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    staff, _ = get_user_model().objects.get_or_create(username="bench-staff", is_staff=True)
+    page = Client(HTTP_HOST="localhost")
+    page.force_login(staff)
+    token, _ = Token.objects.get_or_create(user=staff)
+    api = APIClient(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Token {token.key}")
+    out = {}
+    for name, client, url in (
+        ("page", page, "/dashboards/quality/"),
+        ("page_sorted", page, "/dashboards/quality/?sort=consensus_rho&dir=desc&page=3"),
+        ("api", api, "/api/staff/quality/"),
+    ):
+        samples = []
+        for _ in range(tries + 1):
+            response, figures = timed(connection, lambda c=client, u=url: c.get(u))
+            assert response.status_code == 200, (url, response.status_code)
+            samples.append(figures)
+        out[name] = {**summary(samples[1:]), "bytes": len(response.content)}
+    out["p50_ms"], out["max_ms"] = out["page"]["p50_ms"], out["page"]["p95_ms"]
+    return out
