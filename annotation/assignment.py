@@ -24,7 +24,10 @@ the one remaining slot); SQLite serialises writers (``transaction_mode=IMMEDIATE
 
 Its cost follows the open tasks, not the finished ones: the candidates are read
 from the ``open_task`` partial index (``RankingTask``: not gold, fewer rankings than
-overlap), kept by the ``ranking_count`` that submit updates in its transaction.
+overlap), kept by the ``ranking_count`` that submit updates in its transaction. On
+PostgreSQL what an open task is checked against is read once per query: the annotator's
+ranked tasks (a hashed ``NOT IN``), their occupations and the live reservations' tasks
+(InitPlans), whatever the statistics the generic plan was made on (a fresh table's).
 """
 
 import math
@@ -38,7 +41,6 @@ from django.db.models import (
     BooleanField,
     Count,
     DateTimeField,
-    Exists,
     ExpressionWrapper,
     F,
     Func,
@@ -52,7 +54,7 @@ from django.db.models.expressions import BaseExpression, OrderBy
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from core.prepared import Param, Prepared, columns, instance
+from core.prepared import Param, Prepared, columns, instance, server_binding
 
 from . import quotas
 from .errors import AnnotatorExcluded, ConsentRequired
@@ -254,31 +256,37 @@ def next_task(profile: AnnotatorProfile, ordering: str | None = None) -> Assignm
             return None
         items = _task_items(task)
         random.shuffle(items)
-        (assignment,) = Assignment.objects.bulk_create(
-            [
-                Assignment(
-                    task=task,
-                    annotator=profile,
-                    shown_order=[item.pk for item in items],
-                    reserved_until=now + settings.STEREORANK["RESERVATION"],
-                )
-            ],
-            update_conflicts=True,
-            unique_fields=["task", "annotator"],
-            update_fields=["shown_order", "reserved_at", "reserved_until"],
-        )
+        with server_binding():  # the upsert prepared: planned once per connection
+            (assignment,) = Assignment.objects.bulk_create(
+                [
+                    Assignment(
+                        task=task,
+                        annotator=profile,
+                        shown_order=[item.pk for item in items],
+                        reserved_until=now + settings.STEREORANK["RESERVATION"],
+                    )
+                ],
+                update_conflicts=True,
+                unique_fields=["task", "annotator"],
+                update_fields=["shown_order", "reserved_at", "reserved_until"],
+            )
     assignment.task = task
     assignment.shown_items = items
     return assignment
 
 
-def _live_assignments(now) -> Subquery:
-    """Per task (``OuterRef("pk")``): how many reservations are still running."""
-    live = live_reservations(now).filter(task=OuterRef("pk"))
-    return Subquery(
-        live.order_by().values("task").annotate(n=Count("pk")).values("n"),
-        output_field=IntegerField(),
-    )
+def _live_count(now) -> BaseExpression:
+    """Per candidate task: how many reservations still hold a slot in it. On PostgreSQL the
+    live reservations' tasks (one per annotator ranking now) are read once per query (an
+    ``ARRAY(...)`` InitPlan) and counted per task with ``array_positions``; nothing is
+    stored, so a reservation stops counting the moment it expires. Elsewhere correlated."""
+    live = live_reservations(now)
+    if connection.vendor == "postgresql":
+        tasks = ArraySubquery(live.order_by().values("task"))
+        positions = Func(tasks, F("pk"), function="array_positions")
+        return Func(positions, function="cardinality", output_field=IntegerField())
+    counted = live.filter(task=OuterRef("pk")).order_by().values("task").annotate(n=Count("pk"))
+    return Coalesce(Subquery(counted.values("n"), output_field=IntegerField()), 0)
 
 
 def _flag(condition: Q) -> OrderBy:
@@ -311,8 +319,9 @@ def _candidates(
     gold = paced == "gold"
     candidates = (
         RankingTask.objects.filter(study=study)
-        .exclude(Exists(mine.filter(task=OuterRef("pk"))))
-        .annotate(live=Coalesce(_live_assignments(now), 0))
+        # NOT IN: PostgreSQL hashes the annotator's tasks once (a hashed SubPlan)
+        .exclude(pk__in=mine.order_by().values("task"))
+        .annotate(live=_live_count(now))
         .filter(open_slot | Q(is_gold=True) if gold else open_slot)
         .order_by(*PACED_FIRST[paced], *ORDERINGS[ordering](mine), "live", "id")
     )

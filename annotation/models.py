@@ -442,7 +442,11 @@ class Consent(models.Model):
 class Assignment(models.Model):
     """A reservation of a task for one annotator until ``reserved_until``."""
 
-    task = models.ForeignKey(RankingTask, on_delete=models.CASCADE, related_name="assignments")
+    # No index of its own: (task, annotator) and (task, reserved_until) lead with it, and
+    # each index is one more write on every reservation (the portal's hot path).
+    task = models.ForeignKey(
+        RankingTask, on_delete=models.CASCADE, related_name="assignments", db_index=False
+    )
     annotator = models.ForeignKey(
         AnnotatorProfile, on_delete=models.CASCADE, related_name="assignments"
     )
@@ -460,7 +464,10 @@ class Assignment(models.Model):
 class Ranking(models.Model):
     """One annotator's order of a task's items, most (0) to least stereotypical."""
 
-    task = models.ForeignKey(RankingTask, on_delete=models.PROTECT, related_name="rankings")
+    # No index of its own: the unique (task, annotator) leads with it (one write less a submit).
+    task = models.ForeignKey(
+        RankingTask, on_delete=models.PROTECT, related_name="rankings", db_index=False
+    )
     annotator = models.ForeignKey(
         AnnotatorProfile, on_delete=models.PROTECT, related_name="rankings"
     )
@@ -479,7 +486,11 @@ class Ranking(models.Model):
 class RankedItem(models.Model):
     """One row per (ranking, item): the long form labels and agreement read."""
 
-    ranking = models.ForeignKey(Ranking, on_delete=models.CASCADE, related_name="positions")
+    # No index of its own: the unique (ranking, item) and (ranking, position) lead with it
+    # (K index writes less a submit).
+    ranking = models.ForeignKey(
+        Ranking, on_delete=models.CASCADE, related_name="positions", db_index=False
+    )
     item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="positions")
     position = models.PositiveSmallIntegerField()
     shown_position = models.PositiveSmallIntegerField()

@@ -11,7 +11,7 @@ from django.db.models import DateTimeField, F, IntegerField, OuterRef, QuerySet,
 from django.dispatch import Signal
 from django.utils import timezone
 
-from core.prepared import Param, Prepared, columns, instance
+from core.prepared import Param, Prepared, columns, instance, server_binding
 
 from . import overlap, standing
 from .catalogue import ensure_consent_text
@@ -158,22 +158,23 @@ def submit_ranking(
         order = validate_order(order, set(assignment.shown_order))
         if task.ranking_count >= task.overlap and not task.is_gold:
             raise AlreadyRanked("This task already has all the rankings it needs.")
-        ranking = Ranking.objects.create(
-            task=task,
-            annotator=profile,
-            order=order,
-            shown_order=assignment.shown_order,
-            seconds_spent=seconds_spent,
-        )
-        shown_at = {item_id: i for i, item_id in enumerate(assignment.shown_order)}
-        RankedItem.objects.bulk_create(
-            RankedItem(
-                ranking=ranking, item_id=item_id, position=i, shown_position=shown_at[item_id]
+        with server_binding():  # prepared: parsed and planned once per connection
+            ranking = Ranking.objects.create(
+                task=task,
+                annotator=profile,
+                order=order,
+                shown_order=assignment.shown_order,
+                seconds_spent=seconds_spent,
             )
-            for i, item_id in enumerate(order)
-        )
-        RankingTask.objects.filter(pk=task.pk).update(ranking_count=F("ranking_count") + 1)
-        Assignment.objects.filter(pk=assignment.pk).delete()
+            shown_at = {item_id: i for i, item_id in enumerate(assignment.shown_order)}
+            RankedItem.objects.bulk_create(
+                RankedItem(
+                    ranking=ranking, item_id=item_id, position=i, shown_position=shown_at[item_id]
+                )
+                for i, item_id in enumerate(order)
+            )
+            RankingTask.objects.filter(pk=task.pk).update(ranking_count=F("ranking_count") + 1)
+            Assignment.objects.filter(pk=assignment.pk).delete()
         overlap.queue_if_full(task, task.ranking_count + 1)  # a send after commit, no query
         ranking_stored.send(sender=Ranking, ranking_id=ranking.pk, study_id=task.study_id)
     standing.apply_policy(profile)

@@ -14,12 +14,17 @@ in web/settings.py; off when None) and PostgreSQL stops parsing it; with
 ``DATABASE_PLAN_CACHE_MODE`` (``force_generic_plan`` by default) it plans it once
 per connection too, where ``auto`` would plan the state and candidate queries again
 on most runs (their bind step took as long as their execution).
+
+The hot paths' writes (a reservation's upsert, a ranking's inserts, update and delete)
+are ORM calls as they are; run inside ``server_binding()`` they are bound on the
+server too, so PostgreSQL parses and plans each once per connection, not on every run.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +109,35 @@ def _cursor(connection):
 
     with connection.wrap_database_errors:
         return connection._prepare_cursor(ServerBindingCursor(connection.connection))
+
+
+@contextmanager
+def server_binding(using: str = "default") -> Iterator[None]:
+    """Inside the block, the ORM's own queries on ``using`` are bound on the server (on
+    PostgreSQL with prepared statements on), so psycopg prepares each after
+    ``prepare_threshold`` runs; nothing changes elsewhere or with prepared statements off.
+
+    For the hot paths' writes, whose SQL Django builds (``bulk_create``, ``update``,
+    ``delete``): their values become parameters, the statement text is the same on
+    every run, and PostgreSQL stops parsing and planning it. The connection is the
+    thread's own, and its cursor class is restored on leaving.
+    """
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        yield
+        return
+    connection.ensure_connection()
+    raw = connection.connection
+    if raw.prepare_threshold is None:
+        yield
+        return
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    before, raw.cursor_factory = raw.cursor_factory, ServerBindingCursor
+    try:
+        yield
+    finally:
+        raw.cursor_factory = before
 
 
 def columns(model: type, prefix: str = "") -> list[str]:

@@ -170,3 +170,49 @@ def test_tasks_locked_by_a_priority_write_are_waited_for_not_reported_gone(
         reservation = next_task(profile, ordering="active")
         assert reservation is not None and reservation.task_id == task.pk
         assert time.monotonic() - started >= 0.4  # it waited for the writer
+
+
+def test_live_reservations_count_as_they_stand_now(make_tasks, annotator, no_gold):
+    """A candidate's live count is the reservations not expired at ``now`` (counted here in
+    Python): one that expires stops counting with nothing written, an erased annotator's
+    never counts, and a task whose open slots are all reserved is not offered."""
+    from datetime import timedelta
+
+    from django.db import transaction
+    from django.utils import timezone
+
+    from annotation.assignment import _candidates
+    from annotation.models import Assignment
+
+    full, half, expired, free = make_tasks(4, k=3, overlap=2)
+    others = [annotator(f"other{i}").profile for i in range(6)]
+    now = timezone.now()
+    held = {full: [now + timedelta(minutes=5)] * 2, half: [now + timedelta(minutes=5)]}
+    held[expired] = [now + timedelta(seconds=30), now - timedelta(seconds=1)]
+    for task, ends in held.items():
+        for end in ends:
+            Assignment.objects.create(
+                task=task, annotator=others.pop(), shown_order=[], reserved_until=end
+            )
+    erased = Assignment.objects.get(task=half).annotator
+    me = annotator("me").profile
+
+    def live_at(when):
+        with transaction.atomic():
+            rows = _candidates(me, me.study_id, when, "uniform", None).values_list("pk", "live")
+            return dict(rows)
+
+    def expected(when):
+        live = Assignment.objects.filter(reserved_until__gt=when, annotator__erased_at=None)
+        counts = {t.pk: live.filter(task=t).count() for t in (full, half, expired, free)}
+        return {pk: n for pk, n in counts.items() if n < 2}
+
+    assert live_at(now) == expected(now) == {half.pk: 1, expired.pk: 1, free.pk: 0}
+    later = now + timedelta(minutes=1)  # the 30 s reservation has expired: nothing written
+    assert live_at(later) == expected(later) == {half.pk: 1, expired.pk: 0, free.pk: 0}
+    past = now + timedelta(minutes=6)  # every reservation has expired: the full task is back
+    assert live_at(past) == {full.pk: 0, half.pk: 0, expired.pk: 0, free.pk: 0}
+    erased.erased_at = now
+    erased.save(update_fields=["erased_at"])
+    assert live_at(now)[half.pk] == 0 == expected(now)[half.pk]
+    assert next(iter(live_at(now))) == half.pk  # fewest live first, then the oldest

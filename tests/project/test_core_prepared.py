@@ -84,3 +84,47 @@ def test_instance_loads_a_model_and_none_for_a_missing_left_join(annotator, db):
     assert (loaded.pk, loaded.user_id, loaded.quota) == (profile.pk, profile.user_id, profile.quota)
     assert not loaded._state.adding
     assert instance(Assignment, row, "assignments__") is None
+
+
+def test_server_binding_prepares_the_orms_writes_and_restores_the_cursor(make_tasks, db):
+    """On PostgreSQL an ORM write run again inside ``server_binding`` becomes one prepared
+    statement (its values bound as parameters); outside it queries bind client-side as
+    before. Elsewhere (SQLite) the block changes nothing."""
+    from django.db import connection
+    from django.db.models import F
+
+    from core.prepared import server_binding
+
+    (task,) = make_tasks(1)
+
+    def bump():
+        RankingTask.objects.filter(pk=task.pk).update(priority=F("priority") + 1)
+
+    if connection.vendor != "postgresql":
+        with server_binding():
+            bump()
+        task.refresh_from_db()
+        assert task.priority == 1
+        return
+    connection.ensure_connection()
+    raw = connection.connection
+    before = raw.cursor_factory
+
+    def prepared() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+                ['UPDATE "annotation_rankingtask" SET "priority"%'],
+            )
+            return cursor.fetchone()[0]
+
+    for _ in range(raw.prepare_threshold + 1):
+        bump()
+    assert prepared() == 0, "client-side binding outside the block"
+    with server_binding():
+        for _ in range(raw.prepare_threshold + 1):
+            bump()
+    assert prepared() == 1
+    assert raw.cursor_factory is before
+    task.refresh_from_db()
+    assert task.priority == 2 * (raw.prepare_threshold + 1)
