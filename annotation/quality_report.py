@@ -80,14 +80,25 @@ def consensus_reliability(records: list[RankingRecord], excluded: set) -> dict[o
     return out
 
 
-def annotator_rows(include_synthetic: bool = False, study: Study | None = None) -> list[dict]:
+def annotator_rows(
+    include_synthetic: bool = False,
+    study: Study | None = None,
+    consented: selectors.ConsentedQuality | None = None,
+) -> list[dict]:
     """The annotator table (``ANNOTATOR_COLUMNS`` and more) of one study (the default one
-    unless given), ordered by pseudonym."""
-    consented = selectors.consented_rankings(include_synthetic, _scope(study))
-    policy_view = selectors.quality_inputs(selectors.since_reinstatement(consented))
-    quality = annotator_quality(policy_view.records, policy_view.gold, policy_view.checks)
-    shared = selectors.quality_inputs(consented.filter(task__is_gold=False))
-    records = without_check_cards(shared.records, shared.checks)
+    unless given), ordered by pseudonym; ``consented``: the study's rankings, if read."""
+    if consented is None:
+        consented = selectors.consented_quality(include_synthetic, _scope(study))
+    inputs = consented.inputs
+    flags = zip(inputs.records, consented.since_reinstatement, consented.gold_task, strict=True)
+    since, shared = [], []
+    for r, is_since, is_gold in flags:
+        if is_since:
+            since.append(r)
+        if not is_gold:
+            shared.append(r)
+    quality = annotator_quality(since, inputs.gold, inputs.checks)
+    records = without_check_cards(shared, inputs.checks)
     profiles = selectors.annotator_statuses({r.annotator for r in records} | set(quality))
     reliability = consensus_reliability(
         records, {p["user_id"] for p in profiles if p["status"] == AnnotatorStatus.EXCLUDED}
@@ -134,9 +145,8 @@ def quality_report(
     plain JSON-ready data (module docstring)."""
     config = settings.STEREORANK
     n_boot = config["QUALITY_N_BOOT"] if n_boot is None else n_boot
-    rankings = selectors.counted_rankings(include_synthetic, _scope(study))
-    counted = selectors.quality_inputs(rankings)
-    records = without_check_cards(counted.records, counted.checks)
+    consented = selectors.consented_quality(include_synthetic, _scope(study))
+    records = without_check_cards(consented.counted(), consented.inputs.checks)
     fields = list(selectors.demographic_questions().values_list("key", flat=True))
     agreement = breakdown(records, fields, k=config["GROUP_K"], n_boot=n_boot, seed=seed)
     bias = position_bias(records, n_boot=n_boot, seed=seed)
@@ -148,7 +158,7 @@ def quality_report(
             "n_rankings": len(records),
             "agreement": agreement,
             "position_bias": {str(k): b.as_dict() for k, b in bias.items()},
-            "annotators": annotator_rows(include_synthetic, study),
+            "annotators": annotator_rows(include_synthetic, study, consented),
             "policy": dataclasses.asdict(standing.policy()),
         }
     )

@@ -13,6 +13,7 @@ has this one home, the hot path's compiled ones (``core.prepared``) included.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -20,9 +21,11 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 from django.core.paginator import Page, Paginator
 from django.db.models import (
+    BooleanField,
     Case,
     Count,
     Exists,
+    ExpressionWrapper,
     F,
     Func,
     IntegerField,
@@ -31,9 +34,11 @@ from django.db.models import (
     QuerySet,
     Subquery,
     Sum,
+    TextField,
     Value,
     When,
 )
+from django.db.models.functions import Cast
 from rest_framework.authtoken.models import Token
 
 from core.prepared import Param, Prepared, columns, instance
@@ -245,17 +250,21 @@ def counted_rankings_after(
     return rankings.count()
 
 
-def since_reinstatement(rankings: QuerySet[Ranking]) -> QuerySet[Ranking]:
-    """``rankings`` stored after their annotator's last reinstatement by staff (all of
-    them when there was none): a reinstated annotator starts afresh with the policy."""
-    last = (
+def _last_reinstatement() -> Subquery:
+    """When the outer ranking's annotator was last reinstated by staff (NULL if never)."""
+    return Subquery(
         StatusChange.objects.filter(
             annotator=OuterRef("annotator"), by__isnull=False, status=AnnotatorStatus.OK
         )
         .order_by("-id")
         .values("created_at")[:1]
     )
-    return rankings.annotate(since=Subquery(last)).filter(
+
+
+def since_reinstatement(rankings: QuerySet[Ranking]) -> QuerySet[Ranking]:
+    """``rankings`` stored after their annotator's last reinstatement by staff (all of
+    them when there was none): a reinstated annotator starts afresh with the policy."""
+    return rankings.annotate(since=_last_reinstatement()).filter(
         Q(since__isnull=True) | Q(created_at__gt=F("since"))
     )
 
@@ -287,13 +296,90 @@ _QUALITY_COLUMNS = (
 )
 
 
-def quality_inputs(rankings: QuerySet[Ranking]) -> QualityInputs:
-    """``rankings`` as ``RankingRecord``s (annotator = user id), one query.
+@dataclass
+class ConsentedQuality:
+    """A study's consented rankings (``consented_rankings``) as the quality report reads
+    them, each record with three flags: of a gold task, by an annotator excluded now,
+    stored since their annotator's last reinstatement (``since_reinstatement``). The
+    rankings that count are those of neither of the first two (``counted_rankings``)."""
 
-    A gold task whose stored reference is malformed (edited past the model's
-    checks) is logged and not scored.
-    """
-    return _quality_inputs(rankings.order_by("id").values_list(*_QUALITY_COLUMNS))
+    inputs: QualityInputs
+    gold_task: list[bool]
+    excluded: list[bool]
+    since_reinstatement: list[bool]
+
+    def counted(self) -> list[RankingRecord]:
+        """The records of the rankings that count."""
+        flags = zip(self.inputs.records, self.gold_task, self.excluded, strict=True)
+        return [r for r, gold, excluded in flags if not gold and not excluded]
+
+
+def consented_quality(include_synthetic: bool = False, studies=None) -> ConsentedQuality:
+    """``ConsentedQuality`` of ``studies`` (two queries: the rankings with their flags, and
+    each annotator's demographics once, shared by their records)."""
+    consented = consented_rankings(include_synthetic, studies)
+    demographics = dict(
+        AnnotatorProfile.objects.filter(pk__in=consented.values("annotator_id")).values_list(
+            "user_id", "demographics"
+        )
+    )
+    rows = (
+        consented.annotate(
+            last_reinstated=_last_reinstatement(),
+            is_since=ExpressionWrapper(
+                Q(last_reinstated__isnull=True) | Q(created_at__gt=F("last_reinstated")),
+                output_field=BooleanField(),
+            ),
+            is_excluded=ExpressionWrapper(
+                Q(annotator__status=AnnotatorStatus.EXCLUDED), output_field=BooleanField()
+            ),
+            order_text=Cast("order", TextField()),
+            shown_text=Cast("shown_order", TextField()),
+            reference_text=Cast("task__gold_reference", TextField()),
+        )
+        .order_by("id")
+        .values_list(
+            "id",
+            "task_id",
+            "annotator__user_id",
+            "task__occupation__name",
+            "order_text",
+            "shown_text",
+            "seconds_spent",
+            "task__is_gold",
+            "reference_text",
+            "task__check_item_id",
+            "task__check_position",
+            "is_since",
+            "is_excluded",
+        )
+    )
+    out = ConsentedQuality(QualityInputs(), [], [], [])
+
+    def flagged():
+        # the JSON columns come as text, parsed a chunk at a time (one json.loads per
+        # 10,000 rankings, not one per value)
+        chunk = []
+        for row in rows.iterator(chunk_size=10_000):
+            chunk.append(row)
+            if len(chunk) == 10_000:
+                yield from parsed(chunk)
+                chunk = []
+        yield from parsed(chunk)
+
+    def parsed(chunk):
+        texts = [t or "null" for row in chunk for t in (row[4], row[5], row[8])]
+        values = iter(json.loads("[" + ",".join(texts) + "]"))
+        for rid, task, user, occ, _, _, secs, gold, _, card, at, since, excluded in chunk:
+            order, shown, ref = next(values), next(values), next(values)
+            out.gold_task.append(gold)
+            out.since_reinstatement.append(since)
+            out.excluded.append(excluded)
+            demo = demographics.get(user)
+            yield rid, task, user, occ, order, shown, secs, demo, gold, ref, card, at
+
+    out.inputs = _quality_inputs(flagged())
+    return out
 
 
 _ANNOTATOR_RANKINGS = Prepared(

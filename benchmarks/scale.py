@@ -119,11 +119,11 @@ def run_size(size: int, args, template: str) -> dict:
             )
         else:
             build_database(size, db, template, figures, bar)
-        for what in (w for w in only if w != "api"):
-            figures[what] = measure(what, size, args, db)
-            bar.update(1)
-            if args.compare:
-                figures[f"{what}_compare"] = measure(what, size, args, db, Path(args.compare))
+        # --compare's code first, then this tree's: the page reads the report just made
+        trees = [("_compare", Path(args.compare))] if args.compare else []
+        for suffix, root in [*trees, ("", ROOT)]:
+            for what in (w for w in only if w != "api"):
+                figures[what + suffix] = measure(what, size, args, db, root)
                 bar.update(1)
         if "api" in only:
             os.environ.update(environment(db))

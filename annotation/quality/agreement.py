@@ -48,7 +48,7 @@ from scipy import stats
 
 from core.json import AsDict
 
-from .bootstrap import Estimate, bootstrap_mean, count_bootstrap
+from .bootstrap import Estimate, bootstrap_mean, count_bootstrap_columns
 from .records import Annotator, RankingRecord, TaskId, rank_matrix, shared_tasks
 
 Level = Literal["ordinal", "interval"]
@@ -135,48 +135,72 @@ def alpha_from_blocks(
     ``krippendorff`` package: how many rankings put the item at each value); a
     bootstrap draw stacks the tables of the drawn tasks.
     """
-    if level not in ("ordinal", "interval"):
-        raise ValueError(f"level must be 'ordinal' or 'interval', got {level!r}")
+    return alphas_from_blocks(blocks, (level,), n_boot=n_boot, seed=seed)[0]
+
+
+def alphas_from_blocks(
+    blocks: Sequence[np.ndarray], levels: Sequence[Level], *, n_boot: int = 1000, seed: int = 0
+) -> list[Estimate]:
+    """``alpha_from_blocks`` at each of ``levels``, from one set of tables and draws (the
+    levels differ only in the distance: a draw's coincidences serve them all)."""
+    for level in levels:
+        if level not in ("ordinal", "interval"):
+            raise ValueError(f"level must be 'ordinal' or 'interval', got {level!r}")
     if not blocks:
-        return Estimate(float("nan"), None, None, 0, n_boot)
+        return [Estimate(float("nan"), None, None, 0, n_boot) for _ in levels]
     values = [_values(np.asarray(b, dtype=np.float64)) for b in blocks]
     domain = np.unique(np.concatenate([v.ravel() for v in values]))
     if domain.size < 2:
-        return Estimate(float("nan"), None, None, len(blocks), n_boot)
-    tables = []
-    for v in values:
-        counts = np.zeros((v.shape[1], domain.size))
-        cols = np.broadcast_to(np.arange(v.shape[1]), v.shape)
-        np.add.at(counts, (cols.ravel(), np.searchsorted(domain, v.ravel())), 1)
-        tables.append(counts)
-    value = krippendorff.alpha(
-        value_counts=np.vstack(tables), value_domain=domain, level_of_measurement=level
-    )
-    per_task = task_coincidences(tables).reshape(len(tables), -1)
+        return [Estimate(float("nan"), None, None, len(blocks), n_boot) for _ in levels]
+    units, sizes = value_counts(values, domain)
+    found = [
+        float(krippendorff.alpha(value_counts=units, value_domain=domain, level_of_measurement=lv))
+        for lv in levels
+    ]
+    per_task = _task_coincidences(units, sizes).reshape(len(blocks), -1)
     v = domain.size
-    return count_bootstrap(
-        len(tables),
-        float(value),
-        lambda counts: alpha_of_coincidences((counts @ per_task).reshape(-1, v, v), domain, level),
-        n_boot=n_boot,
-        seed=seed,
-    )
+
+    def statistic(counts: np.ndarray) -> np.ndarray:
+        o = (counts @ per_task).reshape(-1, v, v)
+        return np.stack([alpha_of_coincidences(o, domain, lv) for lv in levels], axis=1)
+
+    return count_bootstrap_columns(len(blocks), found, statistic, n_boot=n_boot, seed=seed)
+
+
+def value_counts(values: Sequence[np.ndarray], domain: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every block's units x values count table (a unit: one column, an item of the task),
+    stacked in block order, and each block's number of units; blocks of one shape are
+    counted at once."""
+    sizes = np.array([v.shape[1] for v in values])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    units = np.zeros((int(sizes.sum()), domain.size))
+    for (_, n), idx in _by_shape(values).items():
+        stacked = np.stack([values[i] for i in idx])  # (blocks, m, n)
+        code = np.searchsorted(domain, stacked)
+        rows = starts[idx][:, None, None] + np.arange(n)[None, None, :]  # unit of each cell
+        flat = (np.broadcast_to(rows, code.shape) * domain.size + code).ravel()
+        counts = np.bincount(flat, minlength=units.size)
+        units += counts.reshape(units.shape)
+    return units, sizes
 
 
 def task_coincidences(tables: Sequence[np.ndarray]) -> np.ndarray:
     """``(tasks, V, V)``: each task's coincidence matrix, ``sum over its units u of
     (c_u c_u^T - diag(c_u)) / (m_u - 1)`` (``c_u``: the unit's value counts, ``m_u``
     their sum; the package's ``_coincidences``, units of one rating left out)."""
-    units = np.vstack(tables)
+    return _task_coincidences(np.vstack(tables), np.array([t.shape[0] for t in tables]))
+
+
+def _task_coincidences(units: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     m = units.sum(axis=1)
     keep = m >= 2
-    task_of = np.repeat(np.arange(len(tables)), [t.shape[0] for t in tables])[keep]
+    task_of = np.repeat(np.arange(len(sizes)), sizes)[keep]
     c, m = units[keep], m[keep]
     per_unit = c[:, :, None] * c[:, None, :]
     idx = np.arange(c.shape[1])
     per_unit[:, idx, idx] -= c
     per_unit /= (m - 1)[:, None, None]
-    out = np.zeros((len(tables), c.shape[1], c.shape[1]))
+    out = np.zeros((len(sizes), c.shape[1], c.shape[1]))
     np.add.at(out, task_of, per_unit)
     return out
 
@@ -223,13 +247,16 @@ def agreement_from_blocks(
 ) -> Agreement:
     """Mean W over blocks, alpha ordinal and interval, each with a task-bootstrap interval."""
     blocks = [np.asarray(b, dtype=np.float64) for b in blocks]
+    ordinal, interval = alphas_from_blocks(
+        blocks, ("ordinal", "interval"), n_boot=n_boot, seed=seed
+    )
     return Agreement(
         n_tasks=len(blocks),
         n_rankings=sum(b.shape[0] for b in blocks),
         n_annotators=n_annotators,
         kendall_w=bootstrap_mean(kendall_ws(blocks), n_boot=n_boot, seed=seed),
-        alpha_ordinal=alpha_from_blocks(blocks, "ordinal", n_boot=n_boot, seed=seed),
-        alpha_interval=alpha_from_blocks(blocks, "interval", n_boot=n_boot, seed=seed),
+        alpha_ordinal=ordinal,
+        alpha_interval=interval,
     )
 
 

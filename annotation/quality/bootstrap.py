@@ -119,10 +119,26 @@ def count_bootstrap(
     """``value`` (the statistic of the ``n`` clusters as they are) with an interval from
     ``statistic(counts)``: ``counts`` is a ``(draws, n)`` float array of how often each
     draw takes each cluster; it returns the ``(draws,)`` statistics."""
+    (estimate,) = count_bootstrap_columns(
+        n, [value], lambda counts: statistic(counts)[:, None], n_boot=n_boot, seed=seed
+    )
+    return estimate
+
+
+def count_bootstrap_columns(
+    n: int,
+    values: Sequence[float],
+    statistic: Callable[[np.ndarray], np.ndarray],
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> list[Estimate]:
+    """``count_bootstrap`` of several statistics from the same draws: ``statistic(counts)``
+    returns ``(draws, len(values))``, one column per statistic."""
     _check(n_boot)
     if n == 0:
-        return Estimate(float("nan"), None, None, 0, n_boot)
+        return [Estimate(float("nan"), None, None, 0, n_boot) for _ in values]
     with np.errstate(divide="ignore", invalid="ignore"):
         parts = [statistic(c.astype(np.float64)) for c in resampled_counts(n, n_boot, seed)]
-    draws = np.concatenate(parts) if parts else np.empty(0)
-    return _estimate(value, draws, n, n_boot)
+    draws = np.concatenate(parts) if parts else np.empty((0, len(values)))
+    return [_estimate(v, draws[:, i], n, n_boot) for i, v in enumerate(values)]

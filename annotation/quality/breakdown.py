@@ -32,7 +32,7 @@ from scipy import stats
 from core.json import AsDict
 
 from .agreement import Agreement, agreement, agreement_from_blocks
-from .records import RankingRecord, by_task, group_of
+from .records import RankingRecord, group_of, shared_tasks
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,12 @@ def _groups(
     """Records per group of ``field``: the groups of ``k`` or more annotators, and the rest."""
     _check_k(k)
     members: dict[str, list[RankingRecord]] = defaultdict(list)
+    seen: dict[int, str | None] = {}  # an annotator's rankings usually share one dict
     for r in records:
-        value = group_of(r.group, field)
+        key = id(r.group)
+        if key not in seen:
+            seen[key] = group_of(r.group, field)
+        value = seen[key]
         if value is not None:
             members[value].append(r)
     kept, suppressed = {}, {}
@@ -117,12 +121,7 @@ def consensus_block(group_rankings: Sequence[Sequence[RankingRecord]]) -> np.nda
     ``group_rankings[g]``: group g's rankings of the task (all of one item set);
     ties in the means share their mid-rank.
     """
-    items = list(group_rankings[0][0].order)
-    rows = []
-    for rankings in group_rankings:
-        ranks = np.array([[r.positions()[i] for i in items] for r in rankings], dtype=float)
-        rows.append(ranks.mean(axis=0))
-    return stats.rankdata(np.array(rows), axis=1)
+    return _consensus_blocks([group_rankings])[0]
 
 
 def between_groups(
@@ -133,22 +132,61 @@ def between_groups(
     n_boot: int = 1000,
     seed: int = 0,
 ) -> BetweenGroups:
-    """W and alpha of the group consensus orders on tasks two or more groups ranked."""
+    """W and alpha of the group consensus orders on tasks two or more groups ranked
+    (``consensus_block`` of each, computed for all tasks at once: ``_consensus_blocks``)."""
     records = list(records)
     kept, _ = _groups(records, field, k)
-    group_by_record = {id(r): g for g, rs in kept.items() for r in rs}
-    blocks, annotators = [], set()
-    for rankings in by_task(records).values():
-        per_group: dict[str, list[RankingRecord]] = defaultdict(list)
-        for r in rankings:
-            if id(r) in group_by_record:
-                per_group[group_by_record[id(r)]].append(r)
-        if len(per_group) < 2 or rankings[0].k < 2:
-            continue
-        blocks.append(consensus_block([per_group[g] for g in sorted(per_group)]))
-        annotators.update(r.annotator for rs in per_group.values() for r in rs)
+    tasks, annotators = [], set()
+    if len(kept) >= 2:  # else no task is ranked by two groups
+        group_by_record = {id(r): g for g, rs in kept.items() for r in rs}
+        for rankings in shared_tasks(records).values():
+            per_group: dict[str, list[RankingRecord]] = defaultdict(list)
+            for r in rankings:
+                if id(r) in group_by_record:
+                    per_group[group_by_record[id(r)]].append(r)
+            if len(per_group) < 2 or rankings[0].k < 2:
+                continue
+            tasks.append([per_group[g] for g in sorted(per_group)])
+            annotators.update(r.annotator for rs in per_group.values() for r in rs)
+    blocks = _consensus_blocks(tasks)
     result = agreement_from_blocks(blocks, len(annotators), n_boot=n_boot, seed=seed)
     return BetweenGroups(field=field, groups=tuple(kept), agreement=result)
+
+
+def _consensus_blocks(tasks: Sequence[Sequence[Sequence[RankingRecord]]]) -> list[np.ndarray]:
+    """``consensus_block`` of every task, the same numbers: each group's position sums
+    accumulated in ranking order (``np.add.at``) over its count is ``mean(axis=0)``, and
+    blocks of one shape are mid-ranked in one call."""
+    rows: dict[int, list[list[int]]] = defaultdict(list)  # by K: every ranking's positions
+    segment: dict[int, list[int]] = defaultdict(list)  # by K: its (task, group) row
+    where = []  # per task: K, its first group's row, its number of groups
+    used: dict[int, int] = defaultdict(int)  # by K: rows so far
+    for groups in tasks:
+        items = groups[0][0].order
+        n = len(items)
+        first = used[n]
+        used[n] += len(groups)
+        for g, rankings in enumerate(groups):
+            for r in rankings:
+                position = r.positions()
+                rows[n].append([position[i] for i in items])
+                segment[n].append(first + g)
+        where.append((n, first, len(groups)))
+    means = {}
+    for n, positions in rows.items():
+        seg = np.array(segment[n])
+        sums = np.zeros((used[n], n))
+        np.add.at(sums, seg, np.array(positions, dtype=float))
+        means[n] = sums / np.bincount(seg)[:, None]
+    blocks: list[np.ndarray] = [np.empty(0)] * len(where)
+    shapes: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for i, (n, _, m) in enumerate(where):
+        shapes[(m, n)].append(i)
+    for (m, n), idx in shapes.items():
+        stacked = np.stack([means[n][where[i][1] : where[i][1] + m] for i in idx])
+        for i, block in zip(idx, stats.rankdata(stacked, axis=-1), strict=True):
+            blocks[i] = block
+    return blocks
 
 
 def breakdown(

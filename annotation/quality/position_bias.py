@@ -76,19 +76,36 @@ def shown_final_positions(record: RankingRecord) -> tuple[np.ndarray, np.ndarray
     return np.arange(record.k), np.array([final[item] for item in record.shown_order])
 
 
-def position_table(records: Sequence[RankingRecord]) -> np.ndarray:
-    """The ``K x K`` shown x final count table of rankings of one size K."""
+def final_by_shown(records: Sequence[RankingRecord]) -> np.ndarray:
+    """``(rankings, K)``: row r, column s, the final position of the item ranking r showed
+    at position s (rankings of one size K, each with a shown order)."""
     sizes = {r.k for r in records}
     if len(sizes) != 1:
         raise ValueError(f"position_table needs rankings of one size, got sizes {sorted(sizes)}")
-    k = sizes.pop()
-    table = np.zeros((k, k), dtype=np.int64)
     for r in records:
         if not r.shown_order:
             raise ValueError(f"ranking of task {r.task_id!r} has no shown order")
-        shown, final = shown_final_positions(r)
-        table[shown, final] += 1
-    return table
+    rows = [[r.positions()[item] for item in r.shown_order] for r in records]
+    return np.array(rows, dtype=np.int64).reshape(len(records), sizes.pop())
+
+
+def position_table(records: Sequence[RankingRecord]) -> np.ndarray:
+    """The ``K x K`` shown x final count table of rankings of one size K."""
+    return _table(final_by_shown(records))
+
+
+def _table(final: np.ndarray) -> np.ndarray:
+    k = final.shape[1]
+    cells = (np.arange(k)[None, :] * k + final).ravel()
+    return np.bincount(cells, minlength=k * k).reshape(k, k).astype(np.int64)
+
+
+def _taus(final: np.ndarray) -> np.ndarray:
+    """``shown_final_tau`` of every row of ``final_by_shown``: shown positions rise along
+    a row, so each pair i < j counts ``-sign(final_i - final_j)``."""
+    k = final.shape[1]
+    i, j = np.triu_indices(k, 1)
+    return -np.sign(final[:, i] - final[:, j]).sum(axis=1) / (k * (k - 1) / 2)
 
 
 def permutation_chi2(table: np.ndarray) -> tuple[float, float, int, float]:
@@ -122,12 +139,14 @@ def _usable(records: Iterable[RankingRecord]) -> dict[int, list[RankingRecord]]:
     return dict(sorted(per_k.items()))
 
 
-def _figures(rankings: Sequence[RankingRecord], mean_tau: Estimate) -> PositionBias:
+def _figures(
+    rankings: Sequence[RankingRecord], final: np.ndarray, mean_tau: Estimate
+) -> PositionBias:
     k = rankings[0].k
-    table = position_table(rankings)
+    table = _table(final)
     x2, chi2, df, p = permutation_chi2(table)
     n = len(rankings)
-    untouched = sum(1 for r in rankings if r.untouched)
+    untouched = int((final == np.arange(k)).all(axis=1).sum())
     expected = 1 / math.factorial(k)
     binom = stats.binomtest(untouched, n, expected, alternative="greater")
     return PositionBias(
@@ -152,12 +171,13 @@ def position_bias(
     """``{K: PositionBias}`` over all annotators; tau's interval resamples annotators."""
     out = {}
     for k, rankings in _usable(records).items():
-        per_annotator: dict[Annotator, list[float]] = defaultdict(list)
-        for r in rankings:
-            per_annotator[r.annotator].append(shown_final_tau(r))
+        final = final_by_shown(rankings)
+        taus = _taus(final)
+        index: dict[Annotator, int] = {}
+        annotator = np.array([index.setdefault(r.annotator, len(index)) for r in rankings])
         # a draw's mean tau: its annotators' tau sums over their ranking counts
-        sums = np.array([sum(taus) for taus in per_annotator.values()])
-        counts = np.array([len(taus) for taus in per_annotator.values()], dtype=np.float64)
+        sums = np.bincount(annotator, weights=taus, minlength=len(index))
+        counts = np.bincount(annotator, minlength=len(index)).astype(np.float64)
         tau = count_bootstrap(
             len(sums),
             float(sums.sum() / counts.sum()),
@@ -165,5 +185,5 @@ def position_bias(
             n_boot=n_boot,
             seed=seed,
         )
-        out[k] = _figures(rankings, tau)
+        out[k] = _figures(rankings, final, tau)
     return out

@@ -6,7 +6,7 @@ A caller (selector, importer, test) turns whatever it stores into
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -36,7 +36,8 @@ class RankingRecord:
     ``order``: the task's item ids from most stereotypical (position 0) to least
     (position K - 1). ``shown_order``: the same ids in the order they were shown,
     or empty when unknown (imported data). ``seconds``: time spent, if known.
-    ``group``: the annotator's demographics, ``{field: value}``.
+    ``group``: the annotator's demographics, ``{field: value}``. ``items``: the set of
+    items ranked (set on creation).
     """
 
     task_id: TaskId
@@ -50,20 +51,32 @@ class RankingRecord:
     def __post_init__(self) -> None:
         object.__setattr__(self, "order", tuple(self.order))
         object.__setattr__(self, "shown_order", tuple(self.shown_order))
+        items = frozenset(self.order)
+        object.__setattr__(self, "items", items)
+        if (
+            not self.order
+            or len(items) != len(self.order)
+            or (
+                self.shown_order
+                and (len(self.shown_order) != len(self.order) or set(self.shown_order) != items)
+            )
+        ):
+            self._invalid()
+        if self.seconds is not None and not self.seconds >= 0:
+            where = f"ranking of task {self.task_id!r} by {self.annotator!r}"
+            raise ValueError(f"{where}: seconds must be >= 0, got {self.seconds!r}")
+
+    def _invalid(self) -> None:
         where = f"ranking of task {self.task_id!r} by {self.annotator!r}"
         if not self.order:
             raise ValueError(f"{where}: order is empty")
         if len(set(self.order)) != len(self.order):
             raise ValueError(f"{where}: order repeats an item: {self.order!r}")
-        if self.shown_order and (
-            len(self.shown_order) != len(self.order) or set(self.shown_order) != set(self.order)
-        ):
+        if self.shown_order:
             raise ValueError(
                 f"{where}: shown_order {self.shown_order!r} is not a reordering of "
                 f"order {self.order!r}"
             )
-        if self.seconds is not None and not self.seconds >= 0:
-            raise ValueError(f"{where}: seconds must be >= 0, got {self.seconds!r}")
 
     @property
     def k(self) -> int:
@@ -71,8 +84,13 @@ class RankingRecord:
         return len(self.order)
 
     def positions(self) -> dict[ItemId, int]:
-        """``{item: final position}`` (0 = most stereotypical)."""
-        return {item: i for i, item in enumerate(self.order)}
+        """``{item: final position}`` (0 = most stereotypical), computed once (the
+        breakdowns read a ranking's positions many times over; do not change it)."""
+        cached = self.__dict__.get("_positions")
+        if cached is None:
+            cached = {item: i for i, item in enumerate(self.order)}
+            object.__setattr__(self, "_positions", cached)
+        return cached
 
     @property
     def untouched(self) -> bool | None:
@@ -90,9 +108,9 @@ def by_task(records: Iterable[RankingRecord]) -> dict[TaskId, list[RankingRecord
     for r in records:
         tasks[r.task_id].append(r)
     for task_id, rankings in tasks.items():
-        items = set(rankings[0].order)
+        items = rankings[0].items
         annotators = [r.annotator for r in rankings]
-        if any(set(r.order) != items for r in rankings):
+        if any(r.items != items for r in rankings):
             raise ValueError(f"task {task_id!r}: its rankings do not hold the same items")
         if len(set(annotators)) != len(annotators):
             raise ValueError(f"task {task_id!r}: an annotator ranked it more than once")
@@ -102,8 +120,11 @@ def by_task(records: Iterable[RankingRecord]) -> dict[TaskId, list[RankingRecord
 def shared_tasks(
     records: Iterable[RankingRecord], min_rankings: int = 2
 ) -> dict[TaskId, list[RankingRecord]]:
-    """The tasks with at least ``min_rankings`` rankings (the agreement subset)."""
-    return {t: rs for t, rs in by_task(records).items() if len(rs) >= min_rankings}
+    """The tasks with at least ``min_rankings`` rankings (the agreement subset); the
+    others are counted, not grouped (most tasks of a study have one ranking)."""
+    records = list(records)
+    n = Counter(r.task_id for r in records)
+    return by_task(r for r in records if n[r.task_id] >= max(min_rankings, 1))
 
 
 def rank_matrix(rankings: Sequence[RankingRecord]) -> tuple[list[ItemId], list[list[int]]]:
