@@ -5,8 +5,10 @@ The same labels as ``labels.item_labels`` and ``labels.group_labels`` over
 the rankings that count, the attention-check card dropped, each item's position
 closed up with a window (``row_number() over (partition by ranking order by
 position) - 1``) and K the ranking's remaining items (``count(*) over``); then
-``sum(position)`` and ``count(*)`` per item and K, for everyone and per group of
-each field in one pass (``GROUPING SETS``). An item's label is
+``sum(position)`` and ``count(*)`` per cell (item, K and the annotator's group in
+every field: the groups are worked out once per annotator, not per ranked item),
+and from the cells per item and K, for everyone and per group of each field
+(``GROUPING SETS``, hashed: the transaction's ``work_mem`` is raised for it). An item's label is
 ``sum over K of (sum of positions / (K - 1))`` over its rankings of 2 or more
 items, divided by their number. A group is ``quality.records.group_of``'s rule in
 SQL: a string answer, trimmed of whitespace, not empty, not "prefer not to say".
@@ -22,13 +24,14 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db import connection
+from django.db import connection, transaction
 
 from .models import AnnotatorProfile, RankedItem, Ranking, RankingTask, Study
 from .quality.records import PREFER_NOT_TO_SAY, group_of
 from .selectors import counted_rankings
 
 WHITESPACE = " \t\n\r\x0b\x0c"
+WORK_MEM = "64MB"
 
 
 @dataclass(frozen=True)
@@ -43,9 +46,9 @@ class AggregatedLabels:
 
 
 def _group_expression(i: int) -> str:
-    answer = f"btrim(d.demographics ->> %(f{i})s, %(ws)s)"
+    answer = f"btrim(p.demographics ->> %(f{i})s, %(ws)s)"
     return (
-        f"CASE WHEN jsonb_typeof(d.demographics -> %(f{i})s) = 'string' AND {answer} <> '' "
+        f"CASE WHEN jsonb_typeof(p.demographics -> %(f{i})s) = 'string' AND {answer} <> '' "
         f"AND lower({answer}) <> %(pnts)s THEN {answer} END"
     )
 
@@ -55,36 +58,41 @@ def _tables() -> tuple[str, ...]:
 
 
 def _prefix(counted_sql: str) -> str:
-    """The rankings that count, with their check card and annotator's demographics."""
-    _, ranking, task, profile = _tables()
+    """The rankings that count, with their check card and annotator."""
+    _, ranking, task, _ = _tables()
     return f"""
     WITH counted AS ({counted_sql}),
     d AS (
-        SELECT r.id, t.check_item_id AS card, p.demographics
+        SELECT r.id, r.annotator_id, t.check_item_id AS card
         FROM {ranking} r
         JOIN {task} t ON t.id = r.task_id
-        JOIN {profile} p ON p.id = r.annotator_id
         WHERE r.id IN (SELECT pk FROM counted)
     )"""
 
 
 def _sql(fields: Sequence[str], counted_sql: str) -> str:
-    ranked = _tables()[0]
-    groups = [f"{_group_expression(i)} AS g{i}" for i in range(len(fields))]
-    sets = ["(ri.item_id, ri.k)"] + [f"(ri.item_id, ri.k, ri.g{i})" for i in range(len(fields))]
-    flags = [f"GROUPING(ri.g{i}) AS x{i}" for i in range(len(fields))]
-    columns = ", ".join(["ri.item_id", "ri.k", *[f"ri.g{i}" for i in range(len(fields))], *flags])
+    ranked, _, _, profile = _tables()
+    n = len(fields)
+    groups = "".join(f", {_group_expression(i)} AS g{i}" for i in range(n))
+    gs = [f"g{i}" for i in range(n)]
+    sets = ["(item_id, k)"] + [f"(item_id, k, g{i})" for i in range(n)]
+    flags = "".join(f", GROUPING(g{i}) AS x{i}" for i in range(n))
     return f"""{_prefix(counted_sql)},
     ri AS (
-        SELECT x.item_id, x.ranking_id,
+        SELECT x.item_id, d.annotator_id,
                row_number() OVER w - 1 AS pos, count(*) OVER (PARTITION BY x.ranking_id) AS k
-               {"".join(", " + g for g in groups)}
         FROM {ranked} x JOIN d ON d.id = x.ranking_id
         WHERE x.item_id IS DISTINCT FROM d.card
         WINDOW w AS (PARTITION BY x.ranking_id ORDER BY x.position)
+    ),
+    g AS MATERIALIZED (SELECT p.id{groups} FROM {profile} p),
+    cell AS (
+        SELECT ri.item_id, ri.k{"".join(", g." + c for c in gs)}, sum(ri.pos) AS s, count(*) AS c
+        FROM ri JOIN g ON g.id = ri.annotator_id
+        GROUP BY ri.item_id, ri.k{"".join(", g." + c for c in gs)}
     )
-    SELECT {columns}, sum(ri.pos), count(*)
-    FROM ri
+    SELECT item_id, k{"".join(", " + c for c in gs)}{flags}, sum(s), sum(c)::bigint
+    FROM cell
     GROUP BY GROUPING SETS ({", ".join(sets)})
     """
 
@@ -118,7 +126,9 @@ def aggregated_labels(
     names.update(ws=WHITESPACE, pnts=PREFER_NOT_TO_SAY.lower())
     sums: dict[tuple, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0]))
     n = len(fields)
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Room to hash the per-item cells rather than sort every ranked item to disk.
+        cursor.execute(f"SET LOCAL work_mem = '{WORK_MEM}'")
         cursor.execute(_count_sql(counted), names)
         count, last = cursor.fetchone()
         cursor.execute(_sql(fields, counted), names)

@@ -73,6 +73,17 @@ def test_marginals_equal_the_product_formula(k):
     )
 
 
+@pytest.mark.parametrize("k", range(1, 9))
+def test_the_drawn_sets_recursion_equals_every_order_enumerated(k):
+    """The fast path (2^K sets drawn so far) against the K! orders summed in log space."""
+    from training.ml.alignment import _marginals_by_drawn_sets, _marginals_in_log_space
+
+    z = np.random.default_rng(20 + k).normal(scale=4.0, size=(40, k))
+    np.testing.assert_allclose(
+        _marginals_by_drawn_sets(np.exp(z - z.max())), _marginals_in_log_space(z), atol=1e-12
+    )
+
+
 def test_marginals_match_monte_carlo_plackett_luce_sampling():
     rng = np.random.default_rng(0)
     scores = np.array([0.1, 0.8, -0.3, 0.4])

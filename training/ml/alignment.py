@@ -83,10 +83,11 @@ def plackett_luce_position_marginals(scores, temperature: float = 0.5) -> np.nda
 
     Draw order pi (pi_0 takes position K-1, the last draw position 0):
     ``P(pi) = prod_t exp(s_pi_t / T) / sum_{u >= t} exp(s_pi_u / T)``, summed
-    exactly over all K! orders (in log space when the scores / T span 700 or
-    more, where plain exponentials would underflow), so K is at most 8. Takes scores
-    of shape (K,) or (n, K) and returns (K, K) or (n, K, K); rows and columns
-    sum to 1.
+    exactly over all K! orders. Computed over the 2^K sets of items drawn so far
+    (``_marginals_by_drawn_sets``), or, when the scores / T span 700 or more (where
+    plain exponentials would underflow), by enumerating the orders in log space;
+    K is at most 8. Takes scores of shape (K,) or (n, K) and returns (K, K) or
+    (n, K, K); rows and columns sum to 1.
     """
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim not in (1, 2) or s.shape[-1] < 1:
@@ -101,20 +102,73 @@ def plackett_luce_position_marginals(scores, temperature: float = 0.5) -> np.nda
     if not np.isfinite(s).all():
         raise ValueError("scores must be finite")
     flat = s.reshape(-1, k) / temperature
-    perms, indicator = _enumeration(k)
-    out = np.empty((flat.shape[0], k * k))
-    chunk = max(1, 2_000_000 // perms.size)
+    out = np.empty((flat.shape[0], k, k))
+    chunk = max(1, 4_000_000 // (1 << k))
     for start in range(0, flat.shape[0], chunk):
         rows = flat[start : start + chunk]
-        z = rows[:, perms]  # (c, K, K!): step t of each order
         if np.ptp(rows) < 700:  # exp(z - max) cannot underflow: plain sums are exact
-            w = np.exp(z - rows.max())
-            prob = np.prod(w / np.cumsum(w[:, ::-1], axis=1)[:, ::-1], axis=1)
+            out[start : start + chunk] = _marginals_by_drawn_sets(np.exp(rows - rows.max()))
         else:
-            log_left = np.logaddexp.accumulate(z[:, ::-1], axis=1)[:, ::-1]
-            prob = np.exp((z - log_left).sum(axis=1))
-        out[start : start + chunk] = prob @ indicator
+            out[start : start + chunk] = _marginals_in_log_space(rows)
     return out.reshape(s.shape[:-1] + (k, k))
+
+
+@functools.cache
+def _drawn_sets(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The 2^K sets of items (bit i = item i), as a (2^K, K) membership matrix, and the
+    position the next draw takes from each set (K - 1 - its size)."""
+    members = (np.arange(1 << k)[:, None] >> np.arange(k)) & 1
+    return members, k - 1 - members.sum(axis=1)
+
+
+def _marginals_by_drawn_sets(w: np.ndarray) -> np.ndarray:
+    """(n, K) positive weights -> (n, K, K) marginals, by dynamic programming over the
+    set S of items drawn so far (each set after all its subsets, in numeric order):
+    ``f(S)`` is the probability that the first |S| draws are S in some order; from S,
+    item i is drawn with probability ``w_i / (sum of the weights not in S)``, taking
+    position ``K - 1 - |S|``. 2^K K steps per ranking, against K! K for the orders;
+    the remaining weight is summed, never subtracted, so nothing cancels."""
+    n, k = w.shape
+    members, position = _drawn_sets(k)
+    wt = np.ascontiguousarray(w.T)  # (K, n)
+    remaining = (1 - members) @ wt  # (2^K, n)
+    reach = np.zeros((1 << k, n))
+    reach[0] = 1.0
+    out = np.zeros((k, k, n))
+    for drawn in range((1 << k) - 1):
+        share = reach[drawn] / remaining[drawn]
+        for i in np.flatnonzero(members[drawn] == 0):
+            step = share * wt[i]
+            out[i, position[drawn]] += step
+            reach[drawn | 1 << i] += step
+    return out.transpose(2, 0, 1)
+
+
+@functools.cache
+def _enumeration(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """All K! draw orders, as (K, K!) (column = items in draw order), and their indicator.
+
+    ``indicator[j, i * K + p]`` is 1 when order j puts item i at position p.
+    """
+    perms = np.array(list(itertools.permutations(range(k))), dtype=np.intp).reshape(-1, k)
+    indicator = np.zeros((perms.shape[0], k * k))
+    rows = np.repeat(np.arange(perms.shape[0]), k)
+    # the item drawn at step t lands at position K-1-t
+    indicator[rows, (perms * k + (k - 1 - np.arange(k))).ravel()] = 1.0
+    return np.ascontiguousarray(perms.T), indicator
+
+
+def _marginals_in_log_space(z: np.ndarray) -> np.ndarray:
+    """(n, K) scores / T spanning 700 or more -> (n, K, K), every order enumerated."""
+    n, k = z.shape
+    perms, indicator = _enumeration(k)
+    out = np.empty((n, k * k))
+    chunk = max(1, 2_000_000 // perms.size)
+    for start in range(0, n, chunk):
+        steps = z[start : start + chunk][:, perms]  # (c, K, K!): step t of each order
+        log_left = np.logaddexp.accumulate(steps[:, ::-1], axis=1)[:, ::-1]
+        out[start : start + chunk] = np.exp((steps - log_left).sum(axis=1)) @ indicator
+    return out.reshape(n, k, k)
 
 
 def _distributions(p, q) -> tuple[np.ndarray, np.ndarray]:
