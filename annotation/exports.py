@@ -14,7 +14,7 @@ from itertools import combinations
 from django.conf import settings
 
 from .errors import UnknownAnnotator
-from .models import AnnotatorProfile, DemographicField, Item, RankingTask, Study
+from .models import AnnotatorProfile, DemographicField, Item, Study, parse_gold_reference
 from .quality.gold import AttentionCheck, gold_score
 from .selectors import consented_rankings, counted_rankings
 from .study_models import study_ids
@@ -40,22 +40,37 @@ def annotator_for_pseudonym(name: str) -> AnnotatorProfile:
     raise UnknownAnnotator(f"No annotator has the pseudonym '{name}'.")
 
 
-def _gold_score(task: RankingTask, order: list[int]) -> float | None:
+def _gold_score(reference: str | None, order: list[int]) -> float | None:
     try:
-        return gold_score(order, task.reference())
+        return gold_score(order, parse_gold_reference(reference))
     except ValueError:  # a malformed reference, or none of its pairs in this ranking
         return None
 
 
-def _check_passed(task: RankingTask, order: list[int]) -> bool | None:
+def _check_passed(card: int, position: int | None, order: list[int]) -> bool | None:
     try:
-        return AttentionCheck(task.check_item_id, task.check_position).passed(order)
+        return AttentionCheck(card, position).passed(order)
     except ValueError:  # the card is not in the ranking, or the position is past it
         return None
 
 
 def _scope(study: Study | None) -> list[Study] | None:
     return None if study is None else [study]
+
+
+RANKING_COLUMNS = (
+    "task_id",
+    "annotator_id",
+    "order",
+    "shown_order",
+    "seconds_spent",
+    "created_at",
+    "task__occupation__name",
+    "task__is_gold",
+    "task__gold_reference",
+    "task__check_item_id",
+    "task__check_position",
+)
 
 
 def ranking_rows(
@@ -68,32 +83,49 @@ def ranking_rows(
     passed, and ``untouched`` (submitted in the shown order). ``include_left_out``:
     every consented ranking, gold tasks' and excluded annotators' too (the flags say
     which), for audits; labels never read those.
+
+    Streamed: the rankings as plain values in chunks of 2,000 from a server-side
+    cursor; each annotator's pseudonym and answers are worked out once, up front (memory
+    grows with the annotators, not the rankings).
     """
     keys = list(DemographicField.objects.values_list("key", flat=True))
     rankings = consented_rankings if include_left_out else counted_rankings
-    rows = rankings(include_synthetic, _scope(study))
-    rows = rows.select_related("annotator", "task__occupation")
-    for ranking in rows.order_by("id").iterator(chunk_size=1000):
-        answers, task, order = ranking.annotator.demographics, ranking.task, ranking.order
-        has_check = task.check_item_id is not None
+    rows = rankings(include_synthetic, _scope(study)).order_by("id").values_list(*RANKING_COLUMNS)
+    annotators = _annotators(rows.values("annotator_id"), keys)
+    for (task, annotator_id, order, shown, seconds, created, occupation, is_gold, reference,
+         card, card_position) in rows.iterator(chunk_size=2000):  # fmt: skip
+        if annotator_id not in annotators:  # joined after the annotators were read
+            annotators.update(_annotators([annotator_id], keys))
+        annotator = annotators[annotator_id]
         yield {
-            "task": ranking.task_id,
-            "occupation": task.occupation.name,
-            "annotator": pseudonym(ranking.annotator.user_id),
-            "annotator_status": ranking.annotator.status,
-            "synthetic": ranking.annotator.is_synthetic,
+            "task": task,
+            "occupation": occupation,
+            "annotator": annotator[0],
+            "annotator_status": annotator[1],
+            "synthetic": annotator[2],
             "order": order,
-            "shown_order": ranking.shown_order,
-            "seconds_spent": ranking.seconds_spent,
-            "untouched": order == ranking.shown_order,
-            "gold": task.is_gold,
-            "gold_score": _gold_score(task, order) if task.is_gold else None,
-            "check_item": task.check_item_id,
-            "check_position": task.check_position,
-            "check_passed": _check_passed(task, order) if has_check else None,
-            "created_at": ranking.created_at.isoformat(),
-            "demographics": {key: answers.get(key, "") for key in keys},
+            "shown_order": shown,
+            "seconds_spent": seconds,
+            "untouched": order == shown,
+            "gold": is_gold,
+            "gold_score": _gold_score(reference, order) if is_gold else None,
+            "check_item": card,
+            "check_position": card_position,
+            "check_passed": _check_passed(card, card_position, order) if card else None,
+            "created_at": created.isoformat(),
+            "demographics": dict(annotator[3]),
         }
+
+
+def _annotators(ids, keys: list[str]) -> dict[int, tuple]:
+    """``{id: (pseudonym, status, synthetic, answers)}`` of the annotators ``ids`` names."""
+    found = AnnotatorProfile.objects.filter(pk__in=ids).values_list(
+        "pk", "user_id", "status", "is_synthetic", "demographics"
+    )
+    return {
+        pk: (pseudonym(user), status, synthetic, {k: (answers or {}).get(k, "") for k in keys})
+        for pk, user, status, synthetic, answers in found.iterator(chunk_size=2000)
+    }
 
 
 def pair_rows(
@@ -113,8 +145,8 @@ def pair_rows(
     ``keep_identical_texts``.
     """
     url = image_url or Item._meta.get_field("image").storage.url
-    items = {
-        pk: (text, kind, name)
+    items = {  # each image's URL made once, not once per pair
+        pk: (text, kind, url(name))
         for pk, text, kind, name in Item.objects.filter(
             study__in=study_ids(_scope(study))
         ).values_list("id", "prompt__text", "prompt__prompt_type", "image")
@@ -135,8 +167,8 @@ def pair_rows(
                 "rejected_item": earlier,
                 "chosen_prompt_type": chosen_type,
                 "rejected_prompt_type": rejected_type,
-                "chosen_image_url": url(chosen_image),
-                "rejected_image_url": url(rejected_image),
+                "chosen_image_url": chosen_image,
+                "rejected_image_url": rejected_image,
                 "task": row["task"],
                 "occupation": row["occupation"],
                 "annotator": row["annotator"],
