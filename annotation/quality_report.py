@@ -23,7 +23,7 @@ from django.conf import settings
 
 from core.json import json_safe
 
-from . import selectors, standing
+from . import quality_selectors, selectors, standing
 from .exports import pseudonym
 from .models import AnnotatorStatus, Study
 from .quality.agreement import Reliability, annotator_reliability
@@ -83,12 +83,12 @@ def consensus_reliability(records: list[RankingRecord], excluded: set) -> dict[o
 def annotator_rows(
     include_synthetic: bool = False,
     study: Study | None = None,
-    consented: selectors.ConsentedQuality | None = None,
+    consented: quality_selectors.ConsentedQuality | None = None,
 ) -> list[dict]:
     """The annotator table (``ANNOTATOR_COLUMNS`` and more) of one study (the default one
     unless given), ordered by pseudonym; ``consented``: the study's rankings, if read."""
     if consented is None:
-        consented = selectors.consented_quality(include_synthetic, _scope(study))
+        consented = quality_selectors.consented_quality(include_synthetic, _scope(study))
     inputs = consented.inputs
     flags = zip(inputs.records, consented.since_reinstatement, consented.gold_task, strict=True)
     since, shared = [], []
@@ -99,7 +99,7 @@ def annotator_rows(
             shared.append(r)
     quality = annotator_quality(since, inputs.gold, inputs.checks)
     records = without_check_cards(shared, inputs.checks)
-    profiles = selectors.annotator_statuses({r.annotator for r in records} | set(quality))
+    profiles = quality_selectors.annotator_statuses({r.annotator for r in records} | set(quality))
     reliability = consensus_reliability(
         records, {p["user_id"] for p in profiles if p["status"] == AnnotatorStatus.EXCLUDED}
     )
@@ -145,7 +145,7 @@ def quality_report(
     plain JSON-ready data (module docstring)."""
     config = settings.STEREORANK
     n_boot = config["QUALITY_N_BOOT"] if n_boot is None else n_boot
-    consented = selectors.consented_quality(include_synthetic, _scope(study))
+    consented = quality_selectors.consented_quality(include_synthetic, _scope(study))
     records = without_check_cards(consented.counted(), consented.inputs.checks)
     fields = list(selectors.demographic_questions().values_list("key", flat=True))
     agreement = breakdown(records, fields, k=config["GROUP_K"], n_boot=n_boot, seed=seed)

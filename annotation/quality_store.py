@@ -10,7 +10,7 @@ queued once per version (stale while revalidate). Nothing is computed in a reque
 ``quality --json`` computes directly.
 
 What a view reads does not grow with the study: the data version is a handful of index
-probes and counts over annotators (``selectors.quality_data_version``), and the annotator
+probes and counts over annotators (``quality_selectors.quality_data_version``), and the annotator
 table is stored as rows of its own (``QualityAnnotatorRow``), so a view reads the page of
 them it shows, sorted in SQL, not every annotator's.
 """
@@ -31,7 +31,7 @@ from django.db import transaction
 from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
-from . import selectors, studies
+from . import quality_selectors, selectors, studies
 from .models import AnnotatorProfile, StatusChange
 from .report_models import QualityAnnotatorRow, QualityReport
 from .study_models import Study
@@ -55,12 +55,13 @@ SORTABLE = (
 
 
 def data_version(study: Study) -> str:
-    """The version of everything the study's report reads: ``selectors.quality_data_version``
-    of the study plus a hash of the active demographic fields and the settings."""
+    """The version of everything the study's report reads:
+    ``quality_selectors.quality_data_version`` of the study plus a hash of the active
+    demographic fields and the settings."""
     fields = list(selectors.demographic_questions().values_list("key", flat=True))
     described = json.dumps([fields, settings.STEREORANK], sort_keys=True, default=str)
     digest = hashlib.sha256(described.encode()).hexdigest()[:12]
-    return f"{selectors.quality_data_version(study)}-{digest}"
+    return f"{quality_selectors.quality_data_version(study)}-{digest}"
 
 
 @dataclass(frozen=True)

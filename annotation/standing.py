@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
-from . import selectors
+from . import quality_selectors
 from .errors import InvalidAnswer, StatusConflict
 from .models import AnnotatorProfile, AnnotatorStatus, StatusChange
 from .quality.gold import annotator_quality
@@ -34,7 +34,7 @@ def policy() -> Policy:
 
 def decide(profile: AnnotatorProfile) -> Decision:
     """The policy's decision on one annotator, from their rankings since reinstatement."""
-    inputs = selectors.annotator_quality_inputs(profile)
+    inputs = quality_selectors.annotator_quality_inputs(profile)
     quality = annotator_quality(inputs.records, inputs.gold, inputs.checks)
     if profile.user_id not in quality:
         return Decision(AnnotatorStatus.OK, ())

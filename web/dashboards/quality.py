@@ -18,7 +18,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from annotation import quality_store, selectors, standing, studies
+from annotation import quality_selectors, quality_store, selectors, standing, studies
 from annotation.errors import StudyNotFound
 from annotation.exports import pseudonym
 from annotation.study_models import Study
@@ -133,7 +133,7 @@ def quality(request: HttpRequest) -> HttpResponse:
             "sortable": SORTABLE,
             "changes": [
                 {"change": c, "pseudonym": pseudonym(c.annotator.user_id)}
-                for c in selectors.recent_status_changes(study)
+                for c in quality_selectors.recent_status_changes(study)
             ],
             "reinstate_form": ReinstateForm(),
             "section": "quality",
