@@ -86,10 +86,11 @@ def exists(db: str) -> bool:
 
 def measure(what: str, size: int, args, db: str, root: Path = ROOT) -> dict:
     """One measurement in a child process running ``root``'s code."""
+    draws = draws_for(size, args)
     out = subprocess.run(
-        [sys.executable, __file__, "--child", what, f"--draws={draws_for(size, args)}",
-         "--root", str(root)],
-        env=environment(db),
+        [sys.executable, __file__, "--child", what, f"--draws={draws}", "--root", str(root)],
+        # the page serves the stored report of the deployment's draws: the ones just used
+        env={**environment(db), "STEREORANK_QUALITY_N_BOOT": str(draws)},
         capture_output=True,
         text=True,
         cwd=root,
