@@ -13,13 +13,16 @@ the exports only; groups of fewer than ``STEREORANK_GROUP_K`` annotators are wit
 
 from __future__ import annotations
 
+from itertools import groupby
+from operator import itemgetter
+
 from django.conf import settings
 
 from core.json import json_safe
 
 from .errors import ConditionError
 from .exports import pseudonym
-from .models import AnnotatorStatus, RankedItem, Ranking, Study
+from .models import AnnotatorProfile, AnnotatorStatus, RankedItem, Ranking, Study
 from .selectors import consent_stands
 from .validation_models import Condition
 
@@ -43,36 +46,43 @@ def counted_rankings(study: Study):
 
 
 def records(study: Study):
-    """Every ranked image of the rankings that count, as ``ValidationRecord``s (one query)."""
+    """Every ranked image of the rankings that count, as ``ValidationRecord``s (two queries:
+    the ranked images, then their annotators once each, their pseudonym and answers shared
+    by their records). K is the ranking's number of images: a ranking that counts has no
+    check card, so every image it holds is a row here."""
     from .quality.validation import ValidationRecord
 
     conditions = _conditions(study)
-    rows = (
+    rows = list(
         RankedItem.objects.filter(ranking__in=counted_rankings(study))
         .values_list(
-            "ranking__annotator__user_id",
-            "ranking__annotator__demographics",
+            "ranking_id",
+            "ranking__annotator_id",
             "ranking__task__occupation__name",
             "ranking__task_id",
             "item__condition_image__prompt__condition__role",
             "position",
-            "ranking__order",
         )
         .order_by("ranking_id", "position")
+        .iterator(chunk_size=10_000)
     )
+    found = AnnotatorProfile.objects.filter(pk__in={row[1] for row in rows})
+    annotators = {
+        pk: (pseudonym(user), demographics or {})
+        for pk, user, demographics in found.values_list("pk", "user_id", "demographics")
+    }
     names = {role: c.name for role, c in conditions.items()}
-    return [
-        ValidationRecord(
-            pseudonym(user),
-            occupation,
-            task,
-            names[role],
-            position,
-            len(order),
-            demographics or {},
-        )
-        for user, demographics, occupation, task, role, position, order in rows
-    ]
+    out = []
+    for _, ranking in groupby(rows, key=itemgetter(0)):
+        ranking = list(ranking)
+        for _, annotator, occupation, task, role, position in ranking:
+            name, demographics = annotators[annotator]
+            out.append(
+                ValidationRecord(
+                    name, occupation, task, names[role], position, len(ranking), demographics
+                )
+            )
+    return out
 
 
 def lines(r: dict) -> list[str]:

@@ -13,10 +13,11 @@ with demographics, tasks of 6 items, 2,000 open tasks at every size). Then:
   ``--draws`` bootstrap draws (``quality_store.refresh``, what the default queue's
   worker runs) and the **quality dashboard** served from the stored report, a
   **perspective report** of one field (``age_band``: every ranking of the snapshot,
-  scores from a fixed function of the item: the encoder is left out), and the
-  **rankings and pairs exports** streamed to nothing: each in a child process of
-  its own, with its peak resident memory (``ru_maxrss``) and, beside it, the
-  child's memory before it started (Django loaded).
+  scores from a fixed function of the item: the encoder is left out), the **active
+  sampler's job** (``update_priorities`` on a seeded MiniLM head; the items' embeddings
+  cached before it is timed), and the **rankings and pairs exports** streamed to
+  nothing: each in a child process of its own, with its peak resident memory
+  (``ru_maxrss``) and, beside it, the child's memory before it started (Django loaded).
 
 Prints a table, then one JSON line per size. A progress bar (tqdm) shows the build
 and each measurement; the 1M size takes tens of minutes (the build alone: the
@@ -48,7 +49,10 @@ from urllib.parse import urlsplit, urlunsplit
 from _common import ROOT, load
 from scale_measure import api_figures, child
 
-CHILD_MEASURES = ("snapshot", "quality", "perspective", "export_rankings", "export_pairs")
+CHILD_MEASURES = (
+    "snapshot", "quality", "perspective", "sampler", "export_rankings", "export_pairs",
+    "validation",
+)  # fmt: skip
 MEASURES = (*CHILD_MEASURES, "api", "dashboard")
 
 
@@ -88,7 +92,8 @@ def measure(what: str, size: int, args, db: str, root: Path = ROOT) -> dict:
     """One measurement in a child process running ``root``'s code."""
     draws = draws_for(size, args)
     out = subprocess.run(
-        [sys.executable, __file__, "--child", what, f"--draws={draws}", "--root", str(root)],
+        [sys.executable, __file__, "--child", what, f"--draws={draws}", f"--size={size}",
+         "--root", str(root)],  # fmt: skip
         # the page serves the stored report of the deployment's draws: the ones just used
         env={**environment(db), "STEREORANK_QUALITY_N_BOOT": str(draws)},
         capture_output=True,
@@ -193,7 +198,12 @@ ROWS = (
     ("quality page sorted, page 3 (ms)", "dashboard", _ms("dashboard", "page_sorted")),
     ("/api/staff/quality/ p50 / p95 (ms)", "dashboard", _ms("dashboard", "api")),
     ("perspective, one field (s, peak MB)", "perspective", _s_mb("perspective")),
+    ("active sampler's job (s, peak MB)", "sampler",
+     lambda r: f"{r['sampler']['job_s']:.1f}, {r['sampler']['peak_mb']:.0f}"),
     ("export rankings (s, peak MB)", "export_rankings", _s_mb("export_rankings")),
+    ("validation report (draws: s, peak MB)", "validation",
+     lambda r: f"{r['validation']['draws']}: {r['validation']['job_s']:.1f}, "
+     f"{r['validation']['peak_mb']:.0f}"),
     ("export pairs (s, peak MB)", "export_pairs", _s_mb("export_pairs")),
 )  # fmt: skip
 
@@ -224,11 +234,12 @@ def main() -> None:
     parser.add_argument("--only", help=f"comma-separated, of {','.join(MEASURES)}")
     parser.add_argument("--compare", help="another checkout whose code is timed too")
     parser.add_argument("--child", choices=MEASURES, help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--root", default=str(ROOT), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         setup_django_from_env(Path(args.root))
-        print(json.dumps(child(args.child, args.draws)))
+        print(json.dumps(child(args.child, args.draws, args.size)))
         return
     unknown = set(args.only.split(",") if args.only else ()) - set(MEASURES)
     if unknown:

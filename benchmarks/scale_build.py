@@ -121,3 +121,123 @@ def build(rankings: int, step) -> dict:
         cursor.execute("SELECT count(*) FROM annotation_ranking")
         (stored,) = cursor.fetchone()
     return {"rankings": stored, "tasks": shared + single + OPEN_TASKS, "open_tasks": OPEN_TASKS}
+
+
+VALIDATION_SLUG = "bench-val"
+IMAGES_PER_CONDITION_PROMPT = 3
+
+
+def build_validation(rankings: int) -> dict:
+    """A blinded validation study of ``rankings`` rankings beside the collection one: two
+    conditions (the catalogue's original prompts as written and rewritten), 3 images of
+    each condition prompt, tasks of one occupation with K / 2 images of each condition
+    (overlap 1), 10,000 annotators of its own with demographics and consent, and orders
+    that put the rewritten images lower (less stereotypical) more often than not."""
+    from django.db import connection
+
+    from annotation.catalogue import ensure_consent_text
+    from annotation.models import Prompt, Study
+    from annotation.studies import create_study
+    from annotation.validation_models import Condition, ConditionPrompt
+
+    study = create_study(VALIDATION_SLUG, Study.Kind.VALIDATION, task_size=K, overlap=1)
+    Study.objects.filter(pk=study.pk).update(status=Study.Status.OPEN)
+    consent = ensure_consent_text(study=study)
+    roles = (("original", Condition.Role.BASELINE, Condition.Source.ORIGINAL),
+             ("rewritten", Condition.Role.TREATMENT, Condition.Source.FILE))  # fmt: skip
+    conditions = [
+        Condition.objects.create(study=study, name=name, role=role, source=source)
+        for name, role, source in roles
+    ]
+    originals = list(Prompt.objects.filter(origin__isnull=True))  # the catalogue's own
+    ConditionPrompt.objects.bulk_create(
+        ConditionPrompt(condition=c, prompt=p, text=f"{c.name}: {p.text}")
+        for c in conditions
+        for p in originals
+    )
+    demographics = ", ".join(
+        f"'{key}', ({_array(values)})[1 + abs(hashtext(u.id || '{key}')) % {len(values)}]"
+        for key, values in CHOICES.items()
+    )
+    treatment = conditions[1].pk
+    image = "'items/bench-val-' || cp.id || '-' || g || '.png'"
+    sql = [
+        f"""INSERT INTO auth_user (password, is_superuser, username, first_name, last_name,
+            email, is_staff, is_active, date_joined)
+            SELECT '!', false, 'benchv' || g, '', '', '', false, true, now()
+            FROM generate_series(1, {ANNOTATORS}) g""",
+        f"""INSERT INTO annotation_annotatorprofile (study_id, user_id, demographics, quota,
+            is_synthetic, synthetic_kind, status, created_at)
+            SELECT {study.pk}, u.id, jsonb_build_object({demographics}), 1000000, false,
+                   '', 'ok', now()
+            FROM auth_user u WHERE u.username LIKE 'benchv%'""",
+        f"""INSERT INTO annotation_consent (annotator_id, text_id, given_at)
+            SELECT p.id, {consent.pk}, now() FROM annotation_annotatorprofile p
+            WHERE p.study_id = {study.pk}""",
+        f"""INSERT INTO annotation_item (study_id, prompt_id, image, image_sha256, generator,
+            is_placeholder, created_at)
+            SELECT {study.pk}, cp.prompt_id, {image}, md5({image}), '{{}}', true, now()
+            FROM annotation_conditionprompt cp,
+                 generate_series(1, {IMAGES_PER_CONDITION_PROMPT}) g
+            WHERE cp.condition_id IN ({conditions[0].pk}, {treatment})""",
+        f"""INSERT INTO annotation_conditionimage (item_id, prompt_id, seed)
+            SELECT i.id, cp.id, g
+            FROM annotation_conditionprompt cp
+            CROSS JOIN generate_series(1, {IMAGES_PER_CONDITION_PROMPT}) g
+            JOIN annotation_item i ON i.image = {image} AND i.study_id = {study.pk}
+            WHERE cp.condition_id IN ({conditions[0].pk}, {treatment})""",
+        f"""INSERT INTO annotation_rankingtask (study_id, occupation_id, overlap, ranking_count,
+            priority, is_gold, card_text, created_at)
+            SELECT {study.pk}, o.ids[1 + g % array_length(o.ids, 1)], 1, 1, 0, false,
+                   'none', now()
+            FROM generate_series(1, {rankings}) g,
+                 (SELECT array_agg(id ORDER BY id) AS ids FROM annotation_occupation) o""",
+        # K / 2 images of each condition of the task's occupation
+        f"""INSERT INTO annotation_taskitem (task_id, item_id)
+            SELECT t.id, c.ids[1 + ((t.id * 7 + j) % array_length(c.ids, 1))]
+            FROM annotation_rankingtask t
+            JOIN (SELECT p.occupation_id, cp.condition_id,
+                         array_agg(ci.item_id ORDER BY ci.item_id) AS ids
+                  FROM annotation_conditionimage ci
+                  JOIN annotation_conditionprompt cp ON cp.id = ci.prompt_id
+                  JOIN annotation_prompt p ON p.id = cp.prompt_id
+                  GROUP BY p.occupation_id, cp.condition_id) c
+              ON c.occupation_id = t.occupation_id,
+            generate_series(0, {K // 2 - 1}) j
+            WHERE t.study_id = {study.pk}""",
+        f"""INSERT INTO annotation_ranking (task_id, annotator_id, "order", shown_order,
+            seconds_spent, created_at)
+            SELECT t.id, a.ids[1 + ((t.id * 7) % {ANNOTATORS})],
+                (SELECT jsonb_agg(ti.item_id ORDER BY
+                        (ci.prompt_id IN (SELECT id FROM annotation_conditionprompt
+                                          WHERE condition_id = {treatment}))::int
+                        + random() * 2)
+                 FROM annotation_taskitem ti
+                 JOIN annotation_conditionimage ci ON ci.item_id = ti.item_id
+                 WHERE ti.task_id = t.id),
+                (SELECT jsonb_agg(ti.item_id ORDER BY random())
+                 FROM annotation_taskitem ti WHERE ti.task_id = t.id),
+                10 + random() * 50, now()
+            FROM annotation_rankingtask t,
+                 (SELECT array_agg(id ORDER BY id) AS ids FROM annotation_annotatorprofile
+                  WHERE study_id = {study.pk}) a
+            WHERE t.study_id = {study.pk}""",
+        f"""INSERT INTO annotation_rankeditem (ranking_id, item_id, position, shown_position)
+            SELECT r.id, e.value::int, e.n - 1,
+                   (SELECT s.n - 1 FROM jsonb_array_elements_text(r.shown_order)
+                    WITH ORDINALITY s(value, n) WHERE s.value = e.value)
+            FROM annotation_ranking r
+            JOIN annotation_rankingtask t ON t.id = r.task_id AND t.study_id = {study.pk},
+                 jsonb_array_elements_text(r."order") WITH ORDINALITY e(value, n)""",
+        "ANALYZE",
+    ]
+    with connection.cursor() as cursor:
+        for statement in sql:
+            cursor.execute(statement)
+        cursor.execute(
+            "SELECT count(*) FROM annotation_ranking r JOIN annotation_rankingtask t "
+            "ON t.id = r.task_id WHERE t.study_id = %s",
+            [study.pk],
+        )
+        (stored,) = cursor.fetchone()
+    return {"rankings": stored, "images": 2 * len(originals) * IMAGES_PER_CONDITION_PROMPT}

@@ -18,7 +18,7 @@ def rss_mb() -> float:
 # ---- the children: one measurement each, in a fresh process ----------------------
 
 
-def child(what: str, draws: int) -> dict:
+def child(what: str, draws: int, size: int = 0) -> dict:
     before = rss_mb()
     start = time.perf_counter()
     out: dict = {}
@@ -37,6 +37,10 @@ def child(what: str, draws: int) -> dict:
         out.update(perspective())
     elif what == "dashboard":
         out.update(dashboard_figures())
+    elif what == "sampler":
+        out.update(sampler())
+    elif what == "validation":
+        out.update(validation(size, draws))
     else:
         from annotation.exports import jsonl_lines, pair_rows, ranking_rows
 
@@ -68,6 +72,71 @@ def perspective() -> dict:
         ranked, item_prompt, scores, k=settings.STEREORANK["GROUP_K"], prompts=eval_prompts
     )
     return {"rankings": len(ranked), "groups": len(report.groups)}
+
+
+SAMPLER_ENCODER = "all-MiniLM-L6-v2"
+
+
+def sampler() -> dict:
+    """The active sampler's job on the study (``update_priorities``, what the default
+    queue's worker runs): a seeded random head on MiniLM registered on the latest
+    snapshot once (no training: the job's cost does not depend on the weights), the
+    items' embeddings cached first (timed apart: a deployment has them from training),
+    then the job, timed alone."""
+    import torch
+
+    from annotation.models import Study
+    from annotation.task_selectors import sampler_inputs
+    from training import encoders
+    from training.ml.checkpoints import Checkpoint as MLCheckpoint
+    from training.ml.model import RewardModel
+    from training.models import Checkpoint, DatasetSnapshot
+    from training.registry import register
+    from training.sampling import update_priorities
+    from training.snapshots import create_snapshot
+
+    study = Study.objects.get(slug="default")
+    Study.objects.filter(pk=study.pk).update(sampler=Study.Sampler.ACTIVE)
+    encoder = encoders.encoder(SAMPLER_ENCODER, device="cpu")
+    if not Checkpoint.objects.exists():
+        torch.manual_seed(0)
+        files = MLCheckpoint.from_model(
+            RewardModel(encoder).eval(),
+            hyperparameters={"temperature": 0.5, "dropout": 0.1},
+            data_hash="",
+        )
+        snapshot = DatasetSnapshot.objects.order_by("-pk").first()
+        register(files, snapshot=snapshot or create_snapshot())
+    start = time.perf_counter()
+    encoders.embedding_cache().embed(encoder, list(sampler_inputs(study.pk).texts.values()))
+    warm = time.perf_counter() - start
+    start = time.perf_counter()
+    update = update_priorities(study.pk)
+    job = time.perf_counter() - start
+    assert update.scored, update.basis
+    return {"job_s": job, "encode_s": warm, "rankings": update.rankings, "scored": update.scored}
+
+
+def validation(size: int, draws: int) -> dict:
+    """The validation report (``validation_results.report``, what the command, the API and
+    the page compute) of a blinded validation study of ``size`` rankings built beside the
+    collection one on first use (``scale_build.build_validation``; its build timed apart)."""
+    from scale_build import VALIDATION_SLUG, build_validation
+
+    from annotation import validation_results
+    from annotation.models import Study
+
+    out: dict = {}
+    if not Study.objects.filter(slug=VALIDATION_SLUG).exists():
+        start = time.perf_counter()
+        out["built"] = build_validation(size)
+        out["build_s"] = time.perf_counter() - start
+    study = Study.objects.get(slug=VALIDATION_SLUG)
+    start = time.perf_counter()
+    report = validation_results.report(study, n_boot=draws)
+    out["job_s"] = time.perf_counter() - start
+    out.update(draws=draws, annotators=report["n_annotators"], welch_t=report["welch"]["t"])
+    return out
 
 
 # ---- the parent: API and dashboard in process -----------------------------------

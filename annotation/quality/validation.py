@@ -320,7 +320,9 @@ def cluster_bootstrap(s: Study, *, n_boot: int = 2000, seed: int = 0) -> dict[st
     def total(per_ranking: np.ndarray) -> np.ndarray:
         cells = np.zeros((a, o))
         np.add.at(cells, (s.ann, s.occ), per_ranking)
-        return np.einsum("ba,ao,bo->b", wa, cells, wo)
+        # sum_a sum_o wa[b, a] cells[a, o] wo[b, o]: a matrix product first (BLAS), not
+        # one pass over draws x annotators x occupations
+        return ((wa @ cells) * wo).sum(axis=1)
 
     m = s.baseline_ranks.shape[1]
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg, special
+from scipy import linalg, sparse, special
 
 from training.ml.errors import MLError
 
@@ -51,6 +51,7 @@ class SamplerError(MLError, ValueError):
 
 DEFAULT_TEMPERATURE = 0.5
 MAX_K = 12  # the subset recursion visits 2^K subsets
+_CHUNK = 50_000  # rankings whose kernels are held at once (50,000 x K^2 values)
 
 
 def _check_temperature(temperature: float) -> None:
@@ -164,19 +165,26 @@ def laplace_precision(
         if idx.size >= 2:
             by_length.setdefault(idx.size, []).append(idx[::-1])
     u_all = emb @ w / temperature
+    # sum_r X_r^T A_r X_r = E^T M E with M (N, N) the kernels scattered onto the items:
+    # its cost and memory follow the pairs of items ranked together, not rankings x d^2.
+    kernels = sparse.csr_matrix((n_items, n_items))
     for k, group in by_length.items():
         order = np.stack(group)  # (n, K) in draw order
-        u = u_all[order]
-        a = np.zeros((order.shape[0], k, k))
-        for j in range(k - 1):  # stage j: the softmax over draw positions j..K-1
-            p = special.softmax(u[:, j:], axis=1)
-            block = -p[:, :, None] * p[:, None, :]
-            block[:, np.arange(k - j), np.arange(k - j)] += p
-            a[:, j:, j:] += block
-        xs = emb[order]  # (n, K, d)
-        total += (
-            xs.reshape(-1, d).T @ np.einsum("nkl,nld->nkd", a, xs).reshape(-1, d) / (temperature**2)
-        )
+        for start in range(0, len(order), _CHUNK):
+            rows = order[start : start + _CHUNK]
+            u = u_all[rows]
+            a = np.zeros((rows.shape[0], k, k))
+            for j in range(k - 1):  # stage j: the softmax over draw positions j..K-1
+                p = special.softmax(u[:, j:], axis=1)
+                block = -p[:, :, None] * p[:, None, :]
+                block[:, np.arange(k - j), np.arange(k - j)] += p
+                a[:, j:, j:] += block
+            left = np.broadcast_to(rows[:, :, None], a.shape).ravel()
+            right = np.broadcast_to(rows[:, None, :], a.shape).ravel()
+            kernels = kernels + sparse.coo_matrix(
+                (a.ravel(), (left, right)), shape=(n_items, n_items)
+            ).tocsr()
+    total += emb.T @ (kernels @ emb) / (temperature**2)
     return (total + total.T) / 2
 
 
