@@ -103,3 +103,20 @@ def test_paired_comparison_detects_a_better_model():
     assert out["diff"] > 0 and out["ci"][0] > 0 and out["p_value"] < 0.05
     same = paired_comparison(pred, pred, labels, groups, n_boot=100)
     assert same["diff"] == 0 and same["p_value"] == 1.0
+
+
+def test_spearman_of_every_resample_at_once_equals_one_at_a_time():
+    """The vectorised bootstrap (NaN-padded rows ranked by scipy) against ``spearman`` per
+    draw: ties, draws of one or two copies of one item (no rho), and a constant column."""
+    from training.ml.metrics import _group_resamples, spearman, spearman_resampled
+
+    rng = np.random.default_rng(3)
+    for constant in (False, True):
+        pred = rng.integers(0, 6, 120).astype(float)
+        target = np.ones(120) if constant else rng.normal(size=120).round(1)
+        draws = _group_resamples((np.arange(120) // 7).astype(str), 300, 0)
+        draws += [np.array([4]), np.array([4, 4])]
+        got = spearman_resampled(pred, target, draws)
+        want = np.array([spearman(pred[i], target[i]) for i in draws])
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)], atol=1e-12)

@@ -39,7 +39,7 @@ from .alignment import (
     jensen_shannon_distance,
     position_distributions,
 )
-from .metrics import _ci, _group_resamples, bootstrap_p_value, spearman
+from .metrics import _ci, _group_resamples, bootstrap_p_value, spearman, spearman_resampled
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def _spearman(group_rankings, item_prompt, scores, prompts, n_boot, seed):
     groups = [repr(item_prompt[i]) for i in items]
     rho = spearman(pred, target)
     draws = _group_resamples(groups, n_boot, seed) if n_boot > 0 and items else []
-    return rho, _ci([spearman(pred[i], target[i]) for i in draws]) if draws else None, len(items)
+    return rho, _ci(spearman_resampled(pred, target, draws)) if draws else None, len(items)
 
 
 def _first_choice_js(rankings, item_prompt, scores, temperature, prompts, n_boot, seed):

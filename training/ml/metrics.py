@@ -43,6 +43,28 @@ def spearman(pred, target) -> float:
     return _pearson(stats.rankdata(p), stats.rankdata(t))
 
 
+def spearman_resampled(pred, target, resamples: Sequence[np.ndarray]) -> np.ndarray:
+    """``spearman(pred[i], target[i])`` for every index array ``i`` of ``resamples`` (of
+    any lengths) at once: the draws padded with NaN into one matrix, ranked by scipy along
+    its rows with the padding left out, and correlated row by row."""
+    p, t = _arrays(pred, target)
+    if not resamples:
+        return np.zeros(0)
+    lengths = np.array([len(i) for i in resamples])
+    idx = np.zeros((lengths.size, lengths.max()), dtype=np.intp)
+    held = np.arange(lengths.max()) < lengths[:, None]
+    idx[held] = np.concatenate(resamples)
+    ranks = [
+        stats.rankdata(np.where(held, x[idx], np.nan), axis=1, nan_policy="omit") for x in (p, t)
+    ]
+    centred = [np.where(held, r - np.nanmean(r, axis=1, keepdims=True), 0.0) for r in ranks]
+    a, b = centred
+    denom = np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (a * b).sum(axis=1) / denom
+    return np.where((denom > 0) & (lengths >= 2), rho, np.nan)
+
+
 def kendall_tau(pred, target) -> float:
     """Kendall's tau-b."""
     p, t = _arrays(pred, target)

@@ -181,9 +181,10 @@ def laplace_precision(
                 a[:, j:, j:] += block
             left = np.broadcast_to(rows[:, :, None], a.shape).ravel()
             right = np.broadcast_to(rows[:, None, :], a.shape).ravel()
-            kernels = kernels + sparse.coo_matrix(
-                (a.ravel(), (left, right)), shape=(n_items, n_items)
-            ).tocsr()
+            kernels = (
+                kernels
+                + sparse.coo_matrix((a.ravel(), (left, right)), shape=(n_items, n_items)).tocsr()
+            )
     total += emb.T @ (kernels @ emb) / (temperature**2)
     return (total + total.T) / 2
 
