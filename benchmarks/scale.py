@@ -12,12 +12,14 @@ with demographics, tasks of 6 items, 2,000 open tasks at every size). Then:
 * **snapshot** (``create_snapshot``), the **quality report** computed with
   ``--draws`` bootstrap draws (``quality_store.refresh``, what the default queue's
   worker runs) and the **quality dashboard** served from the stored report, a
-  **perspective report** of one field (``age_band``: every ranking of the snapshot,
-  scores from a fixed function of the item: the encoder is left out), the **active
-  sampler's job** (``update_priorities`` on a seeded MiniLM head; the items' embeddings
-  cached before it is timed), and the **rankings and pairs exports** streamed to
-  nothing: each in a child process of its own, with its peak resident memory
-  (``ru_maxrss``) and, beside it, the child's memory before it started (Django loaded).
+  **perspective report** (every demographic field of the latest snapshot, as the default
+  queue's worker computes it; scores from a fixed function of the item: the encoder is
+  left out), the **active sampler's job** (``update_priorities`` on a seeded MiniLM
+  head; the items' embeddings cached before it is timed), the **rankings and pairs
+  exports** streamed to nothing and the **validation report** of a validation study of
+  as many rankings built beside it: each in a child process of its own, with its peak
+  resident memory (``ru_maxrss``) and, beside it, the child's memory before it started
+  (Django loaded).
 
 Prints a table, then one JSON line per size. A progress bar (tqdm) shows the build
 and each measurement; the 1M size takes tens of minutes (the build alone: the
@@ -197,7 +199,7 @@ ROWS = (
     ("quality page p50 / p95 (ms)", "dashboard", _ms("dashboard", "page")),
     ("quality page sorted, page 3 (ms)", "dashboard", _ms("dashboard", "page_sorted")),
     ("/api/staff/quality/ p50 / p95 (ms)", "dashboard", _ms("dashboard", "api")),
-    ("perspective, one field (s, peak MB)", "perspective", _s_mb("perspective")),
+    ("perspective report, every field (s, peak MB)", "perspective", _s_mb("perspective")),
     ("active sampler's job (s, peak MB)", "sampler",
      lambda r: f"{r['sampler']['job_s']:.1f}, {r['sampler']['peak_mb']:.0f}"),
     ("export rankings (s, peak MB)", "export_rankings", _s_mb("export_rankings")),

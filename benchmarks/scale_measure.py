@@ -53,25 +53,33 @@ def child(what: str, draws: int, size: int = 0) -> dict:
 
 
 def perspective() -> dict:
+    """A version's perspective report as ``training.perspectives.compute_reports`` makes it
+    on the default queue (the snapshot's rankings read once, then one report per
+    demographic field of the snapshot, 1,000 draws each), with scores from a fixed function
+    of the item: the encoder is left out."""
     from django.conf import settings
 
     from annotation.quality.records import group_of
     from training.ml.alignment import RankedList
     from training.ml.alignment_report import perspective_report
     from training.models import DatasetSnapshot
-    from training.perspectives import _study
+    from training.perspectives import _study, report_fields
 
     snapshot = DatasetSnapshot.objects.latest("pk")
+    fields = report_fields(snapshot)
     rankings, item_prompt, texts, eval_prompts = _study(snapshot)
     scores = {item: (item % 13) / 13 for item in texts}
-    ranked = [
-        RankedList(rid, annotator, tuple(order), group_of(demo or {}, "age_band"), occupation)
-        for rid, annotator, order, demo, occupation in rankings
-    ]
-    report = perspective_report(
-        ranked, item_prompt, scores, k=settings.STEREORANK["GROUP_K"], prompts=eval_prompts
-    )
-    return {"rankings": len(ranked), "groups": len(report.groups)}
+    groups = 0
+    for field in fields:
+        ranked = [
+            RankedList(rid, annotator, tuple(order), group_of(demo or {}, field), occupation)
+            for rid, annotator, order, demo, occupation in rankings
+        ]
+        report = perspective_report(
+            ranked, item_prompt, scores, k=settings.STEREORANK["GROUP_K"], prompts=eval_prompts
+        )
+        groups += len(report.groups)
+    return {"rankings": len(rankings), "fields": len(fields), "groups": groups}
 
 
 SAMPLER_ENCODER = "all-MiniLM-L6-v2"
