@@ -57,7 +57,9 @@ def spearman_resampled(pred, target, resamples: Sequence[np.ndarray]) -> np.ndar
     ranks = [
         stats.rankdata(np.where(held, x[idx], np.nan), axis=1, nan_policy="omit") for x in (p, t)
     ]
-    centred = [np.where(held, r - np.nanmean(r, axis=1, keepdims=True), 0.0) for r in ranks]
+    count = np.maximum(lengths, 1)[:, None]  # a draw with none of the items: no rho
+    centred = [np.where(held, r - np.where(held, r, 0.0).sum(1, keepdims=True) / count, 0.0)
+               for r in ranks]  # fmt: skip
     a, b = centred
     denom = np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -108,6 +110,22 @@ def _mean_occupation_spearman(p, t, occ) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 
+def _mean_occupation_resampled(p, t, occ, resamples: Sequence[np.ndarray]) -> np.ndarray:
+    """``_mean_occupation_spearman`` of every draw: each occupation's rho over the draws at
+    once (``spearman_resampled`` on the draws' items of it), then the mean of those a draw
+    has (NaN where it has none)."""
+    per_occupation = []
+    for name in sorted(set(occ.tolist())):
+        mine = occ == name
+        per_occupation.append(spearman_resampled(p, t, [i[mine[i]] for i in resamples]))
+    rho = np.array(per_occupation).T  # (draws, occupations)
+    means = []
+    for row in rho:
+        values = row[~np.isnan(row)]
+        means.append(float(np.mean(values)) if values.size else float("nan"))
+    return np.array(means)
+
+
 def _group_resamples(groups: Sequence[str], n_boot: int, seed: int) -> list[np.ndarray]:
     """``n_boot`` index arrays, each a resample of whole groups with replacement."""
     g = np.asarray(groups)
@@ -147,12 +165,22 @@ def evaluate(
         "kendall_tau": lambda i: kendall_tau(p[i], t[i]),
         "pairwise_accuracy": lambda i: pairwise_accuracy(p[i], t[i]),
     }
+    # the rank correlations of every draw at once (each equal to its one-draw value)
+    at_once: dict[str, Callable] = {
+        "spearman": lambda draws: spearman_resampled(p, t, draws),
+        "mean_occupation_spearman": lambda draws: _mean_occupation_resampled(p, t, occ, draws),
+    }
     everything = np.arange(p.size)
     resamples = _group_resamples(groups, n_boot, seed) if n_boot > 0 else []
     out: dict = {}
     for name, fn in statistics.items():
         out[name] = fn(everything)
-        out[f"{name}_ci"] = _ci([fn(i) for i in resamples]) if resamples else None
+        if not resamples:
+            out[f"{name}_ci"] = None
+        elif name in at_once:
+            out[f"{name}_ci"] = _ci(at_once[name](resamples))
+        else:
+            out[f"{name}_ci"] = _ci([fn(i) for i in resamples])
     out["per_occupation"] = per_occupation_spearman(p, t, occ)
     out["n_items"] = int(p.size)
     out["n_groups"] = len(set(groups))
