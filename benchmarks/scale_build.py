@@ -37,6 +37,29 @@ def _array(values: list[str]) -> str:
     return "ARRAY[" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + "]"
 
 
+def _annotators_sql(prefix: str, study: int, consent: int) -> list[str]:
+    """``ANNOTATORS`` users named ``prefix`` and a number, their profiles in ``study`` with
+    demographics (a fixed function of the user id) and their consent to text ``consent``."""
+    demographics = ", ".join(
+        f"'{key}', ({_array(values)})[1 + abs(hashtext(u.id || '{key}')) % {len(values)}]"
+        for key, values in CHOICES.items()
+    )
+    return [
+        f"""INSERT INTO auth_user (password, is_superuser, username, first_name, last_name,
+            email, is_staff, is_active, date_joined)
+            SELECT '!', false, '{prefix}' || g, '', '', '', false, true, now()
+            FROM generate_series(1, {ANNOTATORS}) g""",
+        f"""INSERT INTO annotation_annotatorprofile (study_id, user_id, demographics, quota,
+            is_synthetic, synthetic_kind, status, created_at)
+            SELECT {study}, u.id, jsonb_build_object({demographics}), 1000000, false,
+                   '', 'ok', now()
+            FROM auth_user u WHERE u.username ~ '^{prefix}[0-9]+$'""",
+        f"""INSERT INTO annotation_consent (annotator_id, text_id, given_at)
+            SELECT p.id, {consent}, now() FROM annotation_annotatorprofile p
+            WHERE p.study_id = {study}""",
+    ]
+
+
 def build(rankings: int, step) -> dict:
     """The study of ``rankings`` rankings in the (empty, migrated) database; ``step(name)``
     is called after each stage (the progress bar). Returns what was built."""
@@ -48,23 +71,8 @@ def build(rankings: int, step) -> dict:
     call_command("load_catalogue", "--placeholder-images", "0", verbosity=0)
     consent = ensure_consent_text()
     shared, single = task_counts(rankings)
-    demographics = ", ".join(
-        f"'{key}', ({_array(values)})[1 + abs(hashtext(u.id || '{key}')) % {len(values)}]"
-        for key, values in CHOICES.items()
-    )
     sql = [
-        # annotators: users, profiles with demographics, consent
-        f"""INSERT INTO auth_user (password, is_superuser, username, first_name, last_name,
-            email, is_staff, is_active, date_joined)
-            SELECT '!', false, 'bench' || g, '', '', '', false, true, now()
-            FROM generate_series(1, {ANNOTATORS}) g""",
-        f"""INSERT INTO annotation_annotatorprofile (study_id, user_id, demographics, quota,
-            is_synthetic, synthetic_kind, status, created_at)
-            SELECT {consent.study_id}, u.id, jsonb_build_object({demographics}), 1000000, false,
-                   '', 'ok', now()
-            FROM auth_user u WHERE u.username LIKE 'bench%'""",
-        f"""INSERT INTO annotation_consent (annotator_id, text_id, given_at)
-            SELECT p.id, {consent.pk}, now() FROM annotation_annotatorprofile p""",
+        *_annotators_sql("bench", consent.study_id, consent.pk),
         # items: prompts of every occupation, one placeholder image each
         # paraphrases of the catalogue's prompts (one original per occupation and type)
         f"""INSERT INTO annotation_prompt (occupation_id, prompt_type, text, origin_id)
@@ -155,25 +163,10 @@ def build_validation(rankings: int) -> dict:
         for c in conditions
         for p in originals
     )
-    demographics = ", ".join(
-        f"'{key}', ({_array(values)})[1 + abs(hashtext(u.id || '{key}')) % {len(values)}]"
-        for key, values in CHOICES.items()
-    )
     treatment = conditions[1].pk
     image = "'items/bench-val-' || cp.id || '-' || g || '.png'"
     sql = [
-        f"""INSERT INTO auth_user (password, is_superuser, username, first_name, last_name,
-            email, is_staff, is_active, date_joined)
-            SELECT '!', false, 'benchv' || g, '', '', '', false, true, now()
-            FROM generate_series(1, {ANNOTATORS}) g""",
-        f"""INSERT INTO annotation_annotatorprofile (study_id, user_id, demographics, quota,
-            is_synthetic, synthetic_kind, status, created_at)
-            SELECT {study.pk}, u.id, jsonb_build_object({demographics}), 1000000, false,
-                   '', 'ok', now()
-            FROM auth_user u WHERE u.username LIKE 'benchv%'""",
-        f"""INSERT INTO annotation_consent (annotator_id, text_id, given_at)
-            SELECT p.id, {consent.pk}, now() FROM annotation_annotatorprofile p
-            WHERE p.study_id = {study.pk}""",
+        *_annotators_sql("benchv", study.pk, consent.pk),
         f"""INSERT INTO annotation_item (study_id, prompt_id, image, image_sha256, generator,
             is_placeholder, created_at)
             SELECT {study.pk}, cp.prompt_id, {image}, md5({image}), '{{}}', true, now()

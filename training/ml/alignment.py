@@ -144,20 +144,6 @@ def _marginals_by_drawn_sets(w: np.ndarray) -> np.ndarray:
     return out.transpose(2, 0, 1)
 
 
-@functools.cache
-def _enumeration(k: int) -> tuple[np.ndarray, np.ndarray]:
-    """All K! draw orders, as (K, K!) (column = items in draw order), and their indicator.
-
-    ``indicator[j, i * K + p]`` is 1 when order j puts item i at position p.
-    """
-    perms = np.array(list(itertools.permutations(range(k))), dtype=np.intp).reshape(-1, k)
-    indicator = np.zeros((perms.shape[0], k * k))
-    rows = np.repeat(np.arange(perms.shape[0]), k)
-    # the item drawn at step t lands at position K-1-t
-    indicator[rows, (perms * k + (k - 1 - np.arange(k))).ravel()] = 1.0
-    return np.ascontiguousarray(perms.T), indicator
-
-
 def _marginals_in_log_space(z: np.ndarray) -> np.ndarray:
     """(n, K) scores / T spanning 700 or more -> (n, K, K), every order enumerated."""
     n, k = z.shape
