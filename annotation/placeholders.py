@@ -1,5 +1,6 @@
 """Honest placeholder images: the prompt text on a card, marked as a placeholder."""
 
+import functools
 import io
 import textwrap
 
@@ -9,10 +10,15 @@ SIZE = 384
 COLOURS = {"stereotypical": "#f4e1d2", "neutral": "#e4e8ee", "diverse": "#dcefe0"}
 
 
+@functools.lru_cache(
+    maxsize=512
+)  # a pure function of its arguments; about 11 kB a card, 6 MB at most
 def placeholder_png(prompt: str, prompt_type: str, variant: int, label: str = "") -> bytes:
     """A deterministic PNG card showing ``prompt``; not a generated image, and it says so.
 
     ``label`` replaces the bottom line (``variant N``), e.g. to tell two studies' cards apart.
+    Cached: loading a catalogue again (a second study, a test's fresh database) draws
+    each card once per process.
     """
     image = Image.new("RGB", (SIZE, SIZE), COLOURS.get(prompt_type, "#eeeeee"))
     draw = ImageDraw.Draw(image)

@@ -346,6 +346,7 @@ def simulate(
     groups = planted_groups(count, planted, seed) if planted else None
     treated = validation_treated(study) if study.kind == Study.Kind.VALIDATION else None
     made_users = rankings = excluded = 0
+    seen: dict[int, tuple[RankingTask, list[Item]]] = {}
     for n in range(count):
         user, new_user = User.objects.get_or_create(username=f"{prefix}-{seed}-{n:04d}")
         if new_user:
@@ -376,8 +377,10 @@ def simulate(
                 break
             if assignment is None:
                 break
-            task = RankingTask.objects.get(pk=assignment.task_id)
-            items = list(task.items.select_related("prompt__occupation"))
+            if assignment.task_id not in seen:  # a task's items, read once per run
+                task = RankingTask.objects.get(pk=assignment.task_id)
+                seen[task.pk] = task, list(task.items.select_related("prompt__occupation"))
+            task, items = seen[assignment.task_id]
             hashes = ",".join(sorted(item.image_sha256 for item in items))
             rng = random.Random(f"{seed}:{n}:{hashes}")
             if kinds[n] == SyntheticKind.CAREFUL and treated is not None and not task.is_gold:

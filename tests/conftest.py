@@ -53,10 +53,14 @@ def _missing_services(item: pytest.Item) -> list[str]:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``--dist loadgroup``), the tests that drive real Redis queues,
     Celery workers and beat share one xdist worker: their workers' node names, queues and
-    heartbeats are fixed, so two at once would take each other's tasks."""
+    heartbeats are fixed, so two at once would take each other's tasks. The other tests
+    of one file share a worker too, so a module's fixtures (a browser, a trained head, a
+    learning curve, an exported encoder) are made once, not once per worker."""
     for item in items:
         if item.get_closest_marker("redis"):
             item.add_marker(pytest.mark.xdist_group("services"))
+        else:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(scope="session", autouse=True)

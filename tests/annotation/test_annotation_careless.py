@@ -11,7 +11,7 @@ from annotation.models import AnnotatorProfile, AnnotatorStatus, SyntheticKind
 from annotation.selectors import counted_rankings
 from annotation.simulation import CARELESS_KINDS, careless_kinds, careless_order
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)  # see tests/conftest.py: many submits
 
 
 def run(*args) -> str:

@@ -22,7 +22,9 @@ def run(*args) -> str:
     return out.getvalue()
 
 
-def test_gold_and_checks_catch_a_careless_annotator(db, media_root, diversity_version, settings):
+def test_gold_and_checks_catch_a_careless_annotator(
+    transactional_db, media_root, diversity_version, settings
+):
     settings.STEREORANK = {**settings.STEREORANK, "GOLD_RATE": 0.3, "QUALITY_N_BOOT": 0}
     load_catalogue()
     out = run("create_study", "val", "--kind", "validation", "--placeholder-images")

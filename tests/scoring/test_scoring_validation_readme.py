@@ -37,7 +37,9 @@ def readme_commands() -> list[list[str]]:
     ]
 
 
-def test_the_readmes_validation_path(db, media_root, diversity_version, tmp_path, settings):
+def test_the_readmes_validation_path(
+    transactional_db, media_root, diversity_version, tmp_path, settings
+):
     settings.STEREORANK = {**settings.STEREORANK, "QUALITY_N_BOOT": 200}
     load_catalogue()
     commands = readme_commands()

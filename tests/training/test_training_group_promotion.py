@@ -56,7 +56,9 @@ def reversed_version(checkpoint: Checkpoint, snapshot) -> Checkpoint:
     return register(files, snapshot=snapshot)
 
 
-def test_the_active_version_is_evaluated_on_the_new_snapshot_then_compared(db, tmp_path):
+def test_the_active_version_is_evaluated_on_the_new_snapshot_then_compared(
+    transactional_db, tmp_path
+):
     """The gap: the active version had no evaluation on the candidate's snapshot, so auto
     promotion against it was always 'not compared' and never fired."""
     make_study(tmp_path, images=4)
@@ -77,7 +79,7 @@ def test_the_active_version_is_evaluated_on_the_new_snapshot_then_compared(db, t
 
 
 @pytest.mark.slow
-def test_a_version_that_gains_rho_but_loses_a_planted_group_is_kept(db, settings):
+def test_a_version_that_gains_rho_but_loses_a_planted_group_is_kept(transactional_db, settings):
     """Planted age groups (``annotation.simulation.PLANTED``): the active version is a
     head steered to the 65-74 minority, the candidate a pooled head on a newer snapshot.
     Pooled rho rises with a paired interval above zero while the minority's alignment

@@ -25,7 +25,9 @@ pytestmark = [pytest.mark.slow]
 MAJORITY, MINORITY = PLANTED.majority, "65-74"
 
 
-def test_the_report_recovers_the_planted_groups_and_steering_closes_part_of_the_gap(db, settings):
+def test_the_report_recovers_the_planted_groups_and_steering_closes_part_of_the_gap(
+    transactional_db, settings
+):
     settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 5}
     load_catalogue(placeholders_per_prompt=2)
     build_tasks(size=6, overlap=21, seed=0)

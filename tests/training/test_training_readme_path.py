@@ -40,7 +40,7 @@ def train(*args) -> Checkpoint:
     return TrainingRun.objects.get(pk=run_id).checkpoint
 
 
-def test_the_readmes_path_learns_with_the_default_recipe(db, tmp_path):
+def test_the_readmes_path_learns_with_the_default_recipe(transactional_db, tmp_path):
     load_catalogue(placeholders_per_prompt=2)
     run("build_tasks")
     run("simulate_annotators", "--count", "20")

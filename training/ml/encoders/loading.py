@@ -58,7 +58,14 @@ def load_encoder(
             raise EncoderError(f"the {backend} backend runs on the CPU, not {device!r}")
         device = "cpu"
     device = pick_device(device)
-    cache_key = (name_or_path, str(model_dir), device, backend, quantization)
+    # An alias and its full name are one encoder (one identity): loaded once, not twice.
+    cache_key = (
+        ALIASES.get(name_or_path, name_or_path),
+        str(model_dir),
+        device,
+        backend,
+        quantization,
+    )
     if cache_key in _LOADED:
         return _LOADED[cache_key]
     folder = resolve_encoder(name_or_path, model_dir, allow_hub=allow_hub)
