@@ -117,12 +117,9 @@ PLANTED = Planted(
         "35-44": View(aspects={"body_type": FLIP}),
         "45-54": View(aspects={"religion_belief": FLIP, "ability_disability": FLIP}),
         "65-74": View(
-            aspects={
-                "religion_belief": FLIP,
-                "body_type": FLIP,
-                "ability_disability": FLIP,
-                "nationality": FLIP,
-            }
+            aspects=dict.fromkeys(
+                ("religion_belief", "body_type", "ability_disability", "nationality"), FLIP
+            )
         ),
     },
     shares={"25-34": 0.5, "35-44": 0.2, "45-54": 0.2, "65-74": 0.1},

@@ -50,6 +50,7 @@ def _missing_services(item: pytest.Item) -> list[str]:
     return missing
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``--dist loadgroup``), the tests that drive real Redis queues,
     Celery workers and beat share one xdist worker: their workers' node names, queues and
