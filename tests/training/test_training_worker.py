@@ -143,14 +143,33 @@ def worker_process(django_db_setup, worker_storage, embedding_cache):
     _purge_broker()
 
 
+def _settle(worker: Worker, timeout: float = 120) -> None:
+    """Drop the follow-ups a test left queued (a new version queues its perspective report
+    and the sampler's update) and wait for the task in hand: a solo worker answers
+    ``inspect`` only between tasks. The test database is then flushed under no running
+    task (TRUNCATE against a task's row locks was a deadlock)."""
+    from web.celery import app
+
+    _purge_broker()
+    inspect = app.control.inspect(destination=[NODE], timeout=1)
+    deadline = time.monotonic() + timeout
+    while worker.proc.poll() is None and time.monotonic() < deadline:
+        active, reserved = inspect.active(), inspect.reserved()
+        if active and reserved and not active.get(NODE) and not reserved.get(NODE):
+            return
+        time.sleep(0.2)
+
+
 @pytest.fixture
 def worker(worker_process, transactional_db, settings, worker_storage):
-    """The live worker, sharing this process's checkpoint folder (emptied per test)."""
+    """The live worker, sharing this process's checkpoint folder (emptied per test); idle
+    again before the test's rows are flushed."""
     shutil.rmtree(worker_storage / "checkpoints", ignore_errors=True)
     settings.TRAINING = {**settings.TRAINING, "CHECKPOINT_DIR": worker_storage / "checkpoints"}
     if worker_process.proc.poll() is not None:
         worker_process.start()
-    return worker_process
+    yield worker_process
+    _settle(worker_process)
 
 
 def wait_for(predicate, timeout: float = 120, what: str = "", worker: Worker | None = None):
