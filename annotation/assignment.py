@@ -28,6 +28,9 @@ overlap), kept by the ``ranking_count`` that submit updates in its transaction. 
 PostgreSQL what an open task is checked against is read once per query: the annotator's
 ranked tasks (a hashed ``NOT IN``), their occupations and the live reservations' tasks
 (InitPlans), whatever the statistics the generic plan was made on (a fresh table's).
+
+Past 400 lines because choosing a task is one decision: the state it reads, the
+orderings, the pacing, the candidates and the waits for locked rows are read together.
 """
 
 import math
@@ -363,6 +366,15 @@ def _live_query() -> QuerySet:
 _LIVE = Prepared(_live_query)
 
 
+def _wait_for_locked(profile: AnnotatorProfile, now, ordering: str, paced: str | None) -> None:
+    """Wait for an open task another transaction holds, keeping no lock (a savepoint rolled
+    back) and in id order, so waiters never hold what another waits for (they deadlocked)."""
+    waiting = _candidates(profile, profile.study_id, now, ordering, paced, skip_locked=False)
+    with transaction.atomic():
+        waiting.order_by("pk").values("pk").first()
+        transaction.set_rollback(True)
+
+
 def _take_task(
     profile: AnnotatorProfile, now, ordering: str, paced: str | None = None, tries: int = 20
 ) -> RankingTask | None:
@@ -385,12 +397,9 @@ def _take_task(
         else:
             task = _best(profile, now, ordering, paced)
             if task is None and connection.features.has_select_for_update_skip_locked:
-                # Rows skipped because locked (the sampler writing a study's priorities
-                # in one transaction) are not "none left": once more, waiting for them.
-                waiting = _candidates(
-                    profile, profile.study_id, now, ordering, paced, skip_locked=False
-                )
-                task = waiting.select_related("occupation").first()
+                # Rows skipped as locked (a priority write) are not "none left": wait, retry.
+                _wait_for_locked(profile, now, ordering, paced)
+                task = _best(profile, now, ordering, paced)
         if task is None or task.is_gold:
             return task
         live = len(_LIVE.rows(task=task.pk, now=now))
