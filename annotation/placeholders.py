@@ -10,9 +10,8 @@ SIZE = 384
 COLOURS = {"stereotypical": "#f4e1d2", "neutral": "#e4e8ee", "diverse": "#dcefe0"}
 
 
-@functools.lru_cache(
-    maxsize=512
-)  # a pure function of its arguments; about 11 kB a card, 6 MB at most
+# A pure function of its arguments: cached, about 11 kB a card, 6 MB at most.
+@functools.lru_cache(maxsize=512)
 def placeholder_png(prompt: str, prompt_type: str, variant: int, label: str = "") -> bytes:
     """A deterministic PNG card showing ``prompt``; not a generated image, and it says so.
 

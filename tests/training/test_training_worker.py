@@ -158,6 +158,8 @@ def _settle(worker: Worker, timeout: float = 120) -> None:
         if active and reserved and not active.get(NODE) and not reserved.get(NODE):
             return
         time.sleep(0.2)
+    if worker.proc.poll() is None:
+        raise AssertionError(f"the worker was still busy after {timeout} s\n{worker.tail()}")
 
 
 @pytest.fixture

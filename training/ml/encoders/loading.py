@@ -59,17 +59,11 @@ def load_encoder(
         device = "cpu"
     device = pick_device(device)
     # An alias and its full name are one encoder (one identity): loaded once, not twice.
-    cache_key = (
-        ALIASES.get(name_or_path, name_or_path),
-        str(model_dir),
-        device,
-        backend,
-        quantization,
-    )
+    name = ALIASES.get(name_or_path, name_or_path)
+    cache_key = (name, str(model_dir), device, backend, quantization)
     if cache_key in _LOADED:
         return _LOADED[cache_key]
     folder = resolve_encoder(name_or_path, model_dir, allow_hub=allow_hub)
-    name = ALIASES.get(name_or_path, name_or_path)
     if Path(name_or_path).expanduser().is_dir():
         name = str(folder)
     if backend != "torch":
