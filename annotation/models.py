@@ -294,10 +294,72 @@ class DemographicField(models.Model):
 
 
 class ConsentText(models.Model):
-    """A version of a study's consent text; its newest is the one its annotators agree to."""
+    """A version of a study's consent text; its newest is the one its annotators agree to.
+
+    Structured as an ethics board reads it: who is responsible (``controller``), whom to
+    ask (``contact_email``, ``dpo_contact``), on what ground special-category data such as
+    religion is processed (``legal_basis``), for how long it is kept (``retention``), where
+    to complain (``complaint``), the approval (``ethics_reference``), and the free text
+    (``text``). A study whose newest text lacks one of ``REQUIRED`` cannot be opened
+    (``annotation.consent.missing_fields``).
+    """
+
+    class LegalBasis(models.TextChoices):
+        EXPLICIT_CONSENT = (
+            "explicit_consent",
+            "Your explicit consent (GDPR Art. 6(1)(a) and, for special categories such as "
+            "religion, Art. 9(2)(a))",
+        )
+        PUBLIC_INTEREST_RESEARCH = (
+            "public_interest_research",
+            "A task in the public interest (GDPR Art. 6(1)(e)) and scientific research with "
+            "safeguards (Art. 9(2)(j) and 89)",
+        )
+
+    REQUIRED = (
+        "controller",
+        "contact_email",
+        "dpo_contact",
+        "legal_basis",
+        "retention",
+        "complaint",
+        "ethics_reference",
+        "text",
+    )
 
     study = study_field("consent_texts")
     version = models.PositiveIntegerField()
+    controller = models.CharField(
+        max_length=300, blank=True, help_text="The institution responsible for the data."
+    )
+    contact_email = models.EmailField(
+        blank=True, help_text="The study team's address, for questions and requests."
+    )
+    dpo_contact = models.CharField(
+        max_length=300,
+        blank=True,
+        verbose_name="data protection officer",
+        help_text="How to reach the institution's data protection officer.",
+    )
+    legal_basis = models.CharField(max_length=40, choices=LegalBasis.choices, blank=True)
+    retention = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="How long the data is kept, e.g. 'until 31 December 2031'.",
+    )
+    complaint = models.CharField(
+        max_length=300,
+        blank=True,
+        verbose_name="right to complain",
+        help_text="The supervisory authority a participant may complain to.",
+    )
+    ethics_reference = models.CharField(
+        max_length=200, blank=True, help_text="The ethics board and its approval reference."
+    )
+    demonstration = models.BooleanField(
+        default=False,
+        help_text="Filled with made-up values to try the platform (bin/run); not for a study.",
+    )
     text = models.TextField()
     published_at = models.DateTimeField(auto_now_add=True)
 
@@ -474,6 +536,9 @@ class Ranking(models.Model):
     order = models.JSONField(help_text="Item ids, most to least stereotypical.")
     shown_order = models.JSONField(help_text="Item ids in the order they were shown.")
     seconds_spent = models.FloatField(null=True, blank=True)
+    # The browser window's width in CSS pixels when the ranking was submitted (none before
+    # it was recorded, or from a client that does not say): which layout the annotator saw.
+    viewport_width = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

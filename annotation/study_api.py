@@ -49,7 +49,7 @@ class StrictIntegerField(Strict, serializers.IntegerField):
 
 
 class CreateStudySerializer(serializers.Serializer):
-    slug = StrictSlugField(max_length=60, help_text="The entry link is /join/<slug>/.")
+    slug = StrictSlugField(max_length=60, help_text="The entry link is /join/{this slug}/.")
     kind = serializers.ChoiceField(Study.Kind.choices, default=Study.Kind.COLLECTION)
     name = StrictCharField(max_length=200, required=False, default="")
     task_size = StrictIntegerField(min_value=2, max_value=100, required=False)

@@ -105,7 +105,7 @@ class Study(models.Model):
     }
 
     slug = models.SlugField(
-        max_length=60, unique=True, help_text="The entry link is /join/<slug>/."
+        max_length=60, unique=True, help_text="The entry link is /join/{this slug}/."
     )
     name = models.CharField(max_length=200)
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.COLLECTION)
@@ -153,6 +153,18 @@ class Study(models.Model):
         blank=True,
         help_text="Where screened-out participants go; {code} becomes the screen-out code.",
     )
+    gold_per_occupation = models.PositiveSmallIntegerField(
+        default=1,
+        help_text="Gold tasks (a reference order) built per occupation; 0 turns them off.",
+    )
+    checks_per_occupation = models.PositiveSmallIntegerField(
+        default=1,
+        help_text="Attention-check tasks built per occupation; 0 turns them off.",
+    )
+    quality_off_reason = models.TextField(
+        blank=True,
+        help_text="Why gold or attention-check tasks are off (required to turn them off).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -166,6 +178,13 @@ class Study(models.Model):
             models.CheckConstraint(
                 condition=models.Q(overlap__isnull=True) | models.Q(overlap__gte=1),
                 name="study_overlap_at_least_one",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(gold_per_occupation__gt=0, checks_per_occupation__gt=0)
+                    | ~models.Q(quality_off_reason="")
+                ),
+                name="study_quality_off_has_a_reason",
             ),
         ]
 
