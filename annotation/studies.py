@@ -54,6 +54,68 @@ def set_sampler(study: Study, sampler: str) -> Study:
     return study
 
 
+def quality_off(gold_per_occupation: int, checks_per_occupation: int) -> list[str]:
+    """What a study's quality settings turn off: "gold tasks", "attention-check tasks"."""
+    kinds = (("gold tasks", gold_per_occupation), ("attention-check tasks", checks_per_occupation))
+    return [kind for kind, per_occupation in kinds if per_occupation == 0]
+
+
+def _quality_refusal(gold_per_occupation: int, checks_per_occupation: int, reason: str) -> str:
+    """Why these quality settings cannot be recorded ("" when they can)."""
+    if gold_per_occupation < 0 or checks_per_occupation < 0:
+        return "gold_per_occupation and checks_per_occupation must not be negative"
+    off = quality_off(gold_per_occupation, checks_per_occupation)
+    if off and not reason:
+        return (
+            f"turning {' and '.join(off)} off needs a reason (quality_off_reason): they "
+            "are how the quality policy finds careless annotators"
+        )
+    if reason and not off:
+        return "quality_off_reason is for turning gold or attention-check tasks off (a count of 0)"
+    return ""
+
+
+def planned_quality(
+    study: Study,
+    gold_per_occupation: int | None = None,
+    checks_per_occupation: int | None = None,
+    reason: str | None = None,
+) -> tuple[int, int, str]:
+    """The study's quality settings once these are applied (None: keep the study's):
+    gold and check tasks per occupation and the reason they are off. A reason recorded
+    before stands (unless another is given) while nothing more is turned off; turning a
+    kind off needs a reason given now; with both on, no reason."""
+    gold = study.gold_per_occupation if gold_per_occupation is None else gold_per_occupation
+    checks = study.checks_per_occupation if checks_per_occupation is None else checks_per_occupation
+    before = quality_off(study.gold_per_occupation, study.checks_per_occupation)
+    off = quality_off(gold, checks)
+    if reason is not None:
+        return gold, checks, reason.strip()
+    kept = off and set(off) <= set(before)
+    return gold, checks, study.quality_off_reason.strip() if kept else ""
+
+
+def set_quality(
+    study: Study,
+    *,
+    gold_per_occupation: int | None = None,
+    checks_per_occupation: int | None = None,
+    reason: str | None = None,
+) -> Study:
+    """Record how many gold and attention-check tasks ``build_tasks`` makes per occupation
+    (``planned_quality``). Turning either off (0) needs a reason, recorded in
+    ``quality_off_reason``; turning both back on clears it. ``InvalidStudy`` saying what is
+    missing, and nothing written."""
+    gold, checks, why = planned_quality(study, gold_per_occupation, checks_per_occupation, reason)
+    refusal = _quality_refusal(gold, checks, why)
+    if refusal:
+        raise InvalidStudy(f"Study {study.slug!r}: {refusal}.")
+    study.gold_per_occupation, study.checks_per_occupation = gold, checks
+    study.quality_off_reason = why
+    study.save(update_fields=["gold_per_occupation", "checks_per_occupation", "quality_off_reason"])
+    return study
+
+
 def create_study(
     slug: str,
     kind: str = Study.Kind.COLLECTION,
@@ -62,9 +124,14 @@ def create_study(
     task_size: int | None = None,
     overlap: int | None = None,
     platform: str = Study.Platform.GENERIC,
+    gold_per_occupation: int = 1,
+    checks_per_occupation: int = 1,
+    quality_off_reason: str = "",
 ) -> Study:
-    """A new study, a ``draft`` until staff open it; ``InvalidStudy`` saying what is wrong,
-    ``StudyConflict`` when the slug is taken."""
+    """A new study, a ``draft`` until staff open it; ``InvalidStudy`` saying what is wrong
+    (gold or attention-check tasks off without a reason among it), ``StudyConflict`` when
+    the slug is taken."""
+    reason = quality_off_reason.strip()
     study = Study(
         slug=slug,
         name=name or slug,
@@ -73,9 +140,15 @@ def create_study(
         platform=platform,
         task_size=task_size,
         overlap=overlap,
+        gold_per_occupation=gold_per_occupation,
+        checks_per_occupation=checks_per_occupation,
+        quality_off_reason=reason,
     )
     if Study.objects.filter(slug=slug).exists():
         raise StudyConflict(f"A study {slug!r} exists already.")
+    refusal = _quality_refusal(gold_per_occupation, checks_per_occupation, reason)
+    if refusal:
+        raise InvalidStudy(f"Cannot create study {slug!r}: {refusal}.")
     try:
         study.full_clean()
     except ValidationError as error:

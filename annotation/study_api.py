@@ -55,12 +55,45 @@ class CreateStudySerializer(serializers.Serializer):
     task_size = StrictIntegerField(min_value=2, max_value=100, required=False)
     overlap = StrictIntegerField(min_value=1, max_value=1000, required=False)
     platform = serializers.ChoiceField(Study.Platform.choices, default=Study.Platform.GENERIC)
+    gold_per_occupation = StrictIntegerField(
+        min_value=0,
+        max_value=100,
+        required=False,
+        default=1,
+        help_text="Gold tasks build_tasks makes per occupation; 0 turns them off (with a reason).",
+    )
+    checks_per_occupation = StrictIntegerField(
+        min_value=0,
+        max_value=100,
+        required=False,
+        default=1,
+        help_text="Attention-check tasks per occupation; 0 turns them off (with a reason).",
+    )
+    quality_off_reason = StrictCharField(
+        max_length=2000,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Why gold or attention-check tasks are off: required (400 without it) when "
+        "either count is 0, refused when neither is.",
+    )
 
 
 class StudySerializer(serializers.ModelSerializer):
     class Meta:
         model = Study
-        fields = ["slug", "name", "kind", "status", "platform", "task_size", "overlap"]
+        fields = [
+            "slug",
+            "name",
+            "kind",
+            "status",
+            "platform",
+            "task_size",
+            "overlap",
+            "gold_per_occupation",
+            "checks_per_occupation",
+            "quality_off_reason",
+        ]
 
 
 class TransitionSerializer(serializers.Serializer):

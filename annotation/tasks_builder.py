@@ -11,6 +11,10 @@ Three kinds, all alike to an annotator (same size, same mix of prompt types):
 
 Gold and check tasks reuse items that are already in ordinary tasks. Each builder
 works inside one study (the default one unless given): its items, its tasks.
+``build_study_tasks`` (the ``build_tasks`` command) makes all three, as many gold and
+check tasks per occupation as the study says (``Study.gold_per_occupation`` and
+``checks_per_occupation``, 1 each by default; 0, with the reason recorded on the study,
+turns a kind off): quality control is on unless someone said why not.
 """
 
 import random
@@ -181,4 +185,23 @@ def build_check_tasks(
             position = rng.randrange(len(items))
             _create(study, occupation, items, check_item=card, check_position=position)
             made += 1
+    return made
+
+
+@transaction.atomic
+def build_study_tasks(
+    study: Study,
+    size: int,
+    overlap: int,
+    seed: int = 0,
+    agreement_fraction: float = 0.0,
+    agreement_overlap: int = 3,
+) -> dict[str, int]:
+    """What ``build_tasks`` makes, in one transaction: the ordinary tasks of the study's
+    new items, then every occupation topped up to the study's gold and attention-check
+    tasks (none of a kind the study turned off). ``{"tasks", "gold", "checks"}``."""
+    made = {"tasks": build_tasks(size, overlap, seed, agreement_fraction, agreement_overlap, study)}
+    gold, checks = study.gold_per_occupation, study.checks_per_occupation
+    made["gold"] = build_gold_tasks(gold, size, seed, study) if gold else 0
+    made["checks"] = build_check_tasks(checks, size, seed, study) if checks else 0
     return made

@@ -109,7 +109,7 @@ def _stopped_early(settings, paced: bool) -> dict:
     if not paced:
         settings.STEREORANK = {**settings.STEREORANK, "CHECK_RATE": 0.0, "AGREEMENT_RATE": 0.0}
     run("load_catalogue", "--placeholder-images")
-    run("build_tasks", "--gold-per-occupation", "1", "--checks-per-occupation", "1")
+    run("build_tasks")  # the study's gold and check tasks: one of each per occupation
     run("simulate_annotators", "--count", "40", "--careless", "0.2")
     return json.loads(run("quality", "--json", "--include-synthetic", "--n-boot", "0"))
 

@@ -52,7 +52,7 @@ def test_catalogue_file_has_40_occupations_with_three_distinct_prompts():
         "education",
         "first_language",
     } <= keys
-    assert data["consent"]["version"] == 2 and "erase your data" in data["consent"]["text"]
+    assert data["consent"]["version"] == 3 and "erase your data" in data["consent"]["text"]
 
 
 def test_load_catalogue_is_idempotent():
@@ -192,20 +192,27 @@ def test_import_items_reports_each_bad_row_and_imports_nothing(tmp_path, media_r
 def test_build_tasks_covers_every_item_mixes_types_and_is_idempotent(media_root):
     run("load_catalogue", "--placeholder-images", "2")  # 6 items per occupation
     run("build_tasks", "--size", "4", "--overlap", "2", "--seed", "3", "--agreement-fraction", "0")
-    assert TaskItem.objects.count() == Item.objects.count() == 240
+    # Ordinary tasks hold every item once; the gold and check tasks (on by default, one of
+    # each per occupation) reuse items already in them.
+    ordinary = RankingTask.objects.filter(is_gold=False, check_item__isnull=True)
+    in_ordinary = TaskItem.objects.filter(task__in=ordinary)
+    assert in_ordinary.count() == Item.objects.count() == 240
+    assert in_ordinary.values("item").distinct().count() == 240
     assert not Item.objects.filter(task_items__isnull=True).exists()
-    for task in RankingTask.objects.prefetch_related("items__prompt"):
+    for task in ordinary.prefetch_related("items__prompt"):
         items = list(task.items.all())
         assert task.overlap == 2
         assert {i.prompt.occupation_id for i in items} == {task.occupation_id}
         assert len({i.prompt.prompt_type for i in items}) >= 2
+    assert RankingTask.objects.filter(is_gold=True).count() == 40
+    assert RankingTask.objects.filter(check_item__isnull=False).count() == 40
     tasks = RankingTask.objects.count()
     run("build_tasks", "--size", "4")
     assert RankingTask.objects.count() == tasks
     run("load_catalogue", "--placeholder-images", "3")  # 120 new items
     run("build_tasks", "--size", "4")
     assert not Item.objects.filter(task_items__isnull=True).exists()
-    assert TaskItem.objects.count() == 360
+    assert TaskItem.objects.filter(task__in=ordinary).count() == 360
 
 
 # --- simulate_annotators ------------------------------------------------------

@@ -47,8 +47,11 @@ def test_agreement_subset_takes_each_occupations_first_task_before_any_second():
 def test_build_tasks_command_gives_the_settings_subset_its_overlap(catalogue, settings):
     settings.STEREORANK = {**settings.STEREORANK, "AGREEMENT_FRACTION": 0.2}
     run("build_tasks", "--size", "4", "--overlap", "1", "--agreement-overlap", "3")
-    tasks = list(RankingTask.objects.all())
+    tasks = list(RankingTask.objects.filter(is_gold=False, check_item__isnull=True))
     assert len(tasks) == 80  # 6 items per occupation -> tasks of 4 and 2
+    # and, on by default, a gold and an attention-check task per occupation beside them
+    assert RankingTask.objects.filter(is_gold=True).count() == 40
+    assert RankingTask.objects.filter(check_item__isnull=False).count() == 40
     shared = [t for t in tasks if t.overlap == 3]
     assert len(shared) == 16  # round(0.2 * 80)
     assert len({t.occupation_id for t in shared}) == 16  # spread over occupations
@@ -67,12 +70,13 @@ def test_build_tasks_command_refuses_a_fraction_out_of_range(catalogue):
 
 
 def test_gold_tasks_key_every_stereotypical_item_before_every_diverse_one(catalogue):
-    run("build_tasks", "--size", "6", "--agreement-fraction", "0")
-    ordinary = RankingTask.objects.count()
-    assert build_gold_tasks(per_occupation=2, size=6, seed=4) == 80
+    run("build_tasks", "--size", "6", "--agreement-fraction", "0")  # 1 gold each by default
+    before = RankingTask.objects.count()
+    assert RankingTask.objects.filter(is_gold=True).count() == 40
+    assert build_gold_tasks(per_occupation=2, size=6, seed=4) == 40
     assert build_gold_tasks(per_occupation=2, size=6, seed=4) == 0  # topped up already
     gold = RankingTask.objects.filter(is_gold=True).prefetch_related("items__prompt")
-    assert gold.count() == 80 and RankingTask.objects.count() == ordinary + 80
+    assert gold.count() == 80 and RankingTask.objects.count() == before + 40
     for task in gold:
         items = list(task.items.all())
         assert len(items) == 6  # as large as an ordinary task

@@ -83,15 +83,18 @@ def test_each_study_keeps_its_own_items_tasks_consent_and_instructions(small_cat
 
     run("build_tasks", "--size", "3")
     assert RankingTask.objects.filter(study=other).count() == 0
-    made = run("build_tasks", "--study", "other", "--gold-per-occupation", "1")
+    made = run("build_tasks", "--study", "other", "--gold-per-occupation", "2")
     assert made.startswith("3 tasks built")
     for task in RankingTask.objects.filter(study=other):
         assert {i.study_id for i in task.items.all()} == {other.pk}
         assert task.items.count() == 3  # the study's own task size
     for task in RankingTask.objects.filter(study=default):
         assert {i.study_id for i in task.items.all()} == {default.pk}
-    assert RankingTask.objects.filter(study=other, is_gold=True).count() == 3
-    assert RankingTask.objects.filter(study=default, is_gold=True).count() == 0
+    # Gold tasks are on by default (one per occupation); the other study's flag is its own.
+    assert RankingTask.objects.filter(study=other, is_gold=True).count() == 6
+    assert RankingTask.objects.filter(study=default, is_gold=True).count() == 3
+    other.refresh_from_db()
+    assert other.gold_per_occupation == 2 and studies.default_study().gold_per_occupation == 1
 
 
 def test_commands_refuse_an_unknown_study_in_one_line():

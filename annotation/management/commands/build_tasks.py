@@ -1,16 +1,19 @@
 from django.conf import settings
 from django.core.management.base import CommandError
+from django.db import transaction
 
 from annotation import studies
-from annotation.tasks_builder import build_check_tasks, build_gold_tasks, build_tasks
+from annotation.tasks_builder import build_study_tasks
 from core.commands import ServiceCommand
 
 
 class Command(ServiceCommand):
     help = (
         "Build a study's ranking tasks from its items not yet in a task (idempotent): a "
-        "fraction of them (the agreement subset) ranked by several annotators; optionally top "
-        "every occupation up to N gold tasks and N attention-check tasks."
+        "fraction of them (the agreement subset) ranked by several annotators; then top every "
+        "occupation up to the study's gold and attention-check tasks (1 each unless the study "
+        "says otherwise). A count given here is recorded on the study; 0 turns a kind off and "
+        "needs --quality-off-reason."
     )
 
     def add_arguments(self, parser):
@@ -31,8 +34,25 @@ class Command(ServiceCommand):
             help="share of the new tasks ranked by --agreement-overlap annotators",
         )
         parser.add_argument("--agreement-overlap", type=int, default=study["AGREEMENT_OVERLAP"])
-        parser.add_argument("--gold-per-occupation", type=int, default=0)
-        parser.add_argument("--checks-per-occupation", type=int, default=0)
+        parser.add_argument(
+            "--gold-per-occupation",
+            type=int,
+            metavar="N",
+            help="gold tasks per occupation (default: the study's, 1 unless changed); "
+            "recorded on the study; 0 turns them off (with --quality-off-reason)",
+        )
+        parser.add_argument(
+            "--checks-per-occupation",
+            type=int,
+            metavar="N",
+            help="attention-check tasks per occupation (default: the study's, 1 unless "
+            "changed); recorded on the study; 0 turns them off (with --quality-off-reason)",
+        )
+        parser.add_argument(
+            "--quality-off-reason",
+            metavar="TEXT",
+            help="why gold or attention-check tasks are off, recorded on the study",
+        )
         parser.add_argument("--seed", type=int, default=0)
 
     def handle(self, *args, size, overlap, agreement_fraction, agreement_overlap, seed, **options):
@@ -46,12 +66,36 @@ class Command(ServiceCommand):
         if not 0 <= agreement_fraction <= 1:
             raise CommandError("--agreement-fraction must be between 0 and 1")
         gold, checks = options["gold_per_occupation"], options["checks_per_occupation"]
-        if gold < 0 or checks < 0:
+        reason = options["quality_off_reason"]
+        if (gold or 0) < 0 or (checks or 0) < 0:
             raise CommandError("--gold-per-occupation and --checks-per-occupation must be >= 0")
-        made = build_tasks(size, overlap, seed, agreement_fraction, agreement_overlap, study)
-        self.stdout.write(f"{made} tasks built")
-        if gold:
-            self.stdout.write(f"{build_gold_tasks(gold, size, seed, study)} gold tasks built")
-        if checks:
-            made = build_check_tasks(checks, size, seed, study)
-            self.stdout.write(f"{made} attention-check tasks built")
+        self._refuse_off_without_reason(study, gold, checks, reason)
+        with transaction.atomic():  # the settings recorded with the tasks, or neither
+            if (gold, checks, reason) != (None, None, None):
+                studies.set_quality(
+                    study, gold_per_occupation=gold, checks_per_occupation=checks, reason=reason
+                )
+            made = build_study_tasks(
+                study, size, overlap, seed, agreement_fraction, agreement_overlap
+            )
+        self.stdout.write(f"{made['tasks']} tasks built")
+        off = studies.quality_off(study.gold_per_occupation, study.checks_per_occupation)
+        if "gold tasks" not in off:
+            self.stdout.write(f"{made['gold']} gold tasks built")
+        if "attention-check tasks" not in off:
+            self.stdout.write(f"{made['checks']} attention-check tasks built")
+        if off:
+            self.stdout.write(f"{' and '.join(off)} off: {study.quality_off_reason}")
+
+    @staticmethod
+    def _refuse_off_without_reason(study, gold, checks, reason) -> None:
+        """A count of 0 with no reason, given or recorded: one line naming the flags."""
+        given = (("gold", gold), ("checks", checks))
+        gold, checks, why = studies.planned_quality(study, gold, checks, reason)
+        off = studies.quality_off(gold, checks)
+        if off and not why:
+            flags = " and ".join(f"--{kind}-per-occupation 0" for kind, n in given if n == 0)
+            raise CommandError(
+                f"{flags or 'this'} turns {' and '.join(off)} off: say why with "
+                "--quality-off-reason TEXT (recorded on the study)"
+            )

@@ -24,6 +24,27 @@ class Command(ServiceCommand):
             "--platform", choices=Study.Platform.values, default=Study.Platform.GENERIC
         )
         parser.add_argument(
+            "--gold-per-occupation",
+            type=int,
+            default=1,
+            metavar="N",
+            help="gold tasks build_tasks makes per occupation (1); 0 needs --quality-off-reason",
+        )
+        parser.add_argument(
+            "--checks-per-occupation",
+            type=int,
+            default=1,
+            metavar="N",
+            help="attention-check tasks build_tasks makes per occupation (1); 0 needs "
+            "--quality-off-reason",
+        )
+        parser.add_argument(
+            "--quality-off-reason",
+            default="",
+            metavar="TEXT",
+            help="why gold or attention-check tasks are off, recorded on the study",
+        )
+        parser.add_argument(
             "--placeholder-images",
             type=int,
             nargs="?",
@@ -48,12 +69,23 @@ class Command(ServiceCommand):
             raise conditions.ConditionError("--placeholder-images must not be negative")
         with transaction.atomic():  # a validation study without its conditions is not made
             study = studies.create_study(
-                slug, kind, name=name, task_size=task_size, overlap=overlap, platform=platform
+                slug,
+                kind,
+                name=name,
+                task_size=task_size,
+                overlap=overlap,
+                platform=platform,
+                gold_per_occupation=options["gold_per_occupation"],
+                checks_per_occupation=options["checks_per_occupation"],
+                quality_off_reason=options["quality_off_reason"],
             )
             made = None
             if kind == Study.Kind.VALIDATION and not options["no_conditions"]:
                 made = conditions.from_active_version(study, placeholder_images=placeholders)
         self.stdout.write(f"study {study.slug} created ({study.kind}, {study.status})")
+        off = studies.quality_off(study.gold_per_occupation, study.checks_per_occupation)
+        if off:
+            self.stdout.write(f"{' and '.join(off)} off: {study.quality_off_reason}")
         if made:
             self.stdout.write(
                 f"v{made['version']}: {made['prompts']} flagged prompts as written and "
