@@ -67,6 +67,13 @@ class OrderField(serializers.JSONField):
 class RankingInSerializer(serializers.Serializer):
     order = OrderField(help_text="Item ids, most to least stereotypical.")
     seconds_spent = serializers.FloatField(required=False, allow_null=True, min_value=0)
+    viewport_width = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=services.MAX_VIEWPORT_WIDTH,
+        help_text="The window's width in CSS pixels when the order was made, if known.",
+    )
 
 
 class RankingOutSerializer(serializers.Serializer):
@@ -116,6 +123,7 @@ class SubmitRankingView(APIView):
             task_id,
             data.validated_data["order"],
             data.validated_data.get("seconds_spent"),
+            data.validated_data.get("viewport_width"),
         )
         return Response(RankingOutSerializer(ranking).data, status=201 if created else 200)
 

@@ -14,9 +14,9 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils.text import slugify
 
-from . import studies
 from .models import ConsentText, DemographicField, Instructions, Item, Occupation, Prompt, Study
 from .placeholders import placeholder_png
+from .study_models import default_study
 
 CATALOGUE = Path(__file__).with_name("catalogue.json")
 # The DJ-PO card's seven diversification aspects, as the catalogue names them.
@@ -58,7 +58,7 @@ def load_catalogue(
     placeholder items, the consent text and the instructions are the study's (the
     default one unless given).
     """
-    study = study or studies.default_study()
+    study = study or default_study()
     data = read_catalogue(path)
     created = {"occupations": 0, "prompts": 0, "items": 0}
     for entry in data["occupations"]:
@@ -93,24 +93,26 @@ def load_catalogue(
 
 def ensure_consent_text(data: dict | None = None, study: Study | None = None) -> ConsentText:
     """The study's newest consent text (the default study's unless given); the
-    catalogue's (the one source of the default wording) is stored first when it has none."""
-    study = study or studies.default_study()
+    catalogue's template (the one source of the default wording, with what a study must
+    fill in) is stored first when it has none. A study's own versions are never replaced
+    by the template: they change through ``annotation.consent.publish``."""
+    study = study or default_study()
     texts = ConsentText.objects.filter(study=study)
     newest = texts.first()
-    if newest is not None and data is None:
+    if newest is not None:
         return newest
     consent = (data or read_catalogue())["consent"]
     text, _ = texts.get_or_create(
         study=study, version=consent["version"], defaults={"text": consent["text"]}
     )
-    return texts.first() or text
+    return text
 
 
 def ensure_instructions(data: dict | None = None, study: Study | None = None) -> Instructions:
     """The study's newest instructions (the default study's unless given); the catalogue's
     version is stored first when it has none (or, when loading the catalogue, when that
     version is missing)."""
-    study = study or studies.default_study()
+    study = study or default_study()
     versions = Instructions.objects.filter(study=study)
     newest = versions.first()
     if newest is not None and data is None:

@@ -31,6 +31,11 @@ class AlreadyRanked(AnnotationError, Conflict):
     """The annotator ranked this task with another order, or the task is full."""
 
 
+class RankedBefore(AlreadyRanked):
+    """The annotator's own ranking of the task is stored already, with another order: the
+    first one stands (a retry after a lost answer, or a page shown again from history)."""
+
+
 class InvalidAnswer(AnnotationError):
     """An order or a demographic answer that is not one the task or the field allows."""
 
@@ -85,3 +90,7 @@ class InvalidStudy(AnnotationError):
 
 class StudyConflict(AnnotationError, Conflict):
     """The study exists already, or cannot move to that status from its own."""
+
+
+class ConsentIncomplete(AnnotationError, Conflict):
+    """A study cannot open while its consent text lacks a required field."""

@@ -333,7 +333,9 @@ class ConsentText(models.Model):
         max_length=300, blank=True, help_text="The institution responsible for the data."
     )
     contact_email = models.EmailField(
-        blank=True, help_text="The study team's address, for questions and requests."
+        blank=True,
+        verbose_name="contact e-mail",
+        help_text="The study team's address, for questions and requests.",
     )
     dpo_contact = models.CharField(
         max_length=300,
@@ -360,7 +362,10 @@ class ConsentText(models.Model):
         default=False,
         help_text="Filled with made-up values to try the platform (bin/run); not for a study.",
     )
-    text = models.TextField()
+    text = models.TextField(
+        verbose_name="free text",
+        help_text="What the study is, what taking part means, and the participant's rights.",
+    )
     published_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -13,12 +13,13 @@ from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.views import LoginView
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
 from annotation import demographics_forms, practice, recruitment, selectors, services, studies
 from annotation.assignment import next_task
 from annotation.catalogue import ensure_consent_text, ensure_instructions
-from annotation.errors import AnnotationError, GroupFull
+from annotation.errors import AnnotationError, AnnotatorExcluded, GroupFull, RankedBefore
 from annotation.exports import pseudonym
 from annotation.models import AnnotatorStatus
 from annotation.portal_study import turned_away
@@ -89,7 +90,7 @@ def consent(request):
         request,
         "portal/consent.html",
         {
-            "consent_text": text.text,
+            "consent": text,
             "version": text.version,
             "has_consent": standing is not None and standing.text_id == text.pk,
             "agreed_version": standing.text.version if standing else None,
@@ -123,6 +124,8 @@ def demographics(request):
 
 @consent_required
 def home(request):
+    if request.profile.status == AnnotatorStatus.EXCLUDED and (way_out := _excluded(request)):
+        return way_out
     stats = selectors.progress(request.profile)
     percent = round(100 * stats["done"] / stats["quota"]) if stats["quota"] else 100
     return render(
@@ -196,6 +199,32 @@ def practice_task(request):
     return render(request, "portal/practice.html", context)
 
 
+def _to_home(request, error: AnnotationError):
+    messages.error(request, error.message)
+    return redirect("portal:home")
+
+
+def _excluded(request):
+    """An excluded crowd participant's way out: screened out (the study's code and return
+    link, the reason and the contact on that page); None for anyone else, whose home page
+    says why and whom to write to."""
+    participation = recruitment.participation_of(request.profile)
+    if participation is None:
+        return None
+    recruitment.screen_out(participation, participation.ScreenOut.EXCLUDED)
+    return redirect("portal:screened_out")
+
+
+def _number(raw: str | None, kind: type, low: float, high: float = float("inf")):
+    """A form's optional figure (time spent, window width): None when absent, garbled or out
+    of range; what the browser measured is never a reason to refuse a ranking."""
+    try:
+        value = kind(raw)
+    except (TypeError, ValueError):
+        return None
+    return value if low <= value <= high else None
+
+
 def _parse_order(raw: str):
     try:
         return [int(part) for part in raw.split(",") if part.strip()]
@@ -203,6 +232,7 @@ def _parse_order(raw: str):
         return raw  # services.validate_order refuses it with a clear message
 
 
+@never_cache  # back or reload asks again: a task ranked meanwhile is never shown anew
 @consent_required
 @require_http_methods(["GET", "POST"])
 def rank(request):
@@ -213,14 +243,19 @@ def rank(request):
         except ValueError:
             messages.error(request, "The form did not say which task it ranks.")
             return redirect("portal:rank")
-        seconds = request.POST.get("seconds_spent") or None
-        try:
-            seconds = float(seconds) if seconds is not None else None
-        except ValueError:
-            seconds = None
         try:
             services.submit_ranking(
-                profile, task_id, _parse_order(request.POST.get("order", "")), seconds
+                profile,
+                task_id,
+                _parse_order(request.POST.get("order", "")),
+                _number(request.POST.get("seconds_spent"), float, 0),
+                _number(request.POST.get("viewport_width"), int, 1, services.MAX_VIEWPORT_WIDTH),
+            )
+        except RankedBefore:
+            # Stored by an earlier submit whose answer was lost (a restart, a page shown
+            # again from history): that ranking stands, and the next task follows.
+            messages.success(
+                request, "Ranking saved. (Your first order of this task was already stored.)"
             )
         except AnnotationError as error:
             messages.error(request, error.message)
@@ -232,9 +267,10 @@ def rank(request):
         assignment = next_task(profile)
     except GroupFull as error:
         return turned_away(request, profile, error)
+    except AnnotatorExcluded as error:
+        return _excluded(request) or _to_home(request, error)
     except AnnotationError as error:
-        messages.error(request, error.message)
-        return redirect("portal:home")
+        return _to_home(request, error)
     if assignment is None:
         if recruitment.participation_of(profile):
             return redirect("portal:complete")  # the completion code

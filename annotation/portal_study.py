@@ -19,6 +19,7 @@ from annotation import recruitment, selectors, services
 from annotation.assignment import next_task
 from annotation.erasure import erase_annotator
 from annotation.errors import AnnotationError, ConsentRequired, GroupFull
+from annotation.exports import pseudonym
 from annotation.study_models import Erasure, Participation, Study
 from core.errors import http_status
 
@@ -195,17 +196,22 @@ def turned_away(request, profile, error: GroupFull):
 
 @login_required
 def screened_out(request):
-    """The screen-out code, for a participant who declined consent or whose group is full."""
+    """The screen-out code, for a participant who declined consent, whose group is full, or
+    whom the quality checks excluded (with the reason and the study's contact)."""
     participation = _participation(request)
     if participation is None or participation.outcome != Participation.Outcome.SCREENED_OUT:
         return redirect("portal:home")
     study = participation.study
+    excluded = participation.screen_out_reason == Participation.ScreenOut.EXCLUDED
     return render(
         request,
         "portal/screened_out.html",
         {
             "study": study,
             "reason": participation.screen_out_reason,
+            "why": selectors.exclusion_reason(participation.annotator) if excluded else "",
+            "contact": selectors.study_contact(study.pk),
+            "pseudonym": pseudonym(request.user.pk),
             "can_reconsider": recruitment.can_reconsider(participation),
             "code": study.screen_out_code,
             "link": recruitment.exit_link(study, study.screen_out_code, study.screen_out_url),

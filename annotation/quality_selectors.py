@@ -260,3 +260,57 @@ def quality_data_version(study: Study) -> str:
     }
     row = Study.objects.filter(pk=study.pk).annotate(**parts).values(*parts).get()
     return "-".join(str(row[name]) for name in parts)
+
+
+@dataclass(frozen=True)
+class FailedCheck:
+    """One attention check an annotator failed: when, and in how wide a window (None
+    where the width was not recorded: rankings from before it was)."""
+
+    at: object
+    viewport_width: int | None
+
+
+@dataclass
+class CheckStanding:
+    """A warned or excluded annotator of a study and the attention checks they failed."""
+
+    profile: AnnotatorProfile
+    failed: list[FailedCheck] = field(default_factory=list)
+
+    @property
+    def widths_unknown(self) -> bool:
+        """None of the failed checks recorded the window's width."""
+        return all(check.viewport_width is None for check in self.failed)
+
+
+def failed_attention_checks(study: Study) -> list[CheckStanding]:
+    """The study's warned or excluded annotators who failed at least one attention check,
+    each with those checks (oldest first); in order of annotator. One query: the rankings
+    of check tasks by those annotators, each checked as the policy checks it."""
+    rows = (
+        Ranking.objects.filter(
+            task__study=study,
+            task__check_item__isnull=False,
+            annotator__status__in=[AnnotatorStatus.WARNED, AnnotatorStatus.EXCLUDED],
+        )
+        .select_related("annotator__user", "task")
+        .only(
+            "order",
+            "created_at",
+            "viewport_width",
+            "task__check_item_id",
+            "task__check_position",
+            "annotator__status",
+            "annotator__user__id",
+            "annotator__user__username",
+        )
+        .order_by("annotator_id", "created_at", "pk")
+    )
+    standings: dict[int, CheckStanding] = {}
+    for ranking in rows:
+        check = AttentionCheck(ranking.task.check_item_id, ranking.task.check_position)
+        if ranking.order and not check.passed(ranking.order):
+            standing = standings.setdefault(ranking.annotator_id, CheckStanding(ranking.annotator))
+            standing.failed.append(FailedCheck(ranking.created_at, ranking.viewport_width))
+    return list(standings.values())

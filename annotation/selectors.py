@@ -80,13 +80,32 @@ def progress(profile: AnnotatorProfile) -> dict:
     return {"done": profile.rankings.count(), "quota": profile.quota}
 
 
-def excluded_message(profile: AnnotatorProfile) -> str:
-    """What an excluded annotator is told, with the recorded reason."""
+def exclusion_reason(profile: AnnotatorProfile) -> str:
+    """Why the annotator was excluded, as recorded ("" when no exclusion is on record)."""
     change = profile.status_changes.filter(status=AnnotatorStatus.EXCLUDED).first()
-    why = f" ({change.reason})" if change else ""
+    return change.reason if change else ""
+
+
+def study_contact(study_id: int) -> str:
+    """The study team's e-mail address, from the study's newest consent text ("" if none)."""
     return (
-        f"The quality checks excluded you from this study{why}: you will get no more tasks, "
-        "and your rankings are not used. If you think this is a mistake, contact the study team."
+        ConsentText.objects.filter(study_id=study_id)
+        .values_list("contact_email", flat=True)
+        .first()
+        or ""
+    )
+
+
+def excluded_message(profile: AnnotatorProfile) -> str:
+    """What an excluded annotator is told: the recorded reason and whom to write to."""
+    why = exclusion_reason(profile)
+    contact = study_contact(profile.study_id)
+    return (
+        f"The quality checks excluded you from this study{f' ({why})' if why else ''}: you "
+        "will get no more tasks, and your rankings are not used. If you think this is a "
+        "mistake, write to the study team"
+        + (f" at {contact}" if contact else "")
+        + ", quoting your pseudonym."
     )
 
 

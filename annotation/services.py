@@ -15,7 +15,14 @@ from core.prepared import Param, Prepared, columns, instance, server_binding
 
 from . import overlap, standing
 from .catalogue import ensure_consent_text
-from .errors import AlreadyRanked, AnnotatorExcluded, InvalidAnswer, NotReserved, TaskNotFound
+from .errors import (
+    AlreadyRanked,
+    AnnotatorExcluded,
+    InvalidAnswer,
+    NotReserved,
+    RankedBefore,
+    TaskNotFound,
+)
 from .models import (
     AnnotatorProfile,
     AnnotatorStatus,
@@ -122,6 +129,10 @@ def save_demographics(profile: AnnotatorProfile, answers: dict, merge: bool = Fa
     profile.save(update_fields=["demographics"])
 
 
+MAX_VIEWPORT_WIDTH = 20_000
+"""The widest window a ranking may record (CSS pixels): past any screen, short of garbage."""
+
+
 ranking_stored = Signal()
 """Sent inside the transaction that stores a new ranking, with ``ranking_id`` and
 ``study_id``: receivers read nothing and queue work with ``transaction.on_commit``
@@ -129,12 +140,18 @@ ranking_stored = Signal()
 
 
 def submit_ranking(
-    profile: AnnotatorProfile, task_id: int, order: list, seconds_spent: float | None = None
+    profile: AnnotatorProfile,
+    task_id: int,
+    order: list,
+    seconds_spent: float | None = None,
+    viewport_width: int | None = None,
 ) -> tuple[Ranking, bool]:
     """Store a ranking of a task reserved by this annotator; (ranking, created).
 
-    Idempotent: the same order submitted again returns the stored ranking. The
-    task row is locked first, so a submit racing its own retry stores one ranking.
+    Idempotent: the same order submitted again returns the stored ranking; another order
+    for a task the annotator ranked already is ``RankedBefore`` (the first one stands).
+    The task row is locked first, so a submit racing its own retry stores one ranking.
+    ``viewport_width``: the browser window's width in CSS pixels, when the client says.
     A new ranking re-applies the quality policy to the annotator (``standing``).
     """
     if profile.status == AnnotatorStatus.EXCLUDED:
@@ -150,7 +167,7 @@ def submit_ranking(
             if existing:
                 if validate_order(order, set(existing.shown_order)) == existing.order:
                     return existing, False
-                raise AlreadyRanked("You already ranked this task differently.")
+                raise RankedBefore("You already ranked this task differently.")
         if assignment is None:
             # Say what is wrong with the order first (400), then that it is not reserved.
             validate_order(order, set(task.task_items.values_list("item_id", flat=True)))
@@ -165,6 +182,7 @@ def submit_ranking(
                 order=order,
                 shown_order=assignment.shown_order,
                 seconds_spent=seconds_spent,
+                viewport_width=viewport_width,
             )
             shown_at = {item_id: i for i, item_id in enumerate(assignment.shown_order)}
             RankedItem.objects.bulk_create(

@@ -95,6 +95,7 @@ class StaffRankingSerializer(serializers.ModelSerializer):
             "order",
             "shown_order",
             "seconds_spent",
+            "viewport_width",
             "created_at",
         ]
 

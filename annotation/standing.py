@@ -5,7 +5,9 @@ policy (``annotation/quality/policy.py``, overridden by
 ``STEREORANK["QUALITY_POLICY"]``) reads an annotator's rankings since their last
 reinstatement, so a reinstated annotator starts afresh; it moves ``ok`` and
 ``warned`` either way and to ``excluded``, but never lifts an exclusion: only
-staff do, with a reason. An exclusion releases the annotator's reservations.
+staff do, with a reason. An exclusion releases the annotator's reservations and
+screens a crowd participant out (so the portal gives them the study's screen-out code
+and a way back to the platform); a reinstatement takes that screen-out back.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .errors import InvalidAnswer, StatusConflict
 from .models import AnnotatorProfile, AnnotatorStatus, StatusChange
 from .quality.gold import annotator_quality
 from .quality.policy import Decision, Policy
+from .study_models import Participation
 
 NOTHING_FIRES = "no quality criterion fires any more"
 
@@ -74,6 +77,13 @@ def reinstate(profile: AnnotatorProfile, by, reason: str) -> StatusChange:
     return change
 
 
+def reinstate_all(profiles, by, reason: str) -> list[StatusChange]:
+    """Reinstate several annotators at once, all or none (one action, one reason): e.g.
+    everyone a fault of the platform made fail its attention checks."""
+    with transaction.atomic():
+        return [reinstate(profile, by, reason) for profile in profiles]
+
+
 def _move(profile: AnnotatorProfile, status: str, reason: str, by=None) -> StatusChange | None:
     """Move from the status ``profile`` holds to ``status`` and record it; None when the
     stored status is no longer the one held (compare and set: a concurrent change wins)."""
@@ -92,5 +102,21 @@ def _move(profile: AnnotatorProfile, status: str, reason: str, by=None) -> Statu
         )
         if status == AnnotatorStatus.EXCLUDED:
             profile.assignments.all().delete()
+            _participation(profile, Participation.Outcome.TAKING_PART).update(
+                outcome=Participation.Outcome.SCREENED_OUT,
+                screen_out_reason=Participation.ScreenOut.EXCLUDED,
+                finished_at=change.created_at,
+            )
+        elif previous == AnnotatorStatus.EXCLUDED:
+            _participation(profile, Participation.Outcome.SCREENED_OUT).filter(
+                screen_out_reason=Participation.ScreenOut.EXCLUDED
+            ).update(
+                outcome=Participation.Outcome.TAKING_PART, screen_out_reason="", finished_at=None
+            )
     profile.status = status
     return change
+
+
+def _participation(profile: AnnotatorProfile, outcome: str):
+    """The annotator's participation by an entry link, if any, while it has ``outcome``."""
+    return Participation.objects.filter(annotator=profile, outcome=outcome)

@@ -12,15 +12,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 
+from .consent import require_complete
 from .errors import InvalidStudy, StudyConflict, StudyNotFound
 from .models import AnnotatorProfile
 from .selectors import consent_stands
-from .study_models import DEFAULT_STUDY_SLUG, Study, default_study_pk
-
-
-def default_study() -> Study:
-    """The default study, made when missing (``study_models.default_study_pk``)."""
-    return Study.objects.get(pk=default_study_pk())
+from .study_models import DEFAULT_STUDY_SLUG, Study, default_study
 
 
 def resolve(slug: str | None) -> Study:
@@ -166,7 +162,8 @@ def create_study(
 
 def transition(study: Study, status: str) -> Study:
     """Move the study to ``status`` along ``Study.TRANSITIONS`` (draft -> open -> closed
-    -> open or archived); ``StudyConflict`` for any other move. Conditional on the
+    -> open or archived); ``StudyConflict`` for any other move, ``ConsentIncomplete`` for
+    an opening while the study's consent text lacks a required field. Conditional on the
     status read, so two staff moving one study at once cannot both win."""
     if status not in Study.Status.values:
         raise InvalidStudy(f"{status!r} is not a status; use one of {', '.join(Study.Status)}.")
@@ -175,6 +172,8 @@ def transition(study: Study, status: str) -> Study:
         raise StudyConflict(
             f"Study {study.slug!r} is {study.status}: it can move to {allowed}, not {status}."
         )
+    if status == Study.Status.OPEN:
+        require_complete(study)  # ConsentIncomplete names what the consent text lacks
     moved = Study.objects.filter(pk=study.pk, status=study.status).update(status=status)
     if not moved:
         raise StudyConflict(f"Study {study.slug!r} changed meanwhile; reload and try again.")

@@ -53,6 +53,11 @@ def default_study_pk() -> int:
     return pk
 
 
+def default_study() -> "Study":
+    """The default study, made when missing (``default_study_pk``)."""
+    return Study.objects.get(pk=default_study_pk())
+
+
 def study_ids(studies) -> list[int]:
     """The ids of ``studies`` (studies or ids), sorted; the default study's alone for None:
     how every read of rankings is scoped."""
@@ -228,6 +233,7 @@ class Participation(models.Model):
     class ScreenOut(models.TextChoices):
         DECLINED_CONSENT = "declined_consent", "Declined consent"
         GROUP_FULL = "group_full", "Group full"
+        EXCLUDED = "excluded", "Excluded by the quality checks"
 
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="participations")
     annotator = models.OneToOneField(

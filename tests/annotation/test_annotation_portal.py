@@ -3,6 +3,7 @@
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
+from django.utils.html import escape
 
 from annotation import selectors, services
 from annotation.models import Assignment, ConsentText, DemographicField, Ranking
@@ -205,7 +206,7 @@ def test_consent_page_without_a_stored_text_shows_the_catalogues_wording(portal_
     page = client.get(reverse("portal:consent"))
     expected = _catalogue_consent()
     first_paragraph = expected["text"].split("\n\n")[0]
-    assert first_paragraph in page.content.decode()
+    assert escape(first_paragraph) in page.content.decode()
     assert page.context["version"] == expected["version"]
 
 

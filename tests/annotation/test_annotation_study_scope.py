@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation import services, studies
+from annotation import consent, services, studies
 from annotation.assignment import next_task
 from annotation.models import (
     ConsentText,
@@ -136,6 +136,15 @@ def test_create_study_and_its_lifecycle_from_the_command_line(db):
     assert out.strip() == "study pilot created (validation, draft)"
     study = Study.objects.get(slug="pilot")
     assert (study.kind, study.task_size, study.name) == ("validation", 4, "pilot")
+    # The catalogue's consent is a template: the study cannot open on it, and one line
+    # names every field it lacks.
+    with pytest.raises(CommandError) as refused:
+        run("study_status", "pilot", "open")
+    assert str(refused.value).startswith("Study 'pilot' cannot open: its consent text")
+    for label in ("controller", "contact e-mail", "data protection officer", "legal basis"):
+        assert label in str(refused.value)
+    assert Study.objects.get(slug="pilot").status == "draft"
+    run("consent", "--study", "pilot", "--demo")
     assert run("study_status", "pilot", "open").strip() == "study pilot is open"
     assert run("study_status", "pilot", "closed").strip() == "study pilot is closed"
     assert run("study_status", "pilot", "archived").strip() == "study pilot is archived"
@@ -181,6 +190,9 @@ def test_staff_api_lists_studies_with_progress_and_creates_and_moves_them(
     assert bad.status_code == 400 and {"slug", "task_size"} <= set(bad.json())
 
     url = "/api/staff/studies/val-1/transition/"
+    refused = staff_api.post(url, {"status": "open"}, format="json")
+    assert refused.status_code == 409 and "lacks controller" in refused.json()["detail"]
+    consent.publish(Study.objects.get(slug="val-1"), consent.demonstration_values())
     assert staff_api.post(url, {"status": "open"}, format="json").json()["status"] == "open"
     refused = staff_api.post(url, {"status": "archived"}, format="json")
     assert refused.status_code == 409 and "can move to closed" in refused.json()["detail"]

@@ -43,6 +43,7 @@ def test_gold_and_checks_catch_a_careless_annotator(
         assert len(task.gold_reference["pairs"]) == 9
     checks = tasks.filter(check_item__isnull=False)
     assert set(checks.values_list("occupation", flat=True)) == occupations
+    run("consent", "--study", "val", "--demo")
     run("study_status", "val", "open")
     out = run(
         *("simulate_annotators", "--study", "val", "--count", "8", "--effect", "1.0"),

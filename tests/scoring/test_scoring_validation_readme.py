@@ -45,6 +45,7 @@ def test_the_readmes_validation_path(
     commands = readme_commands()
     assert [c[0] for c in commands] == [
         "create_study",
+        "consent",
         "study_status",
         "simulate_annotators",
         "validation_report",
@@ -56,7 +57,7 @@ def test_the_readmes_validation_path(
         if args[0] == "model_card":
             args = ["model_card", str(diversity_version.version), "--out", str(tmp_path / "c.md")]
         outputs.append(run(*args))
-    report = json.loads(outputs[4])
+    report = json.loads(outputs[5])
     assert report["n_annotators"] == 20 and report["k_items"] == 6
     orig = np.array([a["mean_rank"]["original"] for a in report["annotators"]])
     opt = np.array([a["mean_rank"]["optimised"] for a in report["annotators"]])
@@ -68,6 +69,6 @@ def test_the_readmes_validation_path(
     assert report["paired_t"]["p"] == pytest.approx(paired.pvalue)
     assert report["wilcoxon"]["p"] == pytest.approx(wilcoxon.pvalue)
     assert report["paired_t"]["difference"] > 0 and report["paired_t"]["p"] < 0.05
-    assert report["welch"]["text"] in outputs[3]
+    assert report["welch"]["text"] in outputs[4]
     card = (tmp_path / "c.md").read_text()
     assert f"Welch's t-test, {report['welch']['text']}" in card

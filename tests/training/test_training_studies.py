@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from training_study import make_study
 
-from annotation import studies
+from annotation import consent, studies
 from annotation.exports import pair_rows, ranking_rows
 from annotation.labels import LabelRow, group_labels
 from annotation.models import AnnotatorProfile, ConsentText, Item, Ranking, RankingTask, Study
@@ -33,6 +33,7 @@ def three_studies(tmp_path):
     b = studies.create_study("wave-b", name="Wave B")
     val = studies.create_study("val", kind=Study.Kind.VALIDATION)
     for study in (b, val):
+        consent.publish(study, consent.demonstration_values())
         studies.transition(study, Study.Status.OPEN)
     default = studies.default_study()
     for study, folder in ((default, "a"), (b, "b"), (val, "v")):

@@ -8,6 +8,7 @@
   var list = document.getElementById("rank-list");
   var orderInput = document.getElementById("order-input");
   var secondsInput = document.getElementById("seconds-input");
+  var widthInput = document.getElementById("viewport-input");
   var live = document.getElementById("rank-live");
   var panel = document.getElementById("confirm-panel");
   var confirmList = document.getElementById("confirm-list");
@@ -192,6 +193,14 @@
       return;
     }
     secondsInput.value = ((Date.now() - started) / 1000).toFixed(1);
+    /* The layout the order was made in (which cards sat where, which text was shown). */
+    if (widthInput) widthInput.value = String(Math.round(window.innerWidth));
+  });
+
+  /* A page restored from the back-forward cache may show a task already ranked (its
+     submit stored, the answer lost): ask the server again for what comes next. */
+  window.addEventListener("pageshow", function (event) {
+    if (event.persisted) window.location.reload();
   });
 
   refresh();

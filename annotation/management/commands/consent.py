@@ -1,0 +1,66 @@
+import json
+from pathlib import Path
+
+from django.core.management.base import CommandError
+
+from annotation import consent, studies
+from annotation.catalogue import ensure_consent_text
+from core.commands import ServiceCommand
+
+
+class Command(ServiceCommand):
+    help = (
+        "Show a study's consent text field by field, with what it still lacks; or publish a "
+        "new version from a JSON file of fields (the rest carried over), or fill what it "
+        "lacks with the catalogue's demonstration values (bin/run's demo study)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--study", metavar="SLUG", help="the study (default: the default one)")
+        source = parser.add_mutually_exclusive_group()
+        source.add_argument(
+            "--file",
+            type=Path,
+            help=f"a JSON object with any of: {', '.join(consent.FIELDS)}",
+        )
+        source.add_argument(
+            "--demo",
+            action="store_true",
+            help="fill only the fields the text lacks with made-up values marked as a "
+            "demonstration (never for a real study)",
+        )
+
+    def handle(self, *args, study, file, demo, **options):
+        study = studies.resolve(study)
+        if file is not None:
+            text, created = consent.publish(study, self._read(file))
+        elif demo:
+            text, created = consent.publish(study, consent.demonstration_values(), fill_only=True)
+        else:
+            text, created = ensure_consent_text(study=study), False
+        self._show(study, text, created)
+
+    def _read(self, path: Path) -> dict:
+        try:
+            values = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise CommandError(f"{path}: {error}") from None
+        if not isinstance(values, dict):
+            raise CommandError(f"{path}: expected a JSON object of consent fields")
+        return values
+
+    def _show(self, study, text, created: bool) -> None:
+        state = "published" if created else "unchanged"
+        demo = " (demonstration values)" if text.demonstration else ""
+        self.stdout.write(f"study {study.slug}: consent version {text.version}, {state}{demo}")
+        for name in consent.FIELDS:
+            if name != "text":
+                value = getattr(text, name)
+                if name == "legal_basis":
+                    value = text.get_legal_basis_display()
+                self.stdout.write(f"  {consent.LABELS[name]}: {value or '(missing)'}")
+        missing = consent.missing_fields(text)
+        if missing:
+            self.stdout.write(f"  missing: {', '.join(consent.LABELS[n] for n in missing)}")
+        else:
+            self.stdout.write("  complete: the study can open")

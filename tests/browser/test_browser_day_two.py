@@ -1,0 +1,171 @@
+"""Day two of a real study, in a real browser: an attention check's instruction is read
+and followed on a phone and on a laptop (by touch and by keyboard), the window's width is
+recorded with the ranking, and a ranking stored before its answer was lost is never
+offered again (the response is cut after the commit, then the page is reloaded, gone
+back to and resubmitted as a browser does)."""
+
+import pytest
+from django.urls import reverse
+
+from annotation import standing
+from annotation.models import Ranking, RankingTask, check_instruction
+from annotation.quality.gold import AttentionCheck
+from tests.browser.support import (
+    LAPTOP,
+    PHONE,
+    gone,
+    laptop,
+    phone,
+    rect,
+    shown,
+    sign_in,
+    wait_replaced,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.browser]
+
+SIZES = {"laptop": (laptop, LAPTOP[0]), "phone": (phone, PHONE[0])}
+CHECK_AT = 4  # 0-based: "please put it at position 5"
+
+
+@pytest.fixture
+def with_a_check(driver, live_server, transactional_db, media_root, make_tasks, portal_client):
+    """A signed-in annotator whose one task of six holds an attention-check card."""
+    (task,) = make_tasks(1, k=6, images=media_root)
+    card = task.task_items.order_by("pk").values_list("item_id", flat=True)[2]
+    RankingTask.objects.filter(pk=task.pk).update(check_item=card, check_position=CHECK_AT)
+    profile = portal_client().profile
+    sign_in(driver, live_server.url, profile.user)
+    return str(card), profile
+
+
+def tap(driver, element) -> None:
+    """One finger down and up on the middle of element (a touch, not a mouse click)."""
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+    box = rect(driver, element)
+    point = {"x": box["left"] + box["width"] / 2, "y": box["top"] + box["height"] / 2}
+    send = driver.execute_cdp_cmd
+    send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [point]})
+    send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+
+
+def step(driver, card, direction: str) -> None:
+    """Tap the card's move button once and wait for it to move one place."""
+    before = shown(driver).index(card.get_attribute("data-item-id"))
+    tap(driver, card.find_element("css selector", f"button.move[data-move='{direction}']"))
+    after = before + (1 if direction == "down" else -1)
+    wait_until(driver, lambda d: shown(d).index(card.get_attribute("data-item-id")) == after)
+
+
+def submit_order(driver) -> None:
+    """Review (unless the dialog is open already), confirm (and, for an order left as it
+    was shown, say so), and wait for the next page."""
+    html = driver.find_element("tag name", "html")
+    if not driver.find_element("id", "confirm-panel").is_displayed():
+        driver.find_element("id", "review-order").click()
+    driver.find_element("id", "confirm-submit").click()
+    asked = "return !!(document.getElementById('unchanged-panel') || {}).open"
+    wait_until(driver, lambda d: gone(html)(d) or d.execute_script(asked))
+    if not gone(html)(driver):  # the order was left as shown: submitted anyway
+        driver.find_element("id", "unchanged-submit").click()
+    wait_replaced(driver, html)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_checks_instruction_is_on_screen_and_can_be_followed(
+    driver, live_server, with_a_check, size
+):
+    from selenium.webdriver.common.keys import Keys
+
+    resize, width = SIZES[size]
+    resize(driver)
+    card_id, profile = with_a_check
+    driver.get(live_server.url + reverse("portal:rank"))
+    instruction = check_instruction(CHECK_AT)
+    assert instruction in driver.execute_script("return document.body.innerText")
+    card = driver.find_element("css selector", f'.rank-card[data-item-id="{card_id}"]')
+    text = card.find_element("css selector", ".prompt")
+    assert text.is_displayed() and text.text == instruction
+    sizes = driver.execute_script(
+        "return [getComputedStyle(arguments[0]).fontSize,"
+        " getComputedStyle(document.body).fontSize]",
+        text,
+    )
+    assert sizes[0] == sizes[1], f"the instruction is as large as the page's text: {sizes}"
+    box, window = rect(driver, text), driver.execute_script("return innerWidth")
+    assert box["left"] >= 0 and box["right"] <= window, "the instruction is not cut off"
+    described = card.get_attribute("aria-describedby")
+    assert driver.find_element("id", described).text == instruction  # read out by name too
+
+    if size == "phone":  # by touch: the card's move buttons, tapped until it is there
+        if shown(driver).index(card_id) == CHECK_AT:  # shown in its place: away and back
+            step(driver, card, "up")
+        while shown(driver).index(card_id) != CHECK_AT:
+            step(driver, card, "down" if shown(driver).index(card_id) < CHECK_AT else "up")
+    else:  # by keyboard: the card focused, its position's digit
+        driver.execute_script("arguments[0].focus()", card)
+        if shown(driver).index(card_id) == CHECK_AT:
+            card.send_keys(Keys.HOME)
+        card.send_keys(str(CHECK_AT + 1))
+        wait_until(driver, lambda d: shown(d).index(card_id) == CHECK_AT)
+        card.send_keys(Keys.ENTER)  # the review dialog
+        assert driver.find_element("id", "confirm-panel").is_displayed()
+    order = shown(driver)
+    submit_order(driver)
+    assert "Ranking saved." in driver.find_element("css selector", ".messages").text
+    ranking = Ranking.objects.get(annotator=profile)
+    assert [str(i) for i in ranking.order] == order
+    assert AttentionCheck(int(card_id), CHECK_AT).passed(ranking.order)
+    assert ranking.viewport_width == width
+
+
+def _boom(profile):
+    raise ConnectionResetError("the web worker died after the commit, before the response")
+
+
+def test_a_ranking_stored_before_its_answer_was_lost_is_never_offered_again(
+    driver, live_server, transactional_db, media_root, make_tasks, portal_client, monkeypatch
+):
+    make_tasks(3, k=4, images=media_root)
+    profile = portal_client().profile
+    sign_in(driver, live_server.url, profile.user)
+    rank = live_server.url + reverse("portal:rank")
+    driver.get(rank)
+    first = driver.find_element("name", "task_id").get_attribute("value")
+    moved = shown(driver)
+    driver.find_element("css selector", ".rank-card button.move[data-move='down']").click()
+    assert shown(driver) != moved
+
+    # The kill point: the ranking commits, then the response is lost (a 500 here).
+    monkeypatch.setattr(standing, "apply_policy", _boom)
+    submit_order(driver)
+    stored = Ranking.objects.get(annotator=profile)
+    assert str(stored.task_id) == first
+    assert "Ranking saved." not in driver.page_source
+    driver.save_screenshot("/tmp/shots/lost-answer.png")
+    monkeypatch.undo()
+
+    # Back: the ranking page is asked for again (never shown from the cache), and it
+    # offers the next task, not the one ranked.
+    html = driver.find_element("tag name", "html")
+    driver.back()
+    wait_replaced(driver, html)
+    assert driver.current_url == rank
+    assert driver.find_element("name", "task_id").get_attribute("value") != first
+
+    # Resubmitted as a browser does from a page kept in its history: the first task,
+    # another order. The stored ranking stands; the participant hears it is saved.
+    old_form = {"task_id": first, "order": ",".join(moved), "seconds_spent": "3"}
+    html = driver.find_element("tag name", "html")
+    driver.execute_script(
+        "var f = document.getElementById('rank-form'), data = arguments[0];"
+        "for (var name in data) { f.elements[name].value = data[name]; }"
+        "HTMLFormElement.prototype.submit.call(f);",
+        old_form,
+    )
+    wait_replaced(driver, html)
+    assert driver.find_element("css selector", ".messages").text.startswith("Ranking saved.")
+    assert driver.find_element("name", "task_id").get_attribute("value") != first
+    assert Ranking.objects.filter(annotator=profile).count() == 1
+    assert Ranking.objects.get(annotator=profile).order == stored.order
