@@ -11,7 +11,7 @@ from django.utils.html import format_html
 from core.admin import ReadOnlyAdmin
 from core.errors import StereorankError
 
-from . import models, recruitment, studies
+from . import consent, models, recruitment, studies
 
 
 @admin.register(models.Occupation)
@@ -105,8 +105,38 @@ class DemographicFieldAdmin(admin.ModelAdmin):
 
 @admin.register(models.ConsentText)
 class ConsentTextAdmin(admin.ModelAdmin):
-    list_display = ["study", "version", "published_at"]
-    list_filter = ["study"]
+    """A study's consent versions, field by field. A version someone agreed to is read
+    only: a change is a new version (add one), which everyone agrees to again."""
+
+    list_display = ["study", "version", "complete", "demonstration", "published_at"]
+    list_filter = ["study", "demonstration"]
+    fieldsets = [
+        (None, {"fields": ["study", "version", "demonstration"]}),
+        (
+            "Who is responsible, and the participant's rights",
+            {
+                "fields": [
+                    "controller",
+                    "contact_email",
+                    "dpo_contact",
+                    "legal_basis",
+                    "retention",
+                    "complaint",
+                    "ethics_reference",
+                ]
+            },
+        ),
+        (None, {"fields": ["text"]}),
+    ]
+
+    @admin.display(boolean=True, description="complete")
+    def complete(self, text: models.ConsentText) -> bool:
+        return not consent.missing_fields(text)
+
+    def get_readonly_fields(self, request, obj=None) -> list:
+        if obj is not None and obj.consents.exists():
+            return [f.name for f in models.ConsentText._meta.fields]
+        return ["demonstration"]
 
 
 class StatusChangeInline(admin.TabularInline):
@@ -218,6 +248,22 @@ class StudyAdmin(admin.ModelAdmin):
 
     class Media:
         js = ["annotation/copy_link.js"]
+
+    def _warn_incomplete_consent(self, request) -> None:
+        """Open studies keep running on an incomplete consent text; staff are told until
+        it is filled (opening a new one is refused: ``consent.require_complete``)."""
+        for line in consent.incomplete_open_studies():
+            self.message_user(request, line, messages.WARNING)
+
+    def changelist_view(self, request, extra_context=None):
+        if request.method == "GET":
+            self._warn_incomplete_consent(request)
+        return super().changelist_view(request, extra_context)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        if request.method == "GET":
+            self._warn_incomplete_consent(request)
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def get_list_display(self, request) -> list:
         names = list(super().get_list_display(request))

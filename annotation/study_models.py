@@ -211,6 +211,14 @@ class Study(models.Model):
             url = getattr(self, name)
             if url and not url.startswith("https://"):
                 raise ValidationError({name: "Use an https:// address."})
+        off = self.gold_per_occupation == 0 or self.checks_per_occupation == 0
+        if off and not self.quality_off_reason.strip():
+            raise ValidationError(
+                {
+                    "quality_off_reason": "Say why gold or attention-check tasks are off: "
+                    "they are how the quality policy finds careless annotators."
+                }
+            )
 
 
 def study_field(related_name: str) -> models.ForeignKey:
