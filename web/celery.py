@@ -43,6 +43,8 @@ def _worker_heartbeat(sender, **kwargs) -> None:
 
 @beat_init.connect
 def _beat_heartbeat(sender, **kwargs) -> None:
+    """Beat beats once started: ``celery beat``, or embedded in a worker (``worker -B``,
+    bin/run: Celery sends ``beat_init`` in the forked beat process too)."""
     start_heartbeat(["beat"])
 
 

@@ -3,12 +3,16 @@
 own probe) every ``HEARTBEAT_SECONDS``, so a solo worker busy training still answers.
 
 Started by the Celery signals in ``web/celery.py``, read by ``/healthz`` (``web/health.py``);
-this module imports neither, so the two never import each other.
+this module imports neither, so the two never import each other. Beat embedded in a worker
+(``celery worker -B``, ``bin/run``) is a forked child of it: the child's heartbeat is its
+own, and a parent's copied by the fork is left alone (its thread did not come along, and
+its file is the parent's).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -29,6 +33,7 @@ class Heartbeat(threading.Thread):
         self.components, self.interval, self.ttl = components, interval, ttl
         self.file = Path(file) if file else None
         self.stopped = threading.Event()
+        self.pid = os.getpid()
 
     def beat_once(self) -> None:
         """One heartbeat: the cache keys (for /healthz) and the local file (for a probe)."""
@@ -64,7 +69,7 @@ def start_heartbeat(components: list[str]) -> Heartbeat:
     global _heartbeat
     from django.conf import settings
 
-    if _heartbeat is not None:
+    if _heartbeat is not None and _heartbeat.pid == os.getpid():
         _heartbeat.stop()
     health = settings.HEALTH
     _heartbeat = Heartbeat(
@@ -78,5 +83,5 @@ def start_heartbeat(components: list[str]) -> Heartbeat:
 
 def stop_heartbeat() -> None:
     """Stop this process's heartbeat, if any (a worker shutting down)."""
-    if _heartbeat is not None:
+    if _heartbeat is not None and _heartbeat.pid == os.getpid():
         _heartbeat.stop()
