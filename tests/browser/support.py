@@ -152,3 +152,16 @@ def axe_violations(driver, impacts=("critical", "serious")) -> list[dict]:
     axe.inject()
     results = axe.run(options='{"resultTypes": ["violations"]}')
     return [v for v in results["violations"] if v["impact"] in impacts]
+
+
+def sideways(driver) -> str:
+    """"" when the page is no wider than the window; else the width and the elements that
+    stick out past its right edge (at most five), to say what to fix."""
+    return driver.execute_script(
+        "var inner = window.innerWidth, doc = document.documentElement.scrollWidth;"
+        "if (doc <= inner) return '';"
+        "var out = Array.from(document.body.querySelectorAll('*'))"
+        "  .filter(e => e.getBoundingClientRect().right > inner + 1)"
+        "  .slice(0, 5).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : ''));"
+        "return 'scrollWidth ' + doc + ' > ' + inner + ': ' + out.join(', ');"
+    )

@@ -1,8 +1,14 @@
 """Day two of a real study, in a real browser: an attention check's instruction is read
 and followed on a phone and on a laptop (by touch and by keyboard), the window's width is
 recorded with the ranking, and a ranking stored before its answer was lost is never
-offered again (the response is cut after the commit, then the page is reloaded, gone
-back to and resubmitted as a browser does)."""
+offered again (the response is cut after the commit, then the page is gone back to and
+resubmitted as a browser does). The portal's pages of coming and leaving (a consent with
+every field, an excluded participant's way out, erasure, links) fit the window and pass
+axe at both sizes. With STEREORANK_SCREENSHOTS=<folder>, the ranking page with its check,
+the consent and the way out are saved there at each size."""
+
+import os
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -10,14 +16,17 @@ from django.urls import reverse
 from annotation import standing
 from annotation.models import Ranking, RankingTask, check_instruction
 from annotation.quality.gold import AttentionCheck
+from annotation.study_models import Participation, Study
 from tests.browser.support import (
     LAPTOP,
     PHONE,
+    axe_violations,
     gone,
     laptop,
     phone,
     rect,
     shown,
+    sideways,
     sign_in,
     wait_replaced,
     wait_until,
@@ -38,6 +47,20 @@ def with_a_check(driver, live_server, transactional_db, media_root, make_tasks, 
     profile = portal_client().profile
     sign_in(driver, live_server.url, profile.user)
     return str(card), profile
+
+
+def screenshot(driver, name: str) -> None:
+    """With STEREORANK_SCREENSHOTS=<folder>, the whole page saved there as name.png."""
+    folder = os.environ.get("STEREORANK_SCREENSHOTS")
+    if folder:
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        width = driver.execute_script("return innerWidth")
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
+        )
+        driver.save_screenshot(str(Path(folder) / f"{name}.png"))
+        (phone if width < 600 else laptop)(driver)
 
 
 def tap(driver, element) -> None:
@@ -112,6 +135,7 @@ def test_a_checks_instruction_is_on_screen_and_can_be_followed(
         card.send_keys(Keys.ENTER)  # the review dialog
         assert driver.find_element("id", "confirm-panel").is_displayed()
     order = shown(driver)
+    screenshot(driver, f"check-{size}")
     submit_order(driver)
     assert "Ranking saved." in driver.find_element("css selector", ".messages").text
     ranking = Ranking.objects.get(annotator=profile)
@@ -169,3 +193,89 @@ def test_a_ranking_stored_before_its_answer_was_lost_is_never_offered_again(
     assert driver.find_element("name", "task_id").get_attribute("value") != first
     assert Ranking.objects.filter(annotator=profile).count() == 1
     assert Ranking.objects.get(annotator=profile).order == stored.order
+
+
+@pytest.fixture
+def crowd(transactional_db, media_root, make_tasks):
+    """A Prolific study with a filled consent and an MTurk one, both open, with tasks."""
+    from annotation import consent
+
+    studies = {}
+    for slug, platform in (("wave-1", Study.Platform.PROLIFIC), ("hits", Study.Platform.MTURK)):
+        study = Study.objects.create(
+            slug=slug, name=f"Study {slug}", platform=platform, screen_out_code="SCR33N"
+        )
+        consent.publish(study, FILLED_CONSENT)
+        make_tasks(2, k=4, images=media_root, study=study)
+        studies[slug] = study
+    return studies
+
+
+FILLED_CONSENT = {
+    "controller": "University of Utrecht, Faculty of Science",
+    "contact_email": "stereotypes@uu.example",
+    "dpo_contact": "privacy@uu.example",
+    "legal_basis": "explicit_consent",
+    "retention": "until 31 December 2031",
+    "complaint": "Autoriteit Persoonsgegevens, Den Haag",
+    "ethics_reference": "FETC Science, approval 24-1234",
+    "text": "You are invited to rank images of people at work.",
+}
+
+
+def audit(driver, found: list[str], size: str, name: str) -> None:
+    """axe's critical and serious violations, and a page wider than the window."""
+    found += [
+        f"{size} {name}: {v['id']} ({v['impact']}) {v['help']}" for v in axe_violations(driver)
+    ]
+    if wide := sideways(driver):
+        found.append(f"{size} {name}: {wide}")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_pages_of_coming_and_leaving_fit_and_pass_axe(driver, live_server, crowd, size):
+    """The consent with every field, an excluded participant's way out, withdrawing with
+    erasure, an MTurk preview and a refused link: each at both sizes, once."""
+    from crowd_fakes import FakeMTurk, FakeProlific
+
+    SIZES[size][0](driver)
+    found: list[str] = []
+    prolific = FakeProlific("wave-1")
+    driver.get(live_server.url + prolific.link(prolific.new_participant_id()))
+    wait_until(driver, lambda d: d.find_elements("id", "consent-facts"))
+    facts = driver.find_element("id", "consent-facts").text
+    for value in ("University of Utrecht", "stereotypes@uu.example", "31 December 2031"):
+        assert value in facts
+    audit(driver, found, size, "consent with its facts")
+    screenshot(driver, f"consent-{size}")
+    html = driver.find_element("tag name", "html")
+    driver.find_element("id", "agree").click()
+    wait_replaced(driver, html)
+
+    participation = Participation.objects.get(study=crowd["wave-1"])
+    standing._move(participation.annotator, "excluded", "2 of 2 attention checks failed")
+    driver.get(live_server.url + reverse("portal:home"))
+    wait_until(driver, lambda d: d.current_url.endswith(reverse("portal:screened_out")))
+    page = driver.find_element("tag name", "main").text
+    assert "2 of 2 attention checks failed" in page and "stereotypes@uu.example" in page
+    assert driver.find_element("id", "screen-out-code").text == "SCR33N"
+    assert driver.find_element("id", "screen-out-link").is_displayed()  # back to Prolific
+    audit(driver, found, size, "excluded: the way out")
+    screenshot(driver, f"excluded-{size}")
+
+    driver.get(live_server.url + reverse("portal:withdraw"))
+    audit(driver, found, size, "withdraw")
+    driver.find_element("css selector", "input[value='erase']").click()
+    html = driver.find_element("tag name", "html")
+    driver.find_element("id", "confirm-withdraw").click()
+    wait_replaced(driver, html)
+    assert driver.current_url.endswith(reverse("portal:erased"))
+    audit(driver, found, size, "erased")
+
+    mturk = FakeMTurk("hits")
+    driver.get(live_server.url + mturk.preview_link())
+    audit(driver, found, size, "MTurk preview")
+    driver.get(live_server.url + "/join/hits/")  # the platform's ids missing
+    assert "lacks the 'workerId'" in driver.find_element("tag name", "main").text
+    audit(driver, found, size, "a refused link")
+    assert not found, "\n".join(found)

@@ -1,5 +1,6 @@
 """A Prolific participant's day one in headless Chromium (issue 21), at laptop (1280x800,
-mouse and keyboard) and phone (390x844, touch) size, axe-audited on every page: a
+mouse and keyboard) and phone (390x844, touch) size, axe-audited on every page (and no
+page wider than the window): a
 mis-tap on "I do not agree", taken back; a return with a new SESSION_ID after 0 of 2
 tasks; the order as shown, asked about once; the review dialog's images; the code.
 
@@ -22,6 +23,7 @@ from tests.browser.support import (
     phone,
     rect,
     shown,
+    sideways,
     wait_replaced,
     wait_until,
 )
@@ -56,10 +58,13 @@ class Visit:
         self.found: list[str] = []
 
     def audit(self, name: str) -> None:
+        """axe's critical and serious violations, and a page wider than the window."""
         self.found += [
             f"{self.size} {name}: {v['id']} ({v['impact']}) {v['help']}"
             for v in axe_violations(self.driver)
         ]
+        if wide := sideways(self.driver):
+            self.found.append(f"{self.size} {name}: {wide}")
 
     def go(self, path: str) -> None:
         self.driver.get(self.base_url + path)
