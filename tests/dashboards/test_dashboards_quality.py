@@ -50,14 +50,14 @@ def test_page_shows_the_reports_figures_and_the_nav_link(staff_client, ranked):
     assert response.status_code == 200
     report = response.context["report"]
     html = response.content.decode()
-    assert f'href="{URL}" aria-current="page">Quality</a>' in html
+    assert f'href="{URL}?study=default" aria-current="page">Quality</a>' in html
     w = report["agreement"]["overall"]["kendall_w"]
     assert report["agreement"]["overall"]["n_annotators"] == 2  # cat is excluded
     assert f"{w['value']:.3f}" in html
     for profile in ranked.values():
         assert pseudonym(profile.user_id) in html
     assert "test exclusion" in html  # the reason beside the status
-    assert 'src="/dashboards/quality/positions-4.svg"' in html
+    assert 'src="/dashboards/quality/positions-4.svg?study=default"' in html
 
 
 def test_headings_and_fields_read_as_words_and_a_missing_gold_score_is_explained(
@@ -160,7 +160,7 @@ def test_a_long_annotator_table_comes_in_pages_keeping_the_sort(staff_client, ra
     first = staff_client.get(URL + "?sort=gold_score")
     assert len(first.context["annotators"]) == 2
     html = first.content.decode()
-    assert "Annotators 1–2 of 3" in html and "?sort=gold_score&amp;page=2" in html
+    assert "Annotators 1–2 of 3" in html and "?sort=gold_score&amp;study=default&amp;page=2" in html
     second = staff_client.get(URL + "?sort=gold_score&page=2")
     assert [r["pseudonym"] for r in second.context["annotators"]] == [
         pseudonym(ranked["cat"].user_id)

@@ -181,7 +181,8 @@ def test_runs_page_names_the_recipe_and_follows_an_augmentation(study, staff_cli
 def test_an_empty_snapshot_is_refused_in_the_forms_words(study, staff_client):
     response = staff_client.post(reverse("dashboards:snapshot-create"), follow=True)
     html = response.content.decode()
-    assert "No rankings to snapshot (tick &quot;include synthetic annotators&quot;" in html
+    tick = "(tick &quot;include synthetic annotators&quot;"
+    assert f"No rankings of Default study to snapshot {tick}" in html
     assert "--include-synthetic" not in html and not DatasetSnapshot.objects.exists()
 
 

@@ -53,7 +53,7 @@ def test_the_page_shows_the_commands_figures_with_intervals(ranked, staff_client
     for a in report["annotators"]:
         assert a["annotator"] in html
     listing = staff_client.get("/dashboards/validation/").content.decode()
-    assert 'href="/dashboards/validation/val/"' in listing
+    assert 'href="/dashboards/validation/val/?study=default"' in listing
     svg = staff_client.get("/dashboards/validation/val/means.svg")
     assert svg.status_code == 200 and svg["Content-Type"].startswith("image/svg")
     assert b"<svg" in svg.content

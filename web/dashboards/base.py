@@ -1,4 +1,5 @@
-"""What the dashboard pages share: the staff gate and form/parameter helpers."""
+"""What the dashboard pages share: the staff gate, the chosen study, the page frame
+(``page``), and form/parameter helpers."""
 
 from collections.abc import Callable
 from functools import wraps
@@ -8,13 +9,22 @@ from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
+from annotation import selectors as annotation_selectors
+from annotation import studies
+from annotation.errors import StudyNotFound
+from annotation.study_models import Study
 from core.errors import refusals_as_messages
 from training import selectors
 from training.models import DatasetSnapshot
 
 T = TypeVar("T")
+
+# The session key of the study chosen on any dashboard page (its slug).
+STUDY_KEY = "dashboards_study"
 
 
 def staff_only(view: Callable) -> Callable:
@@ -68,3 +78,37 @@ def found(row: T | None, message: str) -> T:
 
 def percent(part: int | None, whole: int | None) -> int:
     return round(100 * (part or 0) / whole) if whole else 0
+
+
+def chosen_study(request: HttpRequest) -> Study:
+    """The study the dashboards show: ``?study=slug`` (then remembered in the session),
+    else the one remembered, else the default study; 404 for a slug that names none."""
+    slug = request.GET.get("study")
+    if slug:
+        try:
+            study = studies.resolve(slug)
+        except StudyNotFound as error:
+            raise Http404(str(error)) from None
+        if request.session.get(STUDY_KEY) != study.slug:
+            request.session[STUDY_KEY] = study.slug
+        return study
+    remembered = request.session.get(STUDY_KEY)
+    study = annotation_selectors.study(remembered) if remembered else None
+    if study is None:
+        request.session.pop(STUDY_KEY, None)  # a study since renamed or deleted
+        return studies.default_study()
+    return study
+
+
+def page(request: HttpRequest, template: str, context: dict, status: int = 200) -> HttpResponse:
+    """A dashboard page in its frame: the navigation keeps the chosen study (``?study=``)
+    and the study chooser lists every study."""
+    chosen = chosen_study(request)
+    keep = [(k, v) for k, v in request.GET.items() if k not in ("study", "page")]
+    frame = {
+        "chosen_study": chosen,
+        "study_query": urlencode({"study": chosen.slug}),
+        "study_choices": Study.objects.order_by("slug").values_list("slug", "name", "kind"),
+        "study_keep": keep,
+    }
+    return render(request, template, {**frame, **context}, status=status)

@@ -8,13 +8,12 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import render
 
 from core.errors import refusals_as_messages
 from training import selectors, services
 from training.models import Checkpoint, DatasetSnapshot
 
-from .base import form_errors, staff_only
+from .base import form_errors, page, staff_only
 from .charts import chart_response, occupations_side_by_side
 
 
@@ -64,7 +63,7 @@ def compare(request: HttpRequest) -> HttpResponse:
             services.request_evaluations(snapshot, missing)
             names = " and ".join(f"v{c.version}" for c in missing)
             context["pending"] = f"Evaluating {names} on snapshot {snapshot.pk}; reload shortly."
-            return render(request, "dashboards/compare.html", context)
+            return page(request, "dashboards/compare.html", context)
         result = services.compare(a, b, snapshot)
         context.update(
             a=a,
@@ -73,7 +72,7 @@ def compare(request: HttpRequest) -> HttpResponse:
             occupations=side_by_side(result["per_occupation_a"], result["per_occupation_b"]),
             chart_query=urlencode({"a": a.version, "b": b.version, "snapshot": result["snapshot"]}),
         )
-    return render(request, "dashboards/compare.html", context)
+    return page(request, "dashboards/compare.html", context)
 
 
 @staff_only

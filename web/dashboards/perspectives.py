@@ -10,14 +10,13 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import render
 
 from annotation import selectors as annotation_selectors
 from training import selectors, services
 from training.errors import PerspectiveError, PerspectivesPending
 from training.models import Checkpoint, DatasetSnapshot
 
-from .base import form_errors, staff_only
+from .base import form_errors, page, staff_only
 from .charts import (
     GroupPoint,
     chart_response,
@@ -73,17 +72,17 @@ def perspectives(request: HttpRequest) -> HttpResponse:
     context: dict = {"form": form, "section": "perspectives"}
     if form.is_bound and not form.is_valid():
         context["error"] = form_errors(form)
-        return render(request, "dashboards/perspectives.html", context)
+        return page(request, "dashboards/perspectives.html", context)
     data = form.cleaned_data if form.is_bound else {}
     checkpoint = _version(data.get("version"))
     if checkpoint is None:
         context["error"] = "No versions yet: train a run first."
-        return render(request, "dashboards/perspectives.html", context)
+        return page(request, "dashboards/perspectives.html", context)
     try:
         snapshot = services.report_snapshot(checkpoint, data.get("snapshot"))
     except PerspectiveError as error:
         context["error"] = error.message
-        return render(request, "dashboards/perspectives.html", context)
+        return page(request, "dashboards/perspectives.html", context)
     field = _field(snapshot, data.get("field") or "")
     # The form names what the page shows, picked or defaulted, so the next "Show" keeps it.
     shown = PerspectivesForm({**request.GET.dict(), "version": checkpoint.version, "field": field})
@@ -102,7 +101,7 @@ def perspectives(request: HttpRequest) -> HttpResponse:
     )
     if selectors.perspectives_missing(checkpoint, snapshot, [field]):
         context["pending"] = _pending(checkpoint, snapshot)
-        return render(request, "dashboards/perspectives.html", context)
+        return page(request, "dashboards/perspectives.html", context)
     (context["report"],) = services.perspective_report(checkpoint, snapshot, [field])["fields"]
     against = data.get("against")
     if against is not None and against != checkpoint:
@@ -117,7 +116,7 @@ def perspectives(request: HttpRequest) -> HttpResponse:
                 gained=[r["group"] for r in rows if r["verdict"] == "gained"],
                 lost=[r["group"] for r in rows if r["verdict"] == "lost"],
             )
-    return render(request, "dashboards/perspectives.html", context)
+    return page(request, "dashboards/perspectives.html", context)
 
 
 def _picked(request: HttpRequest) -> tuple[Checkpoint, DatasetSnapshot | None, str] | str:

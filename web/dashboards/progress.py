@@ -8,7 +8,6 @@ from collections import Counter
 from collections.abc import Iterable
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.utils import timezone
 
 from annotation import quotas, selectors, studies
@@ -16,7 +15,7 @@ from annotation.exports import pseudonym
 from annotation.models import DemographicField
 
 from . import learning
-from .base import percent, staff_only
+from .base import page, percent, staff_only
 
 ANNOTATORS_PER_PAGE = 50
 
@@ -72,7 +71,7 @@ def progress(request: HttpRequest) -> HttpResponse:
         for key in ("n_tasks", "slots", "rankings", "complete")
     }
     totals["percent"] = percent(totals["rankings"], totals["slots"])
-    return render(
+    return page(
         request,
         "dashboards/progress.html",
         {

@@ -4,8 +4,9 @@ The figures are ``annotation.quality_report``'s (the ``quality`` command and the
 staff API show the same), served from the stored report with the time it was
 computed (``annotation.quality_store``): a worker on the default queue computes it,
 and refreshes it in the background when the data moves on. Nothing is computed in
-a request. One study's at a time: ``?study=slug`` (a selector; the default study
-unless named), and no figure of another study in it.
+a request. One study's at a time: the chosen study (``?study=slug``, remembered:
+``base.chosen_study``; the default study until one is chosen), and no figure of another
+study in it.
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 
-from annotation import quality_selectors, quality_store, selectors, standing, studies
-from annotation.errors import StudyNotFound
+from annotation import quality_selectors, quality_store, selectors, standing
 from annotation.exports import pseudonym
 from annotation.study_models import Study
 
-from .base import form_errors, found, staff_action, staff_only
+from . import base
+from .base import chosen_study, form_errors, found, staff_action, staff_only
 from .charts import (
     IntervalPoint,
     chart_response,
@@ -53,14 +54,6 @@ class ReinstateForm(forms.Form):
     )
 
 
-def chosen_study(request: HttpRequest) -> Study:
-    """The study of ``?study=slug`` (the default one when absent); 404 for no such study."""
-    try:
-        return studies.resolve(request.GET.get("study") or None)
-    except StudyNotFound as error:
-        raise Http404(str(error)) from None
-
-
 def served(request: HttpRequest, study: Study) -> quality_store.Served:
     """The study's stored quality report for ``?synthetic=1`` or not (a refresh queued
     when its data moved on; never computed in the request)."""
@@ -77,11 +70,11 @@ def report(request: HttpRequest) -> dict:
     return data
 
 
-def _query(request: HttpRequest, *drop: str) -> str:
-    """The page's query string without ``page`` and ``drop`` (for the pager's links)."""
+def _query(request: HttpRequest, study: Study) -> str:
+    """The page's query string without ``page``, naming the study (for the pager's links)."""
     query = request.GET.copy()
-    for key in ("page", *drop):
-        query.pop(key, None)
+    query.pop("page", None)
+    query["study"] = study.slug
     return query.urlencode()
 
 
@@ -92,7 +85,7 @@ def quality(request: HttpRequest) -> HttpResponse:
     study = chosen_study(request)
     current = served(request, study)
     if current.report is None:
-        return render(
+        return base.page(
             request,
             "dashboards/quality_computing.html",
             {"section": "quality", "study": study},
@@ -110,24 +103,26 @@ def quality(request: HttpRequest) -> HttpResponse:
         (field, labels.get(field, field), groups)
         for field, groups in data["agreement"]["within_groups"].items()
     ]
-    return render(
+    study_query = urlencode({"study": study.slug})
+    synthetic = request.GET.get("synthetic") == "1"
+    return base.page(
         request,
         "dashboards/quality.html",
         {
             "report": data,
             "computed_at": current.computed_at,
             "stale": current.stale,
-            "synthetic": request.GET.get("synthetic") == "1",
+            "synthetic": synthetic,
             "study": study,
-            "studies": Study.objects.order_by("slug").values_list("slug", "name"),
-            "study_query": urlencode({"study": study.slug}),
-            "chart_query": _query(request, "sort", "dir"),
+            "study_query": study_query,
+            # The charts name the study and the report they draw (their URL is their cache key).
+            "chart_query": study_query + ("&synthetic=1" if synthetic else ""),
             "occupations": occupations,
             "within_groups": within,
             "gold_tasks": selectors.gold_task_count(study),
             "annotators": page.object_list,
             "page": page,
-            "query": _query(request),
+            "query": _query(request, study),
             "sort": column,
             "descending": descending,
             "sortable": SORTABLE,

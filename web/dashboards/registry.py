@@ -8,7 +8,7 @@ from pathlib import Path
 from django import forms
 from django.contrib import messages
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
 from core.errors import refusals_as_messages
@@ -16,7 +16,7 @@ from scoring import serving
 from training import selectors, services
 from training.models import Checkpoint, DatasetSnapshot
 
-from .base import form_errors, found, snapshot_param, staff_action, staff_only
+from .base import form_errors, found, page, snapshot_param, staff_action, staff_only
 from .charts import RhoPoint, draw_response, rho_across_versions
 
 EXPORT_FORMATS = ("seed", "native", "card")
@@ -66,7 +66,7 @@ def registry(request: HttpRequest) -> HttpResponse:
         c.serving = serving.describe(c, gates.get(c.pk, []))
     events = selectors.registry_events(20)
     active = next((c for c in checkpoints if c.status == Checkpoint.Status.ACTIVE), None)
-    return render(
+    return page(
         request,
         "dashboards/registry.html",
         {

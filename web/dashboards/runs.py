@@ -10,7 +10,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
 from training import selectors, services
@@ -20,7 +20,7 @@ from training.ml.recipes import choices as recipe_choices
 from training.models import TrainingRun
 from training.services import NONE, RELIABILITY, ScheduleSettings, parse_steering
 
-from .base import form_errors, found, staff_action, staff_only
+from .base import chosen_study, form_errors, found, page, staff_action, staff_only
 from .charts import ACCENT, MUTED, PRIMARY, _empty, _figure, draw_response
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def run_row(run: TrainingRun) -> dict:
 def runs(request: HttpRequest) -> HttpResponse:
     """Training runs with live progress; start a run, take a snapshot, cancel."""
     shown = list(selectors.runs().order_by("-id")[:RUNS_SHOWN])
-    return render(
+    return page(
         request,
         "dashboards/runs.html",
         {
@@ -126,19 +126,26 @@ def runs_progress(request: HttpRequest) -> JsonResponse:
 
 @staff_action("dashboards:runs")
 def snapshot_create(request: HttpRequest) -> HttpResponse:
-    """Freeze today's labels as a new snapshot."""
+    """Freeze today's labels of the chosen study as a new snapshot."""
+    study = chosen_study(request)
     include_synthetic = request.POST.get("include_synthetic") == "on"
     weighting = RELIABILITY if request.POST.get("reliability") == "on" else NONE
     try:
         snap = services.create_snapshot(
-            include_synthetic=include_synthetic, weighting=weighting, user=request.user
+            include_synthetic=include_synthetic,
+            weighting=weighting,
+            user=request.user,
+            studies=[study],
         )
     except NothingToSnapshot:  # the service's hint names the command's flag; this is a form
         tick = "" if include_synthetic else ' (tick "include synthetic annotators" to count theirs)'
-        messages.error(request, f"No rankings to snapshot{tick}.")
+        messages.error(request, f"No rankings of {study.name} to snapshot{tick}.")
         return redirect("dashboards:runs")
     weighted = ", reliability-weighted" if weighting == RELIABILITY else ""
-    messages.success(request, f"Snapshot {snap.pk} taken ({snap.example_count} items{weighted}).")
+    messages.success(
+        request,
+        f"Snapshot {snap.pk} taken ({snap.example_count} items{weighted}) from {study.name}.",
+    )
     return redirect("dashboards:runs")
 
 
@@ -225,7 +232,7 @@ def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
         {"rank": r + 1, "index": i, **scores[i]} for r, i in enumerate(_order(search_points(run)))
     ]
     chosen = scores[search["chosen"]] if "chosen" in search else None
-    return render(
+    return page(
         request,
         "dashboards/run.html",
         {

@@ -11,12 +11,11 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 
 from annotation.errors import ConditionError
 from annotation.models import Ranking, Study
 
-from .base import found, staff_only
+from .base import found, page, staff_only
 from .charts import IntervalPoint, chart_response, estimates_with_intervals
 
 CACHE_SECONDS = 10 * 60
@@ -51,7 +50,7 @@ def report(study: Study) -> dict | None:
 def validation_studies(request: HttpRequest) -> HttpResponse:
     """Every validation study, with its conditions."""
     found_studies = Study.objects.filter(kind=Study.Kind.VALIDATION).prefetch_related("conditions")
-    return render(
+    return page(
         request,
         "dashboards/validation_list.html",
         {"studies": found_studies, "section": "validation"},
@@ -77,7 +76,7 @@ def validation_study(request: HttpRequest, slug: str) -> HttpResponse:
             occupations=sorted(data["per_occupation"].items()),
             groups=sorted(data["per_group"].items()),
         )
-    return render(request, "dashboards/validation.html", context)
+    return page(request, "dashboards/validation.html", context)
 
 
 def _points(data: dict) -> list[IntervalPoint]:
