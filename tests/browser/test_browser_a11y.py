@@ -1,6 +1,7 @@
-"""axe-core on every portal and dashboard page, at laptop (1280x800) and phone
-(390x844, touch) size: no critical or serious violation. Pages are reached the way
-people reach them, so that messages, the review dialog and filled tables are audited."""
+"""axe-core on every portal page, at laptop (1280x800) and phone (390x844, touch) size:
+no critical or serious violation. Pages are reached the way people reach them, so that
+messages, the review dialog and filled tables are audited. The staff pages' audit is
+tests/browser/test_browser_staff_pages.py; here, their tables' keyboard scrolling."""
 
 import json
 
@@ -156,29 +157,6 @@ def staff_site(transactional_db, media_root, tmp_path):
     staff = get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
     services.get_profile(staff)
     return staff
-
-
-@pytest.mark.parametrize("size", SIZES)
-def test_dashboard_pages_have_no_serious_violations(driver, live_server, staff_site, size):
-    SIZES[size](driver)
-    url = live_server.url
-    sign_in(driver, url, staff_site)
-    found = []
-    for name, query in (
-        ("dashboards:progress", ""),
-        ("dashboards:runs", ""),
-        ("dashboards:registry", ""),
-        ("dashboards:compare", ""),
-        ("dashboards:compare", "?a=1&b=2"),
-        ("dashboards:schedules", ""),
-    ):
-        go(driver, url + reverse(name) + query)
-        found += audit(driver, name + query)
-    go(driver, url + reverse("dashboards:runs"))
-    click_and_wait(driver, "form[action$='snapshots/new'] button[type=submit]")
-    assert driver.find_elements("css selector", ".messages .message")
-    found += audit(driver, "runs, with a message")
-    assert not found, "\n".join(found)
 
 
 def test_wide_tables_scroll_by_keyboard_on_a_phone(driver, live_server, staff_site):

@@ -1,4 +1,5 @@
-"""The dashboards in headless Chromium: live run progress, no sideways scroll on a phone."""
+"""The runs dashboard in headless Chromium follows a run live. (Every staff page's width
+and axe audit: tests/browser/test_browser_staff_pages.py.)"""
 
 import os
 
@@ -62,12 +63,3 @@ def test_the_runs_page_follows_a_run_without_reloading(signed_in, live_server):
     assert "Done" in text and "epoch 12 of 12" in text and "0.610" in text
     assert not signed_in.find_elements("css selector", row + " form")  # no cancel button left
     assert signed_in.execute_script("return window.notReloaded") is True
-
-
-@pytest.mark.parametrize("page", ["", "runs/", "registry/", "compare/", "schedules/"])
-def test_no_page_scrolls_sideways_on_a_phone(signed_in, live_server, page):
-    run_of_a_tiny_snapshot(status="training", epoch=5)
-    signed_in.set_window_size(390, 844)
-    signed_in.get(live_server.url + "/dashboards/" + page)
-    width = signed_in.execute_script("return document.documentElement.scrollWidth")
-    assert width <= 390

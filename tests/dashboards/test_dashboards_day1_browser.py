@@ -1,17 +1,14 @@
 """Issue 21's staff items in headless Chromium at laptop (1280x800) and phone (390x844)
-size: SVG charts shown at the size drawn, the registry's two-step promote and roll back,
-the favicon on every base template, axe clean. Saves the chart screenshots to
-``STEREORANK_SCREENSHOTS`` when set."""
-
-import os
-from pathlib import Path
+size: the registry's two-step promote and roll back, axe clean; the favicon on every base
+template. (SVG charts shown at the size drawn, on every staff page:
+tests/browser/test_browser_staff_pages.py, which saves screenshots to
+``STEREORANK_SCREENSHOTS`` when set.)"""
 
 import pytest
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from annotation import quality_store, services
+from annotation import services
 from tests.browser.conftest import driver, module_driver  # noqa: F401
 from tests.browser.support import NEEDS_CHROMIUM, laptop, phone, sign_in, wait_replaced
 from tests.browser.test_browser_a11y import _versions, audit, go
@@ -27,50 +24,7 @@ def staff_site(transactional_db, media_root, tmp_path):
     _versions(tmp_path)  # v1 active, v2 a candidate, both evaluated on one snapshot
     staff = get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
     services.get_profile(staff)
-    # The page serves the stored report and never computes one; store it as a real
-    # deployment's default-queue worker would (annotation.tasks.refresh_quality_report).
-    quality_store.refresh(True, settings.STEREORANK["QUALITY_N_BOOT"])
     return staff
-
-
-def charts_on_page(browser) -> list[dict]:
-    return browser.execute_script(
-        "return Array.from(document.querySelectorAll('img.chart'), i => ({src: i.currentSrc,"
-        " natural: i.naturalWidth, shown: i.clientWidth, alt: i.alt,"
-        " complete: i.complete}))"
-    )
-
-
-@pytest.mark.parametrize("size", SIZES)
-def test_charts_are_svg_shown_at_their_drawn_size_and_pages_pass_axe(
-    driver,  # noqa: F811
-    live_server,
-    staff_site,
-    size,
-):
-    SIZES[size](driver)
-    sign_in(driver, live_server.url, staff_site)
-    found = []
-    for name, query in (("registry", ""), ("compare", "?a=1&b=2"), ("quality", "?synthetic=1")):
-        go(driver, live_server.url + reverse(f"dashboards:{name}") + query)
-        found += audit(driver, f"{name} ({size})")
-        charts = charts_on_page(driver)
-        assert charts, name
-        for chart in charts:
-            assert chart["complete"] and chart["natural"] > 0, chart
-            assert ".svg" in chart["src"] and chart["alt"], chart
-            assert ("size=narrow" in chart["src"]) == (size == "phone"), chart
-            assert abs(chart["natural"] - chart["shown"]) <= 1, chart  # drawn as shown
-        width = driver.execute_script("return document.documentElement.scrollWidth")
-        assert width <= driver.execute_script("return window.innerWidth"), name
-    assert not found, "\n".join(found)
-
-    go(driver, live_server.url + reverse("dashboards:compare") + "?a=1&b=2")
-    chart = driver.find_element("id", "occupations-chart")
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
-    folder = os.environ.get("STEREORANK_SCREENSHOTS")
-    if folder:
-        driver.save_screenshot(str(Path(folder) / f"chart-{size}.png"))
 
 
 @pytest.mark.parametrize("size", SIZES)
