@@ -166,7 +166,9 @@ def test_staff_api_and_dashboard_take_a_study(ranked, second_study, annotator):
     with override_n_boot(30):
         page = browser.get("/dashboards/quality/?study=wave-b").content.decode()
         assert "2 rankings of this study" in page and 'value="wave-b" selected' in page
-        page = browser.get("/dashboards/quality/").content.decode()
+        page = browser.get("/dashboards/quality/").content.decode()  # wave-b remembered
+        assert "2 rankings of this study" in page
+        page = browser.get("/dashboards/quality/?study=default").content.decode()
         assert "6 rankings of this study" in page
         assert browser.get("/dashboards/quality/?study=nope").status_code == 404
 
