@@ -41,7 +41,11 @@ SETTING_TEXTS = {
         "none ticked: the default study.",
     ),
     "encoder": ("Encoder", ""),  # its help names the default (ScheduleForm.__init__)
-    "recipe": ("Recipe", "The hyper-parameters a run starts from; empty: the default."),
+    "recipe": (
+        "Recipe",
+        "The named hyper-parameters each run starts from (a recipe search, when on, "
+        "replaces those it chooses).",
+    ),
     "epochs": ("Epochs", "Training epochs of each run."),
     "paraphrases": ("Paraphrases per prompt", "0: no augmentation."),
     "include_synthetic": (
@@ -122,8 +126,12 @@ def _setting_field(name: str, default) -> forms.Field:
     if name == "promotion":
         return forms.ChoiceField(choices=PROMOTION_CHOICES, widget=forms.RadioSelect, **common)
     if name == "recipe":
+        known = ", ".join(name for name, _ in recipes.choices())
         return forms.ChoiceField(
-            choices=lambda: [("", "the default")] + recipes.choices(), required=False, **common
+            choices=lambda: [("", f"The default ({recipes.DEFAULT_RECIPE})")] + recipes.choices(),
+            required=False,
+            error_messages={"invalid_choice": f"%(value)s is not a recipe: choose one of {known}."},
+            **common,
         )
     if isinstance(default, bool):
         return forms.BooleanField(required=False, **common)

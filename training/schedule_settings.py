@@ -1,5 +1,5 @@
-"""What a retraining schedule asks for: its beat task's name and its settings (the
-task's JSON kwargs, which staff edit in the admin).
+"""What a retraining schedule asks for: its beat task's name and its settings (stored as
+the task's JSON kwargs; staff edit them as fields in the admin, ``training.admin``).
 
 A module of its own, below ``training.schedules``, so that the public surface
 (``training.services``, ``training.selectors``) can name them without importing the
@@ -9,6 +9,7 @@ scheduled step, which imports both.
 from dataclasses import dataclass, fields
 
 from .errors import ScheduleError
+from .ml.recipes import DEFAULT_RECIPE, RECIPES, choices
 
 PROMOTION_POLICIES = ("manual", "auto")
 TASK_NAME = "training.scheduled_retrain"
@@ -21,6 +22,7 @@ class ScheduleSettings:
     min_new_rankings: int = 50
     promotion: str = "manual"
     encoder: str = ""  # empty: settings.TRAINING["DEFAULT_ENCODER"]
+    recipe: str = ""  # a name of training.ml.recipes; empty: its DEFAULT_RECIPE
     epochs: int = 12
     paraphrases: int = 8
     include_synthetic: bool = False
@@ -74,6 +76,12 @@ class ScheduleSettings:
             raise ScheduleError("paraphrases must be 0 or more.")
         if not 0 <= settings.group_margin < 1:
             raise ScheduleError("group_margin must be from 0 up to 1 (alignment is in [0, 1]).")
+        if settings.recipe and settings.recipe not in RECIPES:
+            known = ", ".join(name for name, _ in choices())  # the default first
+            raise ScheduleError(
+                f"recipe must be one of {known} (empty: the default, "
+                f"{DEFAULT_RECIPE}), not {settings.recipe!r}."
+            )
         if settings.promotion not in PROMOTION_POLICIES:
             raise ScheduleError(
                 f"promotion must be one of {', '.join(PROMOTION_POLICIES)}, "

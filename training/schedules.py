@@ -1,13 +1,13 @@
 """Scheduled retraining: the policy and the scheduled step (its beat task: ``training.tasks``).
 
 A schedule is a django-celery-beat ``PeriodicTask`` running
-``training.scheduled_retrain``; its settings are the task's JSON kwargs
-(``min_new_rankings``, ``promotion``, ``encoder``, ``epochs``, ``paraphrases``,
-``include_synthetic``, ``group_fields``, ``group_margin``, ``search``, ``studies``), so
-staff edit them on the admin's periodic-task pages. A schedule counts the new rankings
-of its studies only (``studies``: collection study slugs, the default study when empty)
-since the newest snapshot of those studies, and snapshots those; another study's
-rankings, and a validation study's ever, never count.
+``training.scheduled_retrain``; its settings (``ScheduleSettings``) are stored as the
+task's JSON kwargs, and staff edit them as fields on the schedule's admin page
+(``training.admin.ScheduleForm``), which checks them before it saves. A schedule counts
+the new rankings of its studies only (``studies``: collection study slugs, the default
+study when empty) since the newest snapshot of those studies, and snapshots those;
+another study's rankings, and a validation study's ever, never count. Its runs start
+from its ``recipe`` (``training.ml.recipes``; empty: the default one).
 
 Each step first settles the runs this schedule started that have finished
 (promotion policy: ``manual`` leaves the new version a candidate, ``auto``
@@ -249,6 +249,7 @@ def _start_retraining(
             run = services.start_run(
                 snapshot,
                 encoder=settings.encoder or None,
+                recipe=settings.recipe or None,
                 epochs=settings.epochs,
                 paraphrases=settings.paraphrases,
                 search=settings.search or None,
@@ -291,14 +292,16 @@ def run_schedule(schedule: str, kwargs: dict) -> list[RetrainDecision]:
 
 
 def ensure_default_schedule(
-    every_minutes: int = 60, enabled: bool = False
+    every_minutes: int = 60, enabled: bool = False, recipe: str = ""
 ) -> tuple[PeriodicTask, bool]:
-    """Create the default schedule (disabled, hourly) unless one of that name exists.
+    """Create the default schedule (disabled, hourly, the default settings but ``recipe``)
+    unless one of that name exists; ``ScheduleError`` for an unknown recipe.
 
     An existing schedule is left exactly as staff edited it; (task, created).
     """
     if every_minutes < 1:
         raise ScheduleError("The interval must be at least one minute.")
+    schedule = ScheduleSettings.from_kwargs({"recipe": recipe})
     with transaction.atomic():
         interval, _ = IntervalSchedule.objects.get_or_create(
             every=every_minutes, period=IntervalSchedule.MINUTES
@@ -308,13 +311,14 @@ def ensure_default_schedule(
             defaults={
                 "task": TASK_NAME,
                 "interval": interval,
-                "kwargs": json.dumps(asdict(ScheduleSettings()), indent=1),
+                "kwargs": json.dumps(asdict(schedule), indent=1),
                 "enabled": enabled,
                 "description": (
-                    "Snapshot, augment and train when enough new rankings arrived. Settings "
-                    "(kwargs): min_new_rankings, promotion (manual|auto), encoder (empty: the "
-                    "default), epochs, paraphrases, include_synthetic, group_fields (a list: auto "
-                    "promotion also checks each group's alignment), group_margin (0.02)."
+                    "Snapshot, augment and train when enough new rankings of its studies "
+                    "arrived. Its settings are edited as fields on this page: studies, new "
+                    "rankings before retraining, encoder, recipe, epochs, paraphrases, "
+                    "synthetic annotators, recipe search, promotion (manual or auto) and "
+                    "the groups auto promotion checks."
                 ),
             },
         )

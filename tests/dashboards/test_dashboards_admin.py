@@ -91,6 +91,7 @@ def test_edited_fields_become_the_kwargs_the_scheduled_step_reads(admin_client, 
         period="hours",
         studies=["wave-2"],
         encoder="all-MiniLM-L6-v2",
+        recipe="seed",
         epochs="3",
         paraphrases="0",
         include_synthetic="on",
@@ -105,6 +106,7 @@ def test_edited_fields_become_the_kwargs_the_scheduled_step_reads(admin_client, 
     expected = ScheduleSettings(
         studies=("wave-2",),
         encoder="all-MiniLM-L6-v2",
+        recipe="seed",
         epochs=3,
         paraphrases=0,
         include_synthetic=True,
@@ -126,6 +128,7 @@ def test_edited_fields_become_the_kwargs_the_scheduled_step_reads(admin_client, 
     for shown in ("every 2 hours", "7 new rankings", "wave-2", "all-MiniLM-L6-v2", "age_band"):
         assert shown in page, shown
     assert "auto: promoted when" in page and "{" not in strip_tags(page.split("<h1>")[1])
+    assert "seed: the model card&#x27;s (lr 1e-5)" in page
 
 
 @pytest.mark.parametrize(
@@ -135,6 +138,7 @@ def test_edited_fields_become_the_kwargs_the_scheduled_step_reads(admin_client, 
         ({"epochs": "many"}, "Enter a whole number."),
         ({"group_margin": "1.5"}, "group_margin must be from 0 up to 1"),
         ({"promotion": "sometimes"}, "Select a valid choice. sometimes is not one of"),
+        ({"recipe": "fancy"}, "fancy is not a recipe: choose one of standard, seed."),
         ({"studies": ["val"]}, "Select a valid choice. val is not one of"),
         ({"group_fields": ["shoe_size"]}, "Select a valid choice. shoe_size is not one of"),
         ({"every": "0"}, "Ensure this value is greater than or equal to 1."),
@@ -159,6 +163,20 @@ def test_unusable_stored_settings_are_named_on_the_form_and_the_dashboard(admin_
     assert "The stored settings are unusable (promotion must be one of manual, auto" in html
     page = unescape(admin_client.get(reverse("dashboards:schedules")).content.decode())
     assert "Its settings are unusable, so each step skips: promotion must be one of" in page
+
+
+def test_the_recipe_is_a_choice_and_an_unknown_stored_one_is_named(admin_client, schedule):
+    response = admin_client.get(change_url(schedule))
+    field = response.context["adminform"].form.fields["recipe"]
+    assert [value for value, _ in field.choices] == ["", "standard", "seed"]
+    page = admin_client.get(reverse("dashboards:schedules")).content.decode()
+    assert "the default (standard: the card" in unescape(page)
+    schedule.kwargs = json.dumps({"recipe": "fancy"})
+    schedule.save()
+    html = unescape(admin_client.get(change_url(schedule)).content.decode())
+    assert "The stored settings are unusable (recipe must be one of standard, seed" in html
+    page = unescape(admin_client.get(reverse("dashboards:schedules")).content.decode())
+    assert "unusable, so each step skips: recipe must be one of standard, seed" in page
 
 
 def test_a_schedule_added_with_the_task_named_gets_the_fields(admin_client, schedule):

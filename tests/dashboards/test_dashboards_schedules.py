@@ -52,6 +52,50 @@ def test_setup_schedule_creates_a_disabled_hourly_task_once(db, capsys):
         call_command("setup_schedule", "--every", "0")
 
 
+def test_setup_schedule_takes_a_recipe_and_refuses_an_unknown_one(db, capsys):
+    call_command("setup_schedule", "--recipe", "seed")
+    task = PeriodicTask.objects.get(name=DEFAULT_SCHEDULE)
+    assert json.loads(task.kwargs)["recipe"] == "seed"
+    assert ScheduleSettings.from_kwargs(json.loads(task.kwargs)) == ScheduleSettings(recipe="seed")
+    assert "recipe" in task.description and "edited as fields" in task.description
+    task.delete()
+    with pytest.raises(CommandError, match="recipe must be one of standard, seed"):
+        call_command("setup_schedule", "--recipe", "fancy")
+    assert not PeriodicTask.objects.filter(name=DEFAULT_SCHEDULE).exists()
+
+
+def test_an_unknown_recipe_is_refused_naming_the_known_ones():
+    assert ScheduleSettings.from_kwargs({}).recipe == ""  # the default recipe
+    assert ScheduleSettings.from_kwargs({"recipe": "seed"}).recipe == "seed"
+    with pytest.raises(ScheduleError) as refused:
+        ScheduleSettings.from_kwargs({"recipe": "fancy"})
+    assert str(refused.value) == (
+        "recipe must be one of standard, seed (empty: the default, standard), not 'fancy'."
+    )
+
+
+def test_a_schedule_with_the_seed_recipe_starts_a_run_of_the_seed_recipe(study):
+    from training.ml.recipes import recipe
+
+    seeded = ScheduleSettings(**{**FAST.__dict__, "recipe": "seed"})
+    [decision] = scheduled_step("s", seeded)
+    assert decision.decision == "retrain"
+    hyper = decision.run.hyperparameters
+    # the seed recipe's values, the schedule's epochs on top, the recipe's name recorded
+    assert hyper["recipe"] == "seed" and hyper["epochs"] == 1 == decision.run.epochs
+    assert {k: hyper[k] for k in recipe("seed") if k != "epochs"} == {
+        k: v for k, v in recipe("seed").items() if k != "epochs"
+    }
+    assert hyper["lr"] == 1e-5
+    # a schedule that names none starts the default recipe's run (lr 1e-2)
+    TrainingRun.objects.all().delete()
+    RetrainDecision.objects.all().delete()
+    DatasetSnapshot.objects.all().delete()
+    [default] = scheduled_step("t", FAST)
+    assert default.run.hyperparameters["recipe"] == "standard"
+    assert default.run.hyperparameters["lr"] == 1e-2
+
+
 def test_too_few_new_rankings_is_a_recorded_skip(study):
     create_snapshot(include_synthetic=True)
     [decision] = scheduled_step("s", FAST)

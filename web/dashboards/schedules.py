@@ -11,6 +11,7 @@ from django_celery_beat.models import PeriodicTask
 
 from training import selectors
 from training.errors import ScheduleError
+from training.ml import recipes
 from training.services import ScheduleSettings
 
 from .base import page, staff_only
@@ -45,7 +46,9 @@ def _shown(name: str, value, schedule: ScheduleSettings) -> str:
     if name == "encoder":
         return value or f"the default ({settings.TRAINING['DEFAULT_ENCODER']})"
     if name == "recipe":
-        return value or "the default"
+        named = value or recipes.DEFAULT_RECIPE
+        words = f"{named}: {recipes.DESCRIPTIONS.get(named, 'no description')}"
+        return words if value else f"the default ({words})"
     if name == "group_fields":
         return ", ".join(value) if value else "none"
     if name == "group_margin" and not schedule.group_fields:

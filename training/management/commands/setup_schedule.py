@@ -3,6 +3,7 @@
 from django.core.management.base import CommandError
 
 from core.commands import ServiceCommand
+from training.ml.recipes import DEFAULT_RECIPE, choices
 from training.schedules import ScheduleError, ensure_default_schedule
 
 
@@ -15,10 +16,18 @@ class Command(ServiceCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--every", type=int, default=60, help="Minutes between runs.")
         parser.add_argument("--enable", action="store_true", help="Enable it at once.")
+        parser.add_argument(
+            "--recipe",
+            default="",
+            help=f"The training recipe its runs start from "
+            f"({', '.join(name for name, _ in choices())}); default: {DEFAULT_RECIPE}.",
+        )
 
     def handle(self, *args, **options) -> None:
         try:
-            task, created = ensure_default_schedule(options["every"], options["enable"])
+            task, created = ensure_default_schedule(
+                options["every"], options["enable"], options["recipe"]
+            )
         except ScheduleError as error:
             raise CommandError(str(error)) from error
         state = "enabled" if task.enabled else "disabled"
