@@ -269,8 +269,14 @@ def active_annotators() -> QuerySet[AnnotatorProfile]:
     return annotators().filter(consent_stands("pk"))
 
 
-def annotator_status_counts() -> dict[str, int]:
-    """How many human annotators (staff left out) are active, withdrawn or erased (one query).
+def _study_id(study) -> int:
+    """The id of ``study`` (a study or its id; None: the default study)."""
+    return study_ids(None if study is None else [study])[0]
+
+
+def annotator_status_counts(study=None) -> dict[str, int]:
+    """How many human annotators (staff left out) of ``study`` (a study or its id; None:
+    the default study) are active, withdrawn or erased (one query).
 
     Withdrawn: gave consent once, none stands now, data kept. Erased: data gone.
     """
@@ -278,7 +284,7 @@ def annotator_status_counts() -> dict[str, int]:
     gave = Exists(Consent.objects.filter(annotator=OuterRef("pk")))
     return (
         annotators()
-        .filter(is_synthetic=False)
+        .filter(is_synthetic=False, study_id=_study_id(study))
         .aggregate(
             active=Count("pk", filter=Q(stands)),
             withdrawn=Count("pk", filter=Q(gave, ~stands, erased_at__isnull=True)),
@@ -293,17 +299,23 @@ def erasures_after(moment) -> QuerySet[Erasure]:
     return Erasure.objects.filter(erased_at__gt=moment)
 
 
-def occupation_progress() -> list[dict]:
-    """Per occupation: tasks, rankings, filled overlap slots and complete tasks (one query);
-    gold tasks, which ignore overlap, are not part of it."""
-    study = Q(tasks__is_gold=False)
+def occupation_progress(study=None) -> list[dict]:
+    """Per occupation with tasks of ``study`` (a study or its id; None: the default study):
+    its tasks, rankings, filled overlap slots and complete tasks in that study (one
+    query); gold tasks, which ignore overlap, are not part of it."""
+    sid = _study_id(study)
+    counted = Q(tasks__is_gold=False, tasks__study_id=sid)
+    has_tasks = Exists(
+        RankingTask.objects.filter(occupation=OuterRef("pk"), study_id=sid, is_gold=False)
+    )
     rows = (
-        Occupation.objects.annotate(
-            n_tasks=Count("tasks", filter=study),
-            slots=Sum("tasks__overlap", filter=study, default=0),
-            rankings=Sum("tasks__ranking_count", filter=study, default=0),
+        Occupation.objects.filter(has_tasks)
+        .annotate(
+            n_tasks=Count("tasks", filter=counted),
+            slots=Sum("tasks__overlap", filter=counted, default=0),
+            rankings=Sum("tasks__ranking_count", filter=counted, default=0),
             complete=Count(
-                "tasks", filter=study & Q(tasks__ranking_count__gte=F("tasks__overlap"))
+                "tasks", filter=counted & Q(tasks__ranking_count__gte=F("tasks__overlap"))
             ),
         )
         .order_by("name")
@@ -312,17 +324,30 @@ def occupation_progress() -> list[dict]:
     return list(rows)
 
 
-def annotator_progress(page: int | str | None, per_page: int = 50) -> Page:
-    """One page of active annotators (staff, withdrawn and erased left out) with ``done``
-    rankings, most active first (one query plus a count); rows are dicts of user id,
-    username, quota, done, synthetic."""
+def annotator_progress(page: int | str | None, per_page: int = 50, study=None) -> Page:
+    """One page of the active annotators of ``study`` (a study or its id; None: the default
+    study; staff, withdrawn and erased left out) with ``done`` rankings of that study, most
+    active first (one query plus a count); rows are dicts of user id, username, quota,
+    done, synthetic."""
+    sid = _study_id(study)
     profiles = (
         active_annotators()
-        .annotate(done=Count("rankings"))
+        .filter(study_id=sid)
+        .annotate(done=Count("rankings", filter=Q(rankings__task__study_id=sid)))
         .order_by("is_synthetic", "-done", "user__username")
         .values("user_id", "user__username", "quota", "done", "is_synthetic")
     )
     return Paginator(profiles, per_page).get_page(page)
+
+
+def demographic_answers(study=None) -> list[dict]:
+    """The demographic answers of the active human annotators of ``study`` (a study or its
+    id; None: the default study), one dict each (synthetic ones left out)."""
+    return list(
+        active_annotators()
+        .filter(is_synthetic=False, study_id=_study_id(study))
+        .values_list("demographics", flat=True)
+    )
 
 
 def gold_task_count(study: Study) -> int:

@@ -105,3 +105,64 @@ def test_the_page_says_which_sampler_each_study_uses(staff_client, db):
         priorities_updated_at=timezone.now(),
     )
     assert "150 open tasks scored (20 by exploration)" in staff_client.get(URL).content.decode()
+
+
+def test_the_tables_count_the_chosen_study_alone(staff_client, make_tasks, annotator, rank):
+    """Two studies with rankings: the occupations, annotators, statuses and demographics
+    of the page are the chosen study's, not both pooled."""
+    from django.contrib.auth import get_user_model
+
+    from annotation import consent, studies
+    from annotation.models import Study
+
+    DemographicField.objects.create(key="gender", label="Gender", choices=["woman", "man"])
+    make_tasks(n=4, k=3, overlap=2, occupation="nurse")  # the default study's
+    alice, bob = annotator("alice").profile, annotator("bob").profile
+    services.save_demographics(alice, {"gender": "woman"})
+    rank(alice, 3)
+    rank(bob, 1)
+    wave = studies.create_study("wave-b", name="Wave B")
+    consent.publish(wave, consent.demonstration_values())
+    studies.transition(wave, Study.Status.OPEN)
+    make_tasks(n=2, k=3, overlap=1, occupation="pilot", study=wave)
+    user = get_user_model().objects.create_user("carol", password="pw-123456")
+    carol = services.get_profile(user, study=wave)
+    services.give_consent(carol)
+    services.save_demographics(carol, {"gender": "man"})
+    rank(carol, 2)
+
+    def tables(slug: str) -> dict:
+        context = staff_client.get(URL, {"study": slug}).context
+        return {
+            "occupations": {
+                r["name"]: (r["n_tasks"], r["slots"], r["rankings"], r["complete"])
+                for r in context["occupations"]
+            },
+            "totals": context["totals"]["rankings"],
+            "annotators": {a["username"]: a["done"] for a in context["annotators"]},
+            "gender": dict(context["demographics"][0]["counts"]),
+            "unanswered": context["demographics"][0]["unanswered"],
+            "n_people": context["n_people"],
+            "active": context["statuses"]["active"],
+        }
+
+    assert tables("wave-b") == {
+        "occupations": {"pilot": (2, 2, 2, 2)},
+        "totals": 2,
+        "annotators": {"carol": 2},
+        "gender": {"woman": 0, "man": 1, "prefer not to say": 0},
+        "unanswered": 0,
+        "n_people": 1,
+        "active": 1,
+    }
+    assert tables("default") == {
+        "occupations": {"nurse": (4, 8, 4, 0)},
+        "totals": 4,
+        "annotators": {"alice": 3, "bob": 1},
+        "gender": {"woman": 1, "man": 0, "prefer not to say": 0},
+        "unanswered": 1,
+        "n_people": 2,
+        "active": 2,
+    }
+    html = staff_client.get(URL, {"study": "wave-b"}).content.decode()
+    assert "carol" in html and "alice" not in html

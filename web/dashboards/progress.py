@@ -1,4 +1,5 @@
-"""Annotation progress: per study, per occupation, per annotator, demographic counts.
+"""Annotation progress: per study, then the chosen study's occupations, annotators,
+group quotas and demographic counts.
 
 Only annotators whose consent stands are listed and counted; withdrawn and erased
 ones appear as totals.
@@ -15,7 +16,7 @@ from annotation.exports import pseudonym
 from annotation.models import DemographicField
 
 from . import learning
-from .base import page, percent, staff_only
+from .base import chosen_study, page, percent, staff_only
 
 ANNOTATORS_PER_PAGE = 50
 
@@ -43,12 +44,14 @@ def demographic_counts(fields: Iterable[DemographicField], answers: Iterable[dic
 
 @staff_only
 def progress(request: HttpRequest) -> HttpResponse:
-    """Annotation progress: per study, per occupation, per annotator, demographic counts."""
+    """Annotation progress: per study, then the chosen study's occupations, annotators,
+    quotas and demographic counts."""
+    study = chosen_study(request)
     occupations = [
         {**row, "percent": percent(row["rankings"], row["slots"])}
-        for row in selectors.occupation_progress()
+        for row in selectors.occupation_progress(study)
     ]
-    page_obj = selectors.annotator_progress(request.GET.get("page"), ANNOTATORS_PER_PAGE)
+    page_obj = selectors.annotator_progress(request.GET.get("page"), ANNOTATORS_PER_PAGE, study)
     annotators = [
         {
             "username": p["user__username"],
@@ -60,11 +63,7 @@ def progress(request: HttpRequest) -> HttpResponse:
         }
         for p in page_obj.object_list
     ]
-    answers = list(
-        selectors.active_annotators()
-        .filter(is_synthetic=False)
-        .values_list("demographics", flat=True)
-    )
+    answers = selectors.demographic_answers(study)
     demographics = demographic_counts(selectors.demographic_questions(), answers)
     totals = {
         key: sum(row[key] for row in occupations)
@@ -85,10 +84,10 @@ def progress(request: HttpRequest) -> HttpResponse:
                 {**row, "percent": percent(row["rankings"], row["slots"])}
                 for row in studies.progress()
             ],
-            "statuses": selectors.annotator_status_counts(),
+            "statuses": selectors.annotator_status_counts(study),
             "quotas": [
                 {**q, "percent": percent(q["filled"], q["target"])}
-                for q in quotas.quota_fill(timezone.now())
+                for q in quotas.quota_fill(timezone.now(), study)
             ],
             "learning": learning.context(),
             "samplers": selectors.study_samplers(),
