@@ -307,6 +307,12 @@ PACED_FIRST: dict[str | None, list[SortKey]] = {
 """Sort keys put before the ordering's when a paced kind is due."""
 
 
+OPEN_TO_ALL = {"gold": Q(is_gold=True), "check": Q(check_item__isnull=False)}
+"""The paced kinds whose tasks ignore overlap when due: every annotator may rank a gold or
+an attention-check task, so a stream meets them at their rate however many annotators
+come (a check task's other cards count like any other ranking's; its card never does)."""
+
+
 def _candidates(
     profile, study, now, ordering: str, paced: str | None, skip_locked: bool = True
 ) -> QuerySet[RankingTask]:
@@ -319,13 +325,12 @@ def _candidates(
         ranking_count__lt=F("overlap"),
         live__lt=F("overlap") - F("ranking_count"),
     )
-    gold = paced == "gold"
     candidates = (
         RankingTask.objects.filter(study=study)
         # NOT IN: PostgreSQL hashes the annotator's tasks once (a hashed SubPlan)
         .exclude(pk__in=mine.order_by().values("task"))
         .annotate(live=_live_count(now))
-        .filter(open_slot | Q(is_gold=True) if gold else open_slot)
+        .filter(open_slot | OPEN_TO_ALL[paced] if paced in OPEN_TO_ALL else open_slot)
         .order_by(*PACED_FIRST[paced], *ORDERINGS[ordering](mine), "live", "id")
     )
     if connection.features.has_select_for_update_skip_locked:
@@ -382,7 +387,8 @@ def _take_task(
     first when one is due (``PACED_FIRST``), then the open tasks in ``ordering``, ties
     to the task with the fewest live reservations, then the oldest.
 
-    Gold tasks ignore overlap (everyone may rank them). The best candidate is
+    Gold tasks, and check tasks when a check is due, ignore overlap (``OPEN_TO_ALL``). The
+    best candidate is
     locked in the query that finds it (PostgreSQL skips rows other transactions
     hold); an ordinary task's live reservations are then counted again in a
     statement of their own, so a reservation committed meanwhile is seen. The first
@@ -400,7 +406,7 @@ def _take_task(
                 # Rows skipped as locked (a priority write) are not "none left": wait, retry.
                 _wait_for_locked(profile, now, ordering, paced)
                 task = _best(profile, now, ordering, paced)
-        if task is None or task.is_gold:
+        if task is None or task.is_gold or (paced == "check" and task.check_item_id):
             return task
         live = len(_LIVE.rows(task=task.pk, now=now))
         if task.ranking_count + live < task.overlap:

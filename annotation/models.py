@@ -178,8 +178,12 @@ class RankingTask(models.Model):
         ordering = ["id"]
         constraints = [
             models.CheckConstraint(condition=Q(overlap__gte=1), name="overlap_at_least_one"),
+            # Gold and attention-check tasks are open to every annotator (assignment's
+            # OPEN_TO_ALL); any other task holds at most its overlap.
             models.CheckConstraint(
-                condition=Q(is_gold=True) | Q(ranking_count__lte=models.F("overlap")),
+                condition=Q(is_gold=True)
+                | Q(check_item__isnull=False)
+                | Q(ranking_count__lte=models.F("overlap")),
                 name="never_more_rankings_than_overlap",
             ),
             models.CheckConstraint(

@@ -173,7 +173,7 @@ def submit_ranking(
             validate_order(order, set(task.task_items.values_list("item_id", flat=True)))
             raise NotReserved("This task is not reserved for you; ask for the next task.")
         order = validate_order(order, set(assignment.shown_order))
-        if task.ranking_count >= task.overlap and not task.is_gold:
+        if task.ranking_count >= task.overlap and not (task.is_gold or task.check_item_id):
             raise AlreadyRanked("This task already has all the rankings it needs.")
         with server_binding():  # prepared: parsed and planned once per connection
             ranking = Ranking.objects.create(

@@ -329,7 +329,7 @@ STEREORANK = {
     # Shares of each annotator's tasks paced like gold from the first rankings, whatever
     # the sampler: attention-check tasks, and rankings of the agreement subset (sets
     # already started first), so a study stopped early still measures agreement.
-    "CHECK_RATE": env.float("STEREORANK_CHECK_RATE", default=0.1),
+    "CHECK_RATE": env.float("STEREORANK_CHECK_RATE", default=0.2),
     "AGREEMENT_RATE": env.float("STEREORANK_AGREEMENT_RATE", default=0.2),
     # Adaptive overlap (annotation/overlap.py): a full task of 2+ rankings whose Kendall's
     # W is below CUT gets one more annotator, up to CAP rankings (CAP 0: off).

@@ -319,3 +319,28 @@ def test_the_admin_refuses_to_turn_quality_off_without_a_reason(admin_client_):
     assert saved.status_code == 302
     study.refresh_from_db()
     assert (study.gold_per_occupation, study.quality_off_reason) == (0, "a pilot of the page")
+
+
+def test_a_due_check_task_is_open_to_every_annotator_whatever_its_overlap(
+    make_tasks, annotator, settings
+):
+    """So the supply of checks follows the demand: with one check task of overlap 1, the
+    second annotator whose check is due meets it too (it used to close after one)."""
+    rates = {"GOLD_RATE": 0.0, "CHECK_RATE": 1.0, "AGREEMENT_RATE": 0.0}
+    settings.STEREORANK = {**settings.STEREORANK, **rates}
+    make_tasks(3, k=3)
+    check = _check_task(make_tasks, position=0)
+    assert check.overlap == 1
+    for name in ("first", "second"):
+        profile = annotator(name).profile
+        assignment = next_task(profile)
+        assert assignment.task_id == check.pk
+        card = check.check_item_id
+        order = [card, *(i for i in assignment.shown_order if i != card)]
+        _, created = services.submit_ranking(profile, check.pk, order)
+        assert created
+    check.refresh_from_db()
+    assert check.ranking_count == 2  # past its overlap, as a gold task may be
+    settings.STEREORANK = {**settings.STEREORANK, "CHECK_RATE": 0.0}
+    third = annotator("third").profile
+    assert next_task(third).task_id != check.pk  # not due: a full task stays closed
