@@ -344,3 +344,14 @@ def test_a_due_check_task_is_open_to_every_annotator_whatever_its_overlap(
     settings.STEREORANK = {**settings.STEREORANK, "CHECK_RATE": 0.0}
     third = annotator("third").profile
     assert next_task(third).task_id != check.pk  # not due: a full task stays closed
+
+
+def test_the_progress_dashboard_warns_of_open_studies_whose_consent_is_incomplete(
+    admin_client_,
+):
+    ensure_consent_text()
+    page = admin_client_.get(reverse("dashboards:progress")).content.decode()
+    assert 'id="consent-warnings"' in page and "Study &#x27;default&#x27;: its consent" in page
+    consent.publish(Study.objects.get(slug="default"), FILLED)
+    page = admin_client_.get(reverse("dashboards:progress")).content.decode()
+    assert 'id="consent-warnings"' not in page

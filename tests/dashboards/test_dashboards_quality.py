@@ -74,7 +74,7 @@ def test_headings_and_fields_read_as_words_and_a_missing_gold_score_is_explained
         assert f">{heading}</a></th>" in html
     assert "Goldscore" not in html and "Untouchedrate" not in html
     assert "<h3>Age band</h3>" in html and "<h3>age_band</h3>" not in html
-    assert 'id="no-gold"' in html and "build_tasks --gold-per-occupation 1" in html
+    assert 'id="no-gold"' in html and "makes the study's gold tasks" in html
 
 
 def test_no_gold_note_once_there_are_gold_tasks(staff_client, ranked):

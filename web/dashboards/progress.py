@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from annotation import quotas, selectors, studies
+from annotation import consent, quotas, selectors, studies
 from annotation.exports import pseudonym
 from annotation.models import DemographicField
 
@@ -91,6 +91,7 @@ def progress(request: HttpRequest) -> HttpResponse:
             ],
             "learning": learning.context(),
             "samplers": selectors.study_samplers(),
+            "consent_warnings": consent.incomplete_open_studies(),
             "section": "progress",
         },
     )
