@@ -187,11 +187,16 @@ def build_validation_gold(study: Study, *, per_occupation: int = 1, seed: int = 
 
 
 @transaction.atomic
-def build_study_tasks(study: Study, *, seed: int = 0, checks: int = 1, gold: int = 1) -> dict:
+def build_study_tasks(
+    study: Study, *, seed: int = 0, checks: int | None = None, gold: int | None = None
+) -> dict:
     """The blinded tasks of the images not yet in one, then each occupation topped up to
     ``checks`` attention-check and ``gold`` gold tasks, as ``build_tasks`` gives a
-    collection study (both default 1, so the quality policy sees every annotator on both);
-    run again after more images arrive, it adds only what is missing."""
+    collection study (by default the study's own counts, 1 and 1 unless its owner turned
+    them off, so the quality policy sees every annotator on both); run again after more
+    images arrive, it adds only what is missing."""
+    checks = study.checks_per_occupation if checks is None else checks
+    gold = study.gold_per_occupation if gold is None else gold
     made = build_validation_tasks(study, seed=seed)
     made += build_validation_checks(study, per_occupation=checks, seed=seed)
     return {"tasks": made, "gold": build_validation_gold(study, per_occupation=gold, seed=seed)}

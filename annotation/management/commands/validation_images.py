@@ -26,14 +26,14 @@ class Command(ServiceCommand):
         parser.add_argument(
             "--checks-per-occupation",
             type=int,
-            default=1,
-            help="attention-check tasks per occupation (--build-tasks; default 1)",
+            help="attention-check tasks per occupation (--build-tasks; default: the "
+            "study's, 1 unless turned off)",
         )
         parser.add_argument(
             "--gold-per-occupation",
             type=int,
-            default=1,
-            help="gold tasks per occupation (--build-tasks; default 1)",
+            help="gold tasks per occupation (--build-tasks; default: the study's, 1 unless "
+            "turned off)",
         )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--condition", help="only this condition's rows (--manifest)")
