@@ -7,8 +7,9 @@ and starts each app service's command with its compose environment, mapped to th
 machine: postgres -> this PostgreSQL (a database the test creates and drops),
 redis -> this Redis (an empty database number, flushed after), /data, /app/static
 and /tmp -> temporary folders. Static files are collected by the Dockerfile's own
-command. Then it drives a page, a static file, /healthz, each service's health check,
-a training run that goes through both workers, and a schedule that beat fires.
+command. It starts what `docker compose up` starts (no profile: no GPU worker). Then
+it drives a page, a static file, /healthz, each service's health check, a training
+run through the worker (both queues), and a schedule that beat fires.
 
 Deliberate differences: one gunicorn process, the MiniLM encoder instead of the
 seed's mpnet (both only to spare this machine's CPUs), ports found free.
@@ -208,8 +209,9 @@ def test_the_compose_services_serve_pages_and_run_tasks(tmp_path, services_here)
         assert (tmp_path / "static" / "staticfiles.json").exists()  # the manifest
         stack.start("web")  # migrates, then gunicorn
         wait_for(lambda: answers(http), 300, "web to answer /healthz", stack)
-        for service in ("worker", "worker-gpu", "beat"):
-            stack.start(service)
+        for service in APP_SERVICES:
+            if service != "web":
+                stack.start(service)
         check_health(stack, http)
         check_page_and_static(http)
         check_worker_round_trip(stack, http)

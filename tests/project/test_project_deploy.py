@@ -17,7 +17,7 @@ def test_compose_has_the_services_and_queues():
     services = compose["services"]
     assert set(services) == {"postgres", "redis", "web", "worker", "worker-gpu", "beat"}
     assert "gunicorn" in services["web"]["command"]
-    assert "-Q default" in services["worker"]["command"]
+    assert "-Q ${STEREORANK_WORKER_QUEUES:-default,gpu}" in services["worker"]["command"]
     gpu = services["worker-gpu"]
     assert "-Q gpu" in gpu["command"] and "-P solo" in gpu["command"]
     devices = gpu["deploy"]["resources"]["reservations"]["devices"]
