@@ -8,10 +8,11 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
+from annotation import models
+from annotation.participants import consent, recruitment
+from annotation.studies import lifecycle as studies
 from core.admin import ReadOnlyAdmin
 from core.errors import StereorankError
-
-from . import consent, models, recruitment, studies
 
 
 @admin.register(models.Occupation)
@@ -215,7 +216,7 @@ class ErasureAdmin(ReadOnlyAdmin):
 class StudyAdmin(admin.ModelAdmin):
     """The unit a lab runs: kind, status, sampler, task size and overlap, the entry link to
     paste into the platform, and the exit codes. Saving a study whose sampler is
-    ``active`` queues its priorities (``training.sampling``)."""
+    ``active`` queues its priorities (``training.registry.sampling``)."""
 
     list_display = ["name", "kind", "status", "sampler", "platform", "created_at"]
     list_filter = ["kind", "status", "sampler", "platform"]

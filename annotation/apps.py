@@ -6,4 +6,4 @@ class AnnotationConfig(AppConfig):
     verbose_name = "Annotation"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
+        from annotation.quality import checks  # noqa: F401  (registers the system checks

@@ -14,8 +14,8 @@ def refresh_quality_report(
     """Compute and store the study's quality report of that kind (the default study's for
     a message queued before reports were per study) if its data moved on; returns the
     seconds the stored report took to compute."""
-    from .quality_store import refresh
-    from .study_models import Study, default_study_pk
+    from annotation.models.studies import Study, default_study_pk
+    from annotation.quality.store import refresh
 
     study = Study.objects.get(pk=study_id or default_study_pk())
     return refresh(include_synthetic, n_boot, study).seconds
@@ -23,7 +23,7 @@ def refresh_quality_report(
 
 @shared_task(name="annotation.tasks.adapt_overlap", acks_late=True)
 def adapt_overlap(task_id: int) -> bool:
-    """One more annotator for a task whose rankings disagree (``annotation.overlap``)."""
-    from .overlap import adapt
+    """One more annotator for a task whose rankings disagree (``annotation.assignment.overlap``)."""
+    from annotation.assignment.overlap import adapt
 
     return adapt(task_id)

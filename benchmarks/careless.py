@@ -26,7 +26,7 @@ as they would in a study without quality control. Then:
    |excluded and careless| / |careless|;
 3. snapshot POLICY: what the policy leaves (its misses in, its false alarms out);
 4. snapshot WEIGHTED: every ranking, as WITH, but labels weighted by reliability
-   (``annotation/quality/weights.py``): the alternative that excludes nobody;
+   (``annotation/stats/weights.py``): the alternative that excludes nobody;
 5. snapshot CLEAN: the careful annotators only (the truth the simulation knows):
    the eval set every checkpoint is scored on.
 
@@ -87,7 +87,7 @@ def _study(args: argparse.Namespace, folder: Path) -> dict:
     _setup("", folder)
     from django.core.management import call_command
 
-    from annotation.catalogue import load_catalogue, read_catalogue
+    from annotation.catalogue.loading import load_catalogue, read_catalogue
     from annotation.models import RankingTask
 
     catalogue = read_catalogue()
@@ -143,7 +143,7 @@ def detect(args: argparse.Namespace, folder: Path) -> dict:
     ``simulate_annotators`` runs it); who ends up flagged."""
     tasks = _study(args, folder)
     from annotation.models import AnnotatorProfile
-    from annotation.simulation import simulate
+    from annotation.studies.simulation import simulate
 
     sim = simulate(args.annotators, args.tasks, seed=args.seed, careless=args.careless)
     profiles = list(AnnotatorProfile.objects.filter(is_synthetic=True))
@@ -155,13 +155,13 @@ def one_seed(args: argparse.Namespace, folder: Path) -> dict:
     tasks = _study(args, folder)
     from django.conf import settings
 
-    from annotation import standing
-    from annotation.exports import pseudonym
     from annotation.models import AnnotatorProfile, AnnotatorStatus, SyntheticKind
-    from annotation.simulation import simulate
-    from training.evaluation import compare, evaluate
-    from training.runs import execute_run, start_run
-    from training.snapshots import EVAL, create_snapshot
+    from annotation.quality import standing
+    from annotation.rankings.exports import pseudonym
+    from annotation.studies.simulation import simulate
+    from training.registry.evaluation import compare, evaluate
+    from training.runs.services import execute_run, start_run
+    from training.snapshots.services import EVAL, create_snapshot
 
     study = settings.STEREORANK
     configured = study.get("QUALITY_POLICY")

@@ -11,7 +11,7 @@ plain library (``training.ml``): no Django, no database.
 2. On the reference (``cpu``), then on ``--device``: load the encoder (with a
    warm-up encode), embed every distinct text through a cold embedding cache, train
    a head with one configuration and seed, calibrate its threshold over every
-   prompt of the snapshot (as ``training.runs`` does) and save a checkpoint.
+   prompt of the snapshot (as ``training.runs.services`` does) and save a checkpoint.
 3. The CPU checkpoint scored on each device the way ``scoring.scorer`` does once
    Django has found its row (``scorer`` itself imports Django): ``checkpoints.load``,
    ``to_model`` on the encoder loaded by the checkpoint's name on the scoring

@@ -49,7 +49,7 @@ COPIES = [("onnx", "int8"), ("openvino", "int8")]
 
 def novel(n: int, tag: str) -> list[str]:
     """``n`` prompt-like texts that no earlier step has seen (``tag`` keeps sets apart)."""
-    from annotation.catalogue import read_catalogue
+    from annotation.catalogue.loading import read_catalogue
 
     occupations = [o["name"] for o in read_catalogue()["occupations"]]
     looks = ["candid", "studio", "documentary", "cinematic", "close-up", "wide-angle"]
@@ -64,9 +64,9 @@ def novel(n: int, tag: str) -> list[str]:
 def paraphrase_prompts(variants: int) -> int:
     """``variants`` - 1 paraphrase prompts of each original, one placeholder image each
     (the i-th catalogue occupation takes the i-th synthetic one's wordings)."""
-    from annotation import studies
-    from annotation.catalogue import _ensure_placeholders
+    from annotation.catalogue.loading import _ensure_placeholders
     from annotation.models import Prompt
+    from annotation.studies import lifecycle as studies
     from training.ml.synthetic import synthetic_examples
 
     originals = list(Prompt.objects.filter(origin=None).select_related("occupation"))
@@ -97,12 +97,12 @@ def setup(encoder: str, occupations: int, variants: int):
     from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
-    from annotation.catalogue import load_catalogue, read_catalogue
-    from annotation.simulation import simulate
-    from annotation.tasks_builder import build_tasks
+    from annotation.catalogue.loading import load_catalogue, read_catalogue
+    from annotation.studies.simulation import simulate
+    from annotation.studies.tasks_builder import build_tasks
     from scoring import roles
     from training import services
-    from training.runs import execute_run
+    from training.runs.services import execute_run
 
     catalogue = read_catalogue()
     catalogue["occupations"] = catalogue["occupations"][:occupations]
@@ -160,11 +160,11 @@ def api_rate(client, prompts: list[str], batch: int, expect: str) -> float:
 def gate_copies(checkpoint) -> dict:
     """Each copy gated for ``checkpoint`` (passed or refused), its figures printed with
     the drift's bootstrap interval over the eval split's distinct prompts."""
-    from training.encoders import run_gate
     from training.errors import QuantizationRefused
     from training.ml.encoders.gate import drift_interval
     from training.models import EncoderGate
-    from training.snapshots import EVAL, rows_of
+    from training.snapshots.services import EVAL, rows_of
+    from training.storage.encoders import run_gate
 
     texts = {r["key"]: r["text"] for r in rows_of(checkpoint.snapshot, EVAL)}
     gates = {}
@@ -243,7 +243,7 @@ def main() -> None:
             f"{torch.get_num_threads()}, load {load()}",
             flush=True,
         )
-        from training import encoders
+        from training.storage import encoders
 
         start = time.perf_counter()
         checkpoint, client = setup(args.encoder, args.occupations, args.variants)

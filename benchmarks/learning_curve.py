@@ -44,12 +44,12 @@ def _at_all(curve) -> float:
 
 
 def backtest(seed: int, draws: int) -> dict:
-    from annotation.catalogue import load_catalogue
+    from annotation.catalogue.loading import load_catalogue
     from annotation.models import RankingTask
-    from annotation.simulation import simulate
-    from annotation.tasks_builder import build_tasks
-    from training import learning_curves
-    from training.snapshots import create_snapshot
+    from annotation.studies.simulation import simulate
+    from annotation.studies.tasks_builder import build_tasks
+    from training.runs import learning_curves
+    from training.snapshots.services import create_snapshot
 
     if not RankingTask.objects.exists():
         load_catalogue(placeholders_per_prompt=2)

@@ -67,11 +67,11 @@ def environment(folder: Path, database_url: str) -> dict:
 
 def train_quick_checkpoint(images: int, epochs: int):
     """The catalogue ranked by synthetic annotators, one MiniLM run, promoted."""
-    from annotation.catalogue import load_catalogue
-    from annotation.simulation import simulate
-    from annotation.tasks_builder import build_tasks
+    from annotation.catalogue.loading import load_catalogue
+    from annotation.studies.simulation import simulate
+    from annotation.studies.tasks_builder import build_tasks
     from training import services
-    from training.runs import execute_run
+    from training.runs.services import execute_run
 
     start = time.perf_counter()
     load_catalogue(images)
@@ -104,7 +104,7 @@ def names(text: str, occupation: str) -> bool:
 
 
 def optimiser_figures() -> dict:
-    from annotation.catalogue import read_catalogue
+    from annotation.catalogue.loading import read_catalogue
     from scoring.services import optimise_prompt
 
     prompts = [
@@ -205,7 +205,7 @@ def latency_case(port, token, clients, requests, batch, pool, novel) -> dict:
 
 
 def serve_and_measure(env: dict, args, token: str) -> list[tuple[str, dict]]:
-    from annotation.catalogue import read_catalogue
+    from annotation.catalogue.loading import read_catalogue
 
     pool = [p for o in read_catalogue()["occupations"] for p in o["prompts"].values()]
     server_env = {**os.environ, **env, "GUNICORN_WORKERS": str(args.workers)}

@@ -2,7 +2,7 @@
 
 As tests/training/test_training_planted.py, once per seed: the catalogue's 40
 occupations with 2 placeholder images per prompt, tasks of 6, 60 synthetic
-annotators in ``annotation.simulation.PLANTED``'s age groups ranking 14 tasks
+annotators in ``annotation.studies.simulation.PLANTED``'s age groups ranking 14 tasks
 each, a snapshot holding half the prompts out for evaluation; then a pooled,
 a steered (to the minority) and a balanced (age_band) head, MiniLM, 12 epochs
 at lr 1e-2; each one's perspective report on age_band (k = 5, 1,000 bootstrap
@@ -36,16 +36,16 @@ def study(seed: int, epochs: int = 12) -> dict:
     """One seed's planted study, through the services; figures and timings."""
     from scipy import stats
 
-    from annotation.catalogue import load_catalogue
+    from annotation.catalogue.loading import load_catalogue
     from annotation.models import AnnotatorProfile, Ranking
-    from annotation.simulation import PLANTED, simulate
-    from annotation.tasks_builder import build_tasks
-    from training import perspectives
+    from annotation.studies.simulation import PLANTED, simulate
+    from annotation.studies.tasks_builder import build_tasks
     from training.ml.alignment_report import paired_per_prompt
     from training.models import PerspectiveReport
-    from training.runs import execute_run, start_run
-    from training.snapshots import create_snapshot
-    from training.steering import parse
+    from training.perspectives import services as perspectives
+    from training.runs.services import execute_run, start_run
+    from training.snapshots.services import create_snapshot
+    from training.snapshots.steering import parse
 
     start = time.perf_counter()
     if not Ranking.objects.exists():

@@ -104,11 +104,12 @@ def main() -> None:
         _setup(args.database_url, folder)
         import json
 
-        from annotation.catalogue import load_catalogue, read_catalogue
-        from annotation.simulation import simulate
-        from annotation.tasks_builder import build_tasks
-        from training import encoders, services
-        from training.runs import execute_run, training_examples
+        from annotation.catalogue.loading import load_catalogue, read_catalogue
+        from annotation.studies.simulation import simulate
+        from annotation.studies.tasks_builder import build_tasks
+        from training import services
+        from training.runs.services import execute_run, training_examples
+        from training.storage import encoders
 
         catalogue = read_catalogue()
         catalogue["occupations"] = catalogue["occupations"][: args.occupations]
@@ -192,7 +193,7 @@ def _compare_search(stages: Stages, snapshot, augmentation, args) -> None:
     import json
 
     from training import services
-    from training.runs import execute_run
+    from training.runs.services import execute_run
 
     def trained(name: str, **kwargs):
         run = services.start_run(

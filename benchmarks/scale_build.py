@@ -66,7 +66,7 @@ def build(rankings: int, step) -> dict:
     from django.core.management import call_command
     from django.db import connection
 
-    from annotation.catalogue import ensure_consent_text
+    from annotation.catalogue.loading import ensure_consent_text
 
     call_command("load_catalogue", "--placeholder-images", "0", verbosity=0)
     consent = ensure_consent_text()
@@ -143,10 +143,10 @@ def build_validation(rankings: int) -> dict:
     that put the rewritten images lower (less stereotypical) more often than not."""
     from django.db import connection
 
-    from annotation.catalogue import ensure_consent_text
+    from annotation.catalogue.loading import ensure_consent_text
     from annotation.models import Prompt, Study
-    from annotation.studies import create_study
-    from annotation.validation_models import Condition, ConditionPrompt
+    from annotation.models.validation import Condition, ConditionPrompt
+    from annotation.studies.lifecycle import create_study
 
     study = create_study(VALIDATION_SLUG, Study.Kind.VALIDATION, task_size=K, overlap=1)
     Study.objects.filter(pk=study.pk).update(status=Study.Status.OPEN)

@@ -23,12 +23,12 @@ def child(what: str, draws: int, size: int = 0) -> dict:
     start = time.perf_counter()
     out: dict = {}
     if what == "snapshot":
-        from training.snapshots import create_snapshot
+        from training.snapshots.services import create_snapshot
 
         out["examples"] = create_snapshot().example_count
     elif what == "quality":
-        from annotation import quality_store
         from annotation.models import QualityReport
+        from annotation.quality import store as quality_store
 
         QualityReport.objects.all().delete()  # a reused database keeps the last one
         out["draws"] = draws
@@ -42,7 +42,7 @@ def child(what: str, draws: int, size: int = 0) -> dict:
     elif what == "validation":
         out.update(validation(size, draws))
     else:
-        from annotation.exports import jsonl_lines, pair_rows, ranking_rows
+        from annotation.rankings.exports import jsonl_lines, pair_rows, ranking_rows
 
         rows = ranking_rows() if what == "export_rankings" else pair_rows()
         out["lines"] = out["bytes"] = 0
@@ -53,17 +53,17 @@ def child(what: str, draws: int, size: int = 0) -> dict:
 
 
 def perspective() -> dict:
-    """A version's perspective report as ``training.perspectives.compute_reports`` makes it
+    """A version's perspective report as ``training.perspectives.services.compute_reports`` makes it
     on the default queue (the snapshot's rankings read once, then one report per
     demographic field of the snapshot, 1,000 draws each), with scores from a fixed function
     of the item: the encoder is left out."""
     from django.conf import settings
 
-    from annotation.quality.records import group_of
+    from annotation.stats.records import group_of
     from training.ml.alignment import RankedList
     from training.ml.alignment_report import perspective_report
     from training.models import DatasetSnapshot
-    from training.perspectives import _study, report_fields
+    from training.perspectives.services import _study, report_fields
 
     snapshot = DatasetSnapshot.objects.latest("pk")
     fields = report_fields(snapshot)
@@ -93,15 +93,15 @@ def sampler() -> dict:
     then the job, timed alone."""
     import torch
 
+    from annotation.assignment.selectors import sampler_inputs
     from annotation.models import Study
-    from annotation.task_selectors import sampler_inputs
-    from training import encoders
     from training.ml.checkpoints import Checkpoint as MLCheckpoint
     from training.ml.model import RewardModel
     from training.models import Checkpoint, DatasetSnapshot
-    from training.registry import register
-    from training.sampling import update_priorities
-    from training.snapshots import create_snapshot
+    from training.registry.sampling import update_priorities
+    from training.registry.services import register
+    from training.snapshots.services import create_snapshot
+    from training.storage import encoders
 
     study = Study.objects.get(slug="default")
     Study.objects.filter(pk=study.pk).update(sampler=Study.Sampler.ACTIVE)
@@ -131,8 +131,8 @@ def validation(size: int, draws: int) -> dict:
     collection one on first use (``scale_build.build_validation``; its build timed apart)."""
     from scale_build import VALIDATION_SLUG, build_validation
 
-    from annotation import validation_results
     from annotation.models import Study
+    from annotation.validation import results as validation_results
 
     out: dict = {}
     if not Study.objects.filter(slug=VALIDATION_SLUG).exists():

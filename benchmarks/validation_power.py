@@ -1,10 +1,10 @@
 """Validation-study tests on simulated studies: false-positive rate under the null, power
-under a planted effect, against what ``annotation/quality/power.py`` predicts.
+under a planted effect, against what ``annotation/stats/power.py`` predicts.
 
-Studies are drawn by ``annotation.quality.validation_sim.simulate`` (Plackett-Luce
+Studies are drawn by ``annotation.stats.validation_sim.simulate`` (Plackett-Luce
 rankings, K images half from each condition, every annotator ranking
 ``--rankings`` tasks over ``--occupations`` occupations), all at once, and the
-tests of ``annotation.quality.validation`` run on the whole batch along the
+tests of ``annotation.stats.validation`` run on the whole batch along the
 annotator axis. Each rate comes with its Clopper-Pearson 95% interval
 (``scipy.stats.binomtest``).
 
@@ -38,7 +38,7 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from annotation.quality import power, validation, validation_sim  # noqa: E402
+from annotation.stats import power, validation, validation_sim  # noqa: E402
 
 
 def rate(rejected: np.ndarray) -> dict:

@@ -6,7 +6,7 @@ class ScoringConfig(AppConfig):
     verbose_name = "Scoring"
 
     def ready(self) -> None:
-        from annotation.conditions import validation_study_requested
+        from annotation.validation.conditions import validation_study_requested
 
         from . import checks  # noqa: F401  (registers the system checks)
 

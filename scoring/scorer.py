@@ -10,7 +10,7 @@ once registered; the encoder serving one is the deployment's setting, through
 its gated copy when that is a quantized one (``scoring.serving``), and the gate's
 verdict is read again on each request (one query), so a gate refused, passed or
 tightened since is seen without a restart. Encoders are shared with the rest of
-the process (``training.encoders``), and texts go through the embedding cache, so
+the process (``training.storage.encoders``), and texts go through the embedding cache, so
 a prompt already embedded for training or an earlier request is not encoded
 again. torch is imported on first load, not with this module.
 """
@@ -29,8 +29,8 @@ from django.conf import settings
 from scoring import selectors, serving
 from scoring.errors import NoActiveVersion
 from scoring.serving import ServedEncoder
-from training import encoders
-from training.encoders import Gated
+from training.storage import encoders
+from training.storage.encoders import Gated
 
 if TYPE_CHECKING:
     from training.ml.cache import EmbeddingCache

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from annotation.catalogue import read_catalogue
+from annotation.catalogue.loading import read_catalogue
 from annotation.models import Occupation
 from scoring.errors import RewriterFailed, ScoringError
 from scoring.scorer import LoadedVersion, get_scorer

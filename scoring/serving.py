@@ -4,7 +4,7 @@
 encoder every version is served by (``torch``/``none``: the fp32 encoder it was trained
 with; ``onnx`` or ``openvino`` with ``none`` or ``int8``: an exported copy). A copy serves
 a version only once it passed the accuracy gate for that version on the version's
-snapshot (``training.encoders.gated_model``), and then scores through the gate's own
+snapshot (``training.storage.encoders.gated_model``), and then scores through the gate's own
 path, so the gate's figures are what users get. Without a passed gate the version is
 refused (``EncoderNotGated``, naming ``manage.py encoder_gate``) unless
 ``["UNGATED"]`` is ``fp32``: staff's explicit choice to serve it by the fp32 encoder.
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 
 from scoring.errors import EncoderNotGated
-from training import encoders
 from training.errors import QuantizationRefused
 from training.models import Checkpoint
+from training.storage import encoders
 
 if TYPE_CHECKING:
     from training.ml.cache import EmbeddingCache

@@ -2,7 +2,7 @@
 rewrites, with their scores, the threshold, the rewriter and the version, frozen.
 
 The models and the plain conditions (as written, from a file) are
-``annotation.conditions``; this module adds what needs a scoring model:
+``annotation.validation.conditions``; this module adds what needs a scoring model:
 
 * ``flagged_prompts``: the catalogue's original prompts a version flags
   (score below its threshold), with every prompt's score;
@@ -15,7 +15,7 @@ The models and the plain conditions (as written, from a file) are
   validation``: the active version's flagged prompts as written (baseline) and
   as it optimises them (treatment), with placeholder images and their blinded tasks
   when asked, one attention check and one gold task per occupation among them
-  (``annotation.validation_tasks``).
+  (``annotation.validation.building``).
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
-from annotation import conditions, generation, validation_tasks
 from annotation.models import Prompt, Study
-from annotation.validation_models import Condition
+from annotation.models.validation import Condition
+from annotation.validation import building as validation_tasks
+from annotation.validation import conditions, generation
 from scoring.errors import RewriterFailed, ScoringError
 from scoring.scorer import LoadedVersion, get_scorer
 from scoring.services import check_version, limits, make_rewriter

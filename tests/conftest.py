@@ -12,7 +12,6 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from rest_framework.test import APIClient
 
-from annotation import services
 from annotation.models import (
     AnnotatorProfile,
     Item,
@@ -22,6 +21,7 @@ from annotation.models import (
     RankingTask,
     TaskItem,
 )
+from annotation.participants import services
 
 ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 

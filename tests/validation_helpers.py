@@ -4,10 +4,11 @@ optimiser), placeholder images, blinded tasks."""
 
 from pathlib import Path
 
-from annotation import conditions, generation, validation_tasks
-from annotation.catalogue import load_catalogue
+from annotation.catalogue.loading import load_catalogue
 from annotation.models import Prompt, Study
-from annotation.validation_models import Condition
+from annotation.models.validation import Condition
+from annotation.validation import building as validation_tasks
+from annotation.validation import conditions, generation
 
 
 def make_validation_study(

@@ -18,13 +18,12 @@ from django_celery_beat import admin as beat_admin
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from annotation.models import DemographicField
-from annotation.study_models import Study
+from annotation.models.studies import Study
 from core.admin import ReadOnlyAdmin
+from training import models, selectors
+from training.errors import ScheduleError
 from training.ml import recipes
-
-from . import models, selectors
-from .errors import ScheduleError
-from .schedule_settings import TASK_NAME, ScheduleSettings
+from training.schedule_settings import TASK_NAME, ScheduleSettings
 
 # --- retraining schedules ---------------------------------------------------------------
 

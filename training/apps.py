@@ -8,18 +8,22 @@ class TrainingConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_save
 
-        from annotation.erasure import annotator_erased
         from annotation.models import Study
-        from annotation.services import ranking_stored
+        from annotation.participants.erasure import annotator_erased
+        from annotation.participants.services import ranking_stored
 
-        annotator_erased.connect(_forget_in_snapshots, dispatch_uid="training.snapshots.forget")
-        ranking_stored.connect(_every_n_rankings, dispatch_uid="training.sampling.every")
-        post_save.connect(_study_saved, sender=Study, dispatch_uid="training.sampling.study")
+        annotator_erased.connect(
+            _forget_in_snapshots, dispatch_uid="training.snapshots.services.forget"
+        )
+        ranking_stored.connect(_every_n_rankings, dispatch_uid="training.registry.sampling.every")
+        post_save.connect(
+            _study_saved, sender=Study, dispatch_uid="training.registry.sampling.study"
+        )
 
 
 def _forget_in_snapshots(sender, pseudonym: str, **kwargs) -> None:
     """An erased annotator's pseudonym leaves every snapshot's lineage."""
-    from training.snapshots import forget
+    from training.snapshots.services import forget
 
     forget(pseudonym)
 
@@ -29,8 +33,8 @@ def _every_n_rankings(sender, ranking_id: int, study_id: int, **kwargs) -> None:
     the study's priorities after commit; the task does nothing for a ``uniform`` study."""
     from django.conf import settings
 
-    from training.queue import after_commit
-    from training.sampling import TASK
+    from core.queue import after_commit
+    from training.registry.sampling import TASK
 
     every = settings.STEREORANK["SAMPLER"]["EVERY"]
     if every and ranking_id % every == 0:
@@ -40,8 +44,8 @@ def _every_n_rankings(sender, ranking_id: int, study_id: int, **kwargs) -> None:
 def _study_saved(sender, instance, **kwargs) -> None:
     """A study saved with the ``active`` sampler (switched in the admin or the staff API)
     gets its priorities once the save commits."""
-    from training.queue import after_commit
-    from training.sampling import TASK
+    from core.queue import after_commit
+    from training.registry.sampling import TASK
 
     if instance.sampler == instance.Sampler.ACTIVE:
         after_commit(TASK, instance.pk, robust=True)

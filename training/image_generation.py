@@ -3,7 +3,7 @@ endpoint, ``training.ml.images``), on the default queue; none unless
 ``STEREORANK_IMAGES_BASE_URL`` is set (labs otherwise import their images).
 
 The generator works from the study's generation manifest
-(``annotation.generation.manifest_rows``), skips the (prompt, seed) pairs that
+(``annotation.validation.generation.manifest_rows``), skips the (prompt, seed) pairs that
 have an image already, writes each image to a temporary folder with the
 generator's name and settings in its row, and hands the lot to the import
 (``generation.import_images``): checksums, all or nothing, as for a lab's images.
@@ -17,10 +17,10 @@ from pathlib import Path
 
 from django.conf import settings
 
-from annotation import generation
 from annotation.models import Study
-from annotation.validation_models import ConditionImage
-from training import queue
+from annotation.models.validation import ConditionImage
+from annotation.validation import generation
+from core import queue
 from training.errors import ImageGenerationRefused, ml_refusals
 from training.ml.images import OpenAIImages
 

@@ -1,6 +1,6 @@
 """From rankings to checkpoints: snapshots, paraphrases, runs, the registry.
 
-Glossary in ../shared/DESIGN.md. Writes go through ``training.services``; the
+Glossary in docs/design.md. Writes go through ``training.services``; the
 models carry the invariants (one active checkpoint, one checkpoint per run,
 one evaluation per checkpoint and snapshot). Past 400 lines because those invariants
 and the help texts that document each stored figure live with the fields.
@@ -48,10 +48,10 @@ class DatasetSnapshot(models.Model):
     eval_count = models.PositiveIntegerField()
     examples = models.JSONField()
     group_labels = models.JSONField(default=dict, blank=True)
-    # What the snapshot did not see and why (training.snapshots.exclusions): pseudonymous
+    # What the snapshot did not see and why (training.snapshots.services.exclusions): pseudonymous
     # annotators with their reason, ranking counts per reason, check cards dropped.
     exclusions = models.JSONField(default=dict, blank=True)
-    # How labels were averaged (training.snapshots.label_weights): {"method": "none"}, or
+    # How labels were averaged (training.snapshots.services.label_weights): {"method": "none"}, or
     # reliability weights with each pseudonymous annotator's weight and its basis.
     label_weighting = models.JSONField(default=dict, blank=True)
 
@@ -161,7 +161,7 @@ class TrainingRun(models.Model):
     epochs = models.PositiveIntegerField()
     # One entry per finished epoch: {"epoch", "loss", "eval_spearman"}.
     history = models.JSONField(default=list, blank=True)
-    # A hyper-parameter search before training (training.search), None without one: the grid,
+    # A hyper-parameter search before training (training.runs.search), None without one: the grid,
     # its progress, then every configuration with its CV rho and interval, and the chosen one.
     search = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
@@ -207,7 +207,7 @@ class TrainingRun(models.Model):
 
     @property
     def steps(self) -> tuple[int, int]:
-        """``(done, total)``: a search's fold-epochs (``training.search``), then the epochs."""
+        """``(done, total)``: a search's fold-epochs (``training.runs.search``), then the epochs."""
         search = self.search or {}
         return search.get("done", 0) + self.epoch, search.get("total", 0) + self.epochs
 
@@ -357,7 +357,7 @@ class PerspectiveSummary(models.Model):
     How it was computed (T, k, bootstrap), what it read (rankings, annotators) and
     the between-group results (Friedman, pairwise divergence, groups of k or more
     only); its presence marks the report as done. Each group is a ``PerspectiveReport``
-    row. Both are written once, together (``training.perspectives``), and never
+    row. Both are written once, together (``training.perspectives.services``), and never
     recomputed: a stored report keeps the rankings it read, later withdrawals
     included; one computed later reads the rankings as they count then.
     """
@@ -440,7 +440,7 @@ class PerspectiveReport(models.Model):
 
 class EncoderGate(models.Model):
     """The accuracy gate of one exported encoder (backend, quantization) for one checkpoint,
-    on one snapshot's eval split (``training.encoders``): its figures and verdict."""
+    on one snapshot's eval split (``training.storage.encoders``): its figures and verdict."""
 
     checkpoint = models.ForeignKey(
         Checkpoint, on_delete=models.CASCADE, related_name="encoder_gates"
@@ -451,7 +451,7 @@ class EncoderGate(models.Model):
     encoder_key = models.CharField(max_length=16, help_text="EncoderIdentity.key of the copy.")
     encoder_identity = models.JSONField(help_text="training.ml.encoders.EncoderIdentity.")
     # training.ml.encoders.gate.GateResult.to_dict(): figures, tolerances, passed; and
-    # "scores": the per-prompt scores they were computed from (training.encoders.run_gate).
+    # "scores": the per-prompt scores they were computed from (training.storage.encoders.run_gate).
     metrics = models.JSONField()
     passed = models.BooleanField()
     at = models.DateTimeField(auto_now=True)
@@ -470,7 +470,7 @@ class EncoderGate(models.Model):
 
 
 class LearningCurve(models.Model):
-    """A snapshot's learning curve (``training.learning_curves``): eval rho at shares of
+    """A snapshot's learning curve (``training.runs.learning_curves``): eval rho at shares of
     its rankings, several draws each, and the fitted curve's projections. One per snapshot;
     a recomputation replaces it."""
 

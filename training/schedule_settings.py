@@ -8,8 +8,8 @@ scheduled step, which imports both.
 
 from dataclasses import dataclass, fields
 
-from .errors import ScheduleError
-from .ml.recipes import DEFAULT_RECIPE, RECIPES, choices
+from training.errors import ScheduleError
+from training.ml.recipes import DEFAULT_RECIPE, RECIPES, choices
 
 PROMOTION_POLICIES = ("manual", "auto")
 TASK_NAME = "training.scheduled_retrain"
@@ -26,11 +26,12 @@ class ScheduleSettings:
     epochs: int = 12
     paraphrases: int = 8
     include_synthetic: bool = False
-    # Group-aware promotion (``training.group_check``): with fields named, ``auto`` also
-    # keeps a version when a group of one of them clearly loses more than the margin.
+    # Group-aware promotion (``training.perspectives.group_check``): with fields named,
+    # ``auto`` also keeps a version when a group of one of them clearly loses more than the
+    # margin.
     group_fields: tuple[str, ...] = ()
     group_margin: float = 0.02
-    search: bool = False  # choose the recipe by grouped CV first (training.search)
+    search: bool = False  # choose the recipe by grouped CV first (training.runs.search)
     # The collection studies (slugs) it counts new rankings of and snapshots; empty: the
     # default study. A validation study is refused when the step runs.
     studies: tuple[str, ...] = ()

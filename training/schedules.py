@@ -42,17 +42,16 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from annotation import studies
 from annotation.errors import StudyNotFound
 from annotation.models import Study
+from annotation.studies import lifecycle as studies
 from core.errors import StereorankError
-
-from . import services
-from .errors import ScheduleError
-from .models import RetrainDecision, TrainingRun
-from .schedule_settings import TASK_NAME, ScheduleSettings
-from .selectors import active_checkpoint
-from .snapshots import new_rankings_of
+from training import services
+from training.errors import ScheduleError
+from training.models import RetrainDecision, TrainingRun
+from training.schedule_settings import TASK_NAME, ScheduleSettings
+from training.selectors import active_checkpoint
+from training.snapshots.services import new_rankings_of
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +209,7 @@ def _group_decision(
     pooled: Decision, checkpoint, current, snapshot, settings: ScheduleSettings
 ) -> Decision:
     """The pooled decision to promote, kept unless a group of ``group_fields`` falls."""
-    from .group_check import group_losses, verdict
+    from training.perspectives.group_check import group_losses, verdict
 
     try:
         checked, losses = group_losses(

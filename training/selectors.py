@@ -7,9 +7,8 @@ from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Coalesce
 from django_celery_beat.models import PeriodicTask
 
-from annotation.selectors import counted_rankings, erasures_after
-
-from .models import (
+from annotation.rankings.selectors import counted_rankings, erasures_after
+from training.models import (
     Augmentation,
     Checkpoint,
     DatasetSnapshot,
@@ -22,7 +21,7 @@ from .models import (
     RetrainDecision,
     TrainingRun,
 )
-from .schedule_settings import TASK_NAME
+from training.schedule_settings import TASK_NAME
 
 
 def active_checkpoint() -> Checkpoint | None:

@@ -10,27 +10,27 @@ stored perspective report as JSON. Reads are in ``training.selectors``, refusals
 ``training.errors``.
 """
 
-from training.augmentation import request_augmentation, run_augmentation
-from training.evaluation import compare, evaluate, request_evaluations
-from training.model_card import export_checkpoint, model_card
-from training.perspective_export import report as perspective_report
-from training.perspectives import (
+from training.perspectives.export import report as perspective_report
+from training.perspectives.services import (
     compare_versions,
     compute_reports,
     report_fields,
     report_snapshot,
     request_reports,
 )
-from training.registry import (
+from training.registry.card import export_checkpoint, model_card
+from training.registry.evaluation import compare, evaluate, request_evaluations
+from training.registry.services import (
     get_version,
     import_checkpoint,
     promote,
     rollback,
 )
-from training.runs import cancel_run, start_run
+from training.runs.augmentation import request_augmentation, run_augmentation
+from training.runs.services import cancel_run, start_run
 from training.schedule_settings import ScheduleSettings
-from training.snapshots import NONE, RELIABILITY, WEIGHTINGS, create_snapshot
-from training.steering import parse as parse_steering
+from training.snapshots.services import NONE, RELIABILITY, WEIGHTINGS, create_snapshot
+from training.snapshots.steering import parse as parse_steering
 
 __all__ = [
     "NONE",

@@ -3,11 +3,11 @@
 ``train_run`` and ``evaluate_checkpoint`` go to the ``gpu`` queue; the others to
 ``default`` (``web/celery.py``), ``perspective_report`` included (a report over every
 ranking, its items scored once: it must not block training). Services queue tasks by name
-(``training.queue``), so no service imports this module. torch and the model code are imported
+(``core.queue``), so no service imports this module. torch and the model code are imported
 inside the tasks, never at worker start, so a forking pool's parent never
 touches CUDA. When a worker that consumes the ``gpu`` queue starts, it removes
 orphaned checkpoint folders and recovers runs its dead predecessor held
-(``training.runs`` explains the policy).
+(``training.runs.services`` explains the policy).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 )
 def train_run(run_id: int) -> str:
     """Train one run (idempotent: a run already claimed or finished is left alone)."""
-    from training.runs import execute_run
+    from training.runs.services import execute_run
 
     return execute_run(run_id, train_run.request.hostname)
 
@@ -41,7 +41,7 @@ def train_run(run_id: int) -> str:
 @shared_task(name="training.tasks.augment_snapshot", acks_late=True, reject_on_worker_lost=True)
 def augment_snapshot(augmentation_id: int, encoder: str | None = None) -> dict:
     """Paraphrase a snapshot (idempotent: a finished augmentation is reused)."""
-    from training.augmentation import run_augmentation
+    from training.runs.augmentation import run_augmentation
 
     augmentation = run_augmentation(augmentation_id, encoder)
     return {"augmentation": augmentation.pk, "status": augmentation.status}
@@ -59,8 +59,8 @@ def generate_images(study_id: int, images_per_prompt: int) -> dict:
 @shared_task(name="training.tasks.evaluate_checkpoint", acks_late=True)
 def evaluate_checkpoint(checkpoint_id: int, snapshot_id: int) -> int:
     """Score a checkpoint on a snapshot's eval split (once; reused after)."""
-    from training.evaluation import evaluate
     from training.models import Checkpoint, DatasetSnapshot
+    from training.registry.evaluation import evaluate
 
     evaluation = evaluate(
         Checkpoint.objects.get(pk=checkpoint_id), DatasetSnapshot.objects.get(pk=snapshot_id)
@@ -75,7 +75,7 @@ def perspective_report(
     """Compute and store a checkpoint's perspective report on a snapshot (what is missing
     only: stored fields are reused); returns the fields now stored."""
     from training.models import Checkpoint, DatasetSnapshot
-    from training.perspectives import compute_reports
+    from training.perspectives.services import compute_reports
 
     summaries = compute_reports(
         Checkpoint.objects.get(pk=checkpoint_id),
@@ -87,8 +87,9 @@ def perspective_report(
 
 @shared_task(name="training.tasks.update_priorities", acks_late=True)
 def update_priorities(study_id: int) -> dict:
-    """An ``active`` study's task priorities from the current head (``training.sampling``)."""
-    from training.sampling import update_priorities as update
+    """An ``active`` study's task priorities from the current head
+    (``training.registry.sampling``)."""
+    from training.registry.sampling import update_priorities as update
 
     result = update(study_id)
     return {"study": study_id, "version": result.version, "basis": result.basis}
@@ -116,8 +117,8 @@ def recover_on_start(sender, **kwargs) -> None:
         return
     from django.db import transaction
 
-    from training.registry import sweep_orphans
-    from training.runs import recover_lost_runs
+    from training.registry.services import sweep_orphans
+    from training.runs.services import recover_lost_runs
 
     removed = sweep_orphans()
     with transaction.atomic():
@@ -129,6 +130,6 @@ def recover_on_start(sender, **kwargs) -> None:
 @shared_task(name="training.tasks.learning_curve", acks_late=True)
 def learning_curve(curve_id: int) -> str:
     """Compute a queued learning curve (default queue; a finished one is left as it is)."""
-    from training.learning_curves import run_queued
+    from training.runs.learning_curves import run_queued
 
     return run_queued(curve_id)

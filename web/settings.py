@@ -186,7 +186,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         # DRF's TokenAuthentication, but the annotator profile comes in the same query.
-        "annotation.auth.ProfileTokenAuthentication",
+        "annotation.api.auth.ProfileTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -222,8 +222,8 @@ SPECTACULAR_SETTINGS = {
     # One name for the annotator status wherever a field carries it.
     "ENUM_NAME_OVERRIDES": {
         "AnnotatorStatusEnum": "annotation.models.AnnotatorStatus",
-        "StudyStatusEnum": "annotation.study_models.Study.Status",
-        "StudyKindEnum": "annotation.study_models.Study.Kind",
+        "StudyStatusEnum": "annotation.models.studies.Study.Status",
+        "StudyKindEnum": "annotation.models.studies.Study.Kind",
     },
     # Swagger UI and Redoc from the drf-spectacular-sidecar package: /api/docs/ works offline.
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -294,7 +294,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     }
 )
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
-# Training runs (training/runs.py): the soft limit is checked between steps (the gpu
+# Training runs (training/runs/services.py): the soft limit is checked between steps (the gpu
 # worker runs -P solo, where Celery's own limits do not apply); a run whose heartbeat
 # is older than STALE_AFTER is taken as lost; a lost run is retried up to MAX_ATTEMPTS.
 TRAINING_RUNS = {
@@ -320,7 +320,7 @@ STEREORANK = {
     # Scheme and host participants reach, for the entry links shown in the admin
     # (e.g. https://study.example.org); blank: the host the admin page was asked on.
     "SITE_URL": env.str("STEREORANK_SITE_URL", default=""),
-    # Quality (annotation/quality/). The agreement subset: this fraction of the tasks
+    # Quality (annotation/stats/). The agreement subset: this fraction of the tasks
     # build_tasks makes is ranked by AGREEMENT_OVERLAP annotators, the rest by TASK_OVERLAP.
     "AGREEMENT_FRACTION": env.float("STEREORANK_AGREEMENT_FRACTION", default=0.2),
     "AGREEMENT_OVERLAP": env.int("STEREORANK_AGREEMENT_OVERLAP", default=3),
@@ -331,13 +331,13 @@ STEREORANK = {
     # already started first), so a study stopped early still measures agreement.
     "CHECK_RATE": env.float("STEREORANK_CHECK_RATE", default=0.2),
     "AGREEMENT_RATE": env.float("STEREORANK_AGREEMENT_RATE", default=0.2),
-    # Adaptive overlap (annotation/overlap.py): a full task of 2+ rankings whose Kendall's
-    # W is below CUT gets one more annotator, up to CAP rankings (CAP 0: off).
+    # Adaptive overlap (annotation/assignment/overlap.py): a full task of 2+ rankings whose
+    # Kendall's W is below CUT gets one more annotator, up to CAP rankings (CAP 0: off).
     "ADAPTIVE_OVERLAP": {
         "CUT": env.float("STEREORANK_OVERLAP_CUT", default=0.5),
         "CAP": env.int("STEREORANK_OVERLAP_CAP", default=5),
     },
-    # The active sampler (training/sampling.py): an active study's priorities are computed
+    # The active sampler (training/registry/sampling.py): an active study's priorities are computed
     # again every EVERY rankings (and after each new or promoted version); BATCH greedy
     # D-optimal picks, EXPLORATION of them among the least-ranked occupations; PRIOR: the
     # head weights' prior precision in the Laplace approximation.
@@ -349,11 +349,11 @@ STEREORANK = {
     },
     # Demographic groups with fewer annotators are not reported.
     "GROUP_K": env.int("STEREORANK_GROUP_K", default=5),
-    # Overrides of annotation.quality.policy.Policy, whose defaults are documented there,
+    # Overrides of annotation.stats.policy.Policy, whose defaults are documented there,
     # e.g. STEREORANK_QUALITY_POLICY='{"gold_min_score": 0.2}'.
     "QUALITY_POLICY": env.json("STEREORANK_QUALITY_POLICY", default={}),
     # How snapshot labels average rankings: "none" (a plain mean) or "reliability" (each
-    # annotator weighted by agreement with the others: annotation/quality/weights.py),
+    # annotator weighted by agreement with the others: annotation/stats/weights.py),
     # estimated for annotators who share at least RELIABILITY_MIN_TASKS tasks.
     "LABEL_WEIGHTING": env.str("STEREORANK_LABEL_WEIGHTING", default="none"),
     "RELIABILITY_MIN_TASKS": env.int("STEREORANK_RELIABILITY_MIN_TASKS", default=3),

@@ -6,7 +6,7 @@ MEDIA_ROOT and checkpoints under CHECKPOINT_DIR, one filesystem shared by every 
 ``STEREORANK_STORAGE=s3``: both on an S3-compatible object store through django-storages
 (AWS S3, MinIO, Ceph, ...), so web, worker and gpu nodes share no filesystem. Images go
 to the ``default`` storage under STEREORANK_S3_MEDIA_PREFIX; checkpoints to a
-``checkpoints`` storage under STEREORANK_S3_CHECKPOINT_PREFIX (training/checkpoint_store.py
+``checkpoints`` storage under STEREORANK_S3_CHECKPOINT_PREFIX (training/storage/checkpoint_store.py
 writes and fetches them; CHECKPOINT_DIR is then only each node's cache). Settings:
 
 - STEREORANK_S3_BUCKET (required), STEREORANK_S3_ENDPOINT_URL (blank: AWS),

@@ -9,14 +9,14 @@ from web.views import ApiRootView
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("dashboards/", include("web.dashboards.urls")),
-    path("api/training/", include("training.urls")),
+    path("api/training/", include("training.api.urls")),
     path("api/", ApiRootView.as_view(), name="api-root"),
     path("", include("scoring.urls")),
-    path("api/", include("annotation.urls")),
+    path("api/", include("annotation.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("", include("web.health")),  # /healthz
-    path("", include("annotation.portal_urls")),
+    path("", include("annotation.portal.urls")),
 ]
 
 if settings.SERVE_MEDIA:

@@ -5,7 +5,7 @@ gives way to the study's status (0010 carried it over)."""
 import django.db.models.deletion
 from django.db import migrations, models
 
-import annotation.study_models
+import annotation.models.studies
 
 OWNED = {
     "item": "items",
@@ -29,7 +29,7 @@ class Migration(migrations.Migration):
                 model_name=model,
                 name="study",
                 field=models.ForeignKey(
-                    default=annotation.study_models.default_study_pk,
+                    default=annotation.models.studies.default_study_pk,
                     on_delete=django.db.models.deletion.PROTECT,
                     related_name=related,
                     to="annotation.study",

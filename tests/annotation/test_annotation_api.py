@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation.exports import pseudonym
 from annotation.models import DemographicField, RankedItem, Ranking, RankingTask
+from annotation.rankings.exports import pseudonym
 
 
 def next_task(client):

@@ -5,8 +5,8 @@ from django.db import connection
 from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
-from annotation import services
-from annotation.assignment import ORDERINGS, next_task
+from annotation.assignment.next_task import ORDERINGS, next_task
+from annotation.participants import services
 
 pytestmark = pytest.mark.django_db
 
@@ -181,7 +181,7 @@ def test_live_reservations_count_as_they_stand_now(make_tasks, annotator, no_gol
     from django.db import transaction
     from django.utils import timezone
 
-    from annotation.assignment import _candidates
+    from annotation.assignment.next_task import _candidates
     from annotation.models import Assignment
 
     full, half, expired, free = make_tasks(4, k=3, overlap=2)

@@ -8,8 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import AnnotatorProfile, AnnotatorStatus, SyntheticKind
-from annotation.selectors import counted_rankings
-from annotation.simulation import CARELESS_KINDS, careless_kinds, careless_order
+from annotation.rankings.selectors import counted_rankings
+from annotation.studies.simulation import CARELESS_KINDS, careless_kinds, careless_order
 
 pytestmark = pytest.mark.django_db(transaction=True)  # see tests/conftest.py: many submits
 

@@ -8,7 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from PIL import Image
 
-from annotation import catalogue
+from annotation.catalogue import loading as catalogue
+from annotation.catalogue.placeholders import placeholder_png
 from annotation.models import (
     AnnotatorProfile,
     ConsentText,
@@ -21,7 +22,6 @@ from annotation.models import (
     RankingTask,
     TaskItem,
 )
-from annotation.placeholders import placeholder_png
 
 pytestmark = pytest.mark.django_db
 

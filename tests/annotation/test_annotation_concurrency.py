@@ -9,9 +9,9 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import F
 
-from annotation import services
-from annotation.assignment import next_task
+from annotation.assignment.next_task import next_task
 from annotation.models import Ranking, RankingTask
+from annotation.participants import services
 
 
 @pytest.mark.django_db(transaction=True)

@@ -4,10 +4,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from annotation import selectors, services
-from annotation.assignment import next_task
+from annotation.assignment.next_task import next_task
 from annotation.errors import ConsentRequired
 from annotation.models import ConsentText
+from annotation.participants import services
+from annotation.rankings import selectors
 
 
 def _consenting(name: str):

@@ -9,8 +9,8 @@ from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 from rest_framework.throttling import ScopedRateThrottle
 
-from annotation.exports import pseudonym
 from annotation.models import Assignment, Ranking
+from annotation.rankings.exports import pseudonym
 
 
 def rank(client) -> dict:

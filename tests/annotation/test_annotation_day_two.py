@@ -12,13 +12,14 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
-from annotation import consent, recruitment, services, standing
-from annotation.assignment import next_task
-from annotation.catalogue import ensure_consent_text, read_catalogue
-from annotation.exports import pseudonym
+from annotation.assignment.next_task import next_task
+from annotation.catalogue.loading import ensure_consent_text, read_catalogue
 from annotation.models import AnnotatorStatus, ConsentText, Ranking, RankingTask, StatusChange
-from annotation.recruitment import Arrival
-from annotation.study_models import Participation, Study
+from annotation.models.studies import Participation, Study
+from annotation.participants import consent, recruitment, services
+from annotation.participants.recruitment import Arrival
+from annotation.quality import standing
+from annotation.rankings.exports import pseudonym
 
 FILLED = {
     "controller": "University of Utrecht, Faculty of Science",
@@ -355,3 +356,10 @@ def test_the_progress_dashboard_warns_of_open_studies_whose_consent_is_incomplet
     consent.publish(Study.objects.get(slug="default"), FILLED)
     page = admin_client_.get(reverse("dashboards:progress")).content.decode()
     assert 'id="consent-warnings"' not in page
+
+
+def test_a_task_id_past_any_row_is_not_found_not_a_server_error(annotator):
+    api = annotator("fuzzed")
+    url = "/api/tasks/2454115420943716712448/ranking/"  # what the schema fuzzer sent
+    response = api.post(url, {"order": [1, 2]}, format="json")
+    assert response.status_code == 404 and "does not exist" in response.json()["detail"]

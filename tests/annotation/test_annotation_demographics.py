@@ -6,11 +6,11 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from annotation import services
 from annotation.admin import DemographicFieldForm
-from annotation.catalogue import load_catalogue
+from annotation.catalogue.loading import load_catalogue
 from annotation.errors import InvalidAnswer
 from annotation.models import ConsentText, DemographicField
+from annotation.participants import services
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
 

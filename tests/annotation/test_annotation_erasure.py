@@ -9,11 +9,8 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
-from annotation import selectors, services
-from annotation.assignment import next_task
-from annotation.erasure import erase_annotator
+from annotation.assignment.next_task import next_task
 from annotation.errors import AlreadyErased
-from annotation.exports import pseudonym, ranking_rows
 from annotation.models import (
     DemographicField,
     Item,
@@ -26,9 +23,13 @@ from annotation.models import (
     StatusChange,
     TaskItem,
 )
-from annotation.study_models import Erasure
+from annotation.models.studies import Erasure
+from annotation.participants import services
+from annotation.participants.erasure import erase_annotator
+from annotation.rankings import selectors
+from annotation.rankings.exports import pseudonym, ranking_rows
 from training import selectors as training_selectors
-from training.snapshots import create_snapshot, new_rankings_since
+from training.snapshots.services import create_snapshot, new_rankings_since
 
 
 def _two_occupations() -> dict[str, list[Item]]:
@@ -177,7 +178,7 @@ def test_erasure_removes_the_pseudonym_from_every_snapshots_lineage(ranked):
 
 
 def test_an_erasure_whose_lineage_cleanup_fails_rolls_back(ranked):
-    from annotation.erasure import annotator_erased
+    from annotation.participants.erasure import annotator_erased
 
     bob = ranked["bob"]
     weighted = create_snapshot(seed=0, eval_fraction=0.5, weighting="reliability")
@@ -332,14 +333,14 @@ def test_erasure_through_the_api(annotator, make_tasks):
 def test_an_erasure_cut_short_leaves_nothing_counted_and_finishes_when_run_again(
     ranked, monkeypatch
 ):
-    import annotation.erasure
+    import annotation.participants.erasure
 
     bob = ranked["bob"]
 
     def crash(profile):
         raise RuntimeError("the worker died")
 
-    monkeypatch.setattr(annotation.erasure, "_delete_rankings", crash)
+    monkeypatch.setattr(annotation.participants.erasure, "_delete_rankings", crash)
     with pytest.raises(RuntimeError):
         erase_annotator(bob, via=Erasure.Via.STAFF)
     bob.refresh_from_db()

@@ -8,11 +8,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from annotation import services
-from annotation.assignment import next_task
-from annotation.erasure import erase_annotator
+from annotation.assignment.next_task import next_task
 from annotation.errors import AnnotationError
 from annotation.models import Ranking, RankingTask
+from annotation.participants import services
+from annotation.participants.erasure import erase_annotator
 
 
 def _rank_until_done(profile, rng) -> None:

@@ -6,10 +6,10 @@ import json
 import pytest
 from django.urls import reverse
 
-from annotation.catalogue import load_catalogue, read_catalogue
+from annotation.catalogue.loading import load_catalogue, read_catalogue
 from annotation.models import Assignment, Instructions, Item, RankedItem, Ranking
-from annotation.practice import REFERENCE_TYPES, practice_task
-from annotation.study_models import default_study_pk
+from annotation.models.studies import default_study_pk
+from annotation.portal.practice import REFERENCE_TYPES, practice_task
 
 
 @pytest.fixture

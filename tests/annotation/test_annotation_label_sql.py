@@ -4,10 +4,10 @@
 
 import pytest
 
-from annotation.label_sql import aggregated_labels
-from annotation.labels import group_labels, item_labels
 from annotation.models import AnnotatorProfile, RankingTask
-from annotation.selectors import label_rows
+from annotation.rankings.label_sql import aggregated_labels
+from annotation.rankings.labels import group_labels, item_labels
+from annotation.rankings.selectors import label_rows
 
 pytestmark = pytest.mark.postgres
 
@@ -60,7 +60,7 @@ def test_sql_labels_equal_the_python_path(ranked):
 
 
 def test_snapshot_from_sql_equals_the_python_paths(ranked, settings):
-    from training import snapshots
+    from training.snapshots import services as snapshots
 
     sql = snapshots.create_snapshot()
     settings.STEREORANK = {**settings.STEREORANK, "RELIABILITY_MIN_TASKS": 10**6}

@@ -5,7 +5,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotation.assignment import _candidates
+from annotation.assignment.next_task import _candidates
 
 pytestmark = pytest.mark.postgres
 

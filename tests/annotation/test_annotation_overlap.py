@@ -4,10 +4,10 @@ import math
 
 import pytest
 
+from annotation.assignment.overlap import adapt
 from annotation.models import RankingTask
-from annotation.overlap import adapt
-from annotation.quality.agreement import kendall_w
-from annotation.quality.overlap import one_more, task_agreement
+from annotation.stats.agreement import kendall_w
+from annotation.stats.overlap import one_more, task_agreement
 
 pytestmark = pytest.mark.django_db
 

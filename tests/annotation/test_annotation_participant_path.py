@@ -12,10 +12,10 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.throttling import SimpleRateThrottle
 
-from annotation import recruitment
 from annotation.errors import CannotReconsider
 from annotation.models import Ranking
-from annotation.study_models import Participation, Study
+from annotation.models.studies import Participation, Study
+from annotation.participants import recruitment
 
 
 @pytest.fixture(autouse=True)

@@ -5,8 +5,9 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from django.utils.html import escape
 
-from annotation import selectors, services
 from annotation.models import Assignment, ConsentText, DemographicField, Ranking
+from annotation.participants import services
+from annotation.rankings import selectors
 
 
 def test_anonymous_users_go_to_login(client):
@@ -195,7 +196,7 @@ def test_the_portal_links_staff_to_the_dashboards_only(portal_client, db):
 def _catalogue_consent() -> dict:
     import json
 
-    from annotation.catalogue import CATALOGUE
+    from annotation.catalogue.loading import CATALOGUE
 
     return json.loads(CATALOGUE.read_text(encoding="utf-8"))["consent"]
 

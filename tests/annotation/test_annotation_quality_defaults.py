@@ -10,8 +10,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from annotation import catalogue, studies
+from annotation.catalogue import loading as catalogue
 from annotation.models import RankingTask, Study
+from annotation.studies import lifecycle as studies
 
 pytestmark = pytest.mark.django_db
 

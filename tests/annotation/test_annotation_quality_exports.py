@@ -7,8 +7,8 @@ from itertools import combinations
 import pytest
 from django.core.management import call_command
 
-from annotation import standing
 from annotation.models import AnnotatorStatus, Item, Prompt, RankingTask, TaskItem
+from annotation.quality import standing
 
 pytestmark = pytest.mark.django_db
 

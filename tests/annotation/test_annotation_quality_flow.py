@@ -8,12 +8,13 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 
-from annotation import services, standing
-from annotation.assignment import is_due, next_task, pacing_phase
+from annotation.assignment.next_task import is_due, next_task, pacing_phase
 from annotation.errors import AnnotatorExcluded, InvalidAnswer, StatusConflict
-from annotation.labels import item_labels
 from annotation.models import AnnotatorStatus, Assignment, RankingTask, StatusChange
-from annotation.selectors import (
+from annotation.participants import services
+from annotation.quality import standing
+from annotation.rankings.labels import item_labels
+from annotation.rankings.selectors import (
     CONSENT_WITHDRAWN,
     EXCLUDED,
     GOLD,
@@ -309,7 +310,7 @@ def test_a_malformed_gold_reference_is_logged_and_not_scored(
     (task,) = make_tasks(1, k=3)
     RankingTask.objects.filter(pk=task.pk).update(is_gold=True, gold_reference={"order": "abc"})
     profile = annotator("ann").profile
-    with caplog.at_level("WARNING", logger="annotation.selectors"):
+    with caplog.at_level("WARNING", logger="annotation.rankings.selectors"):
         store_ranking(profile, task, ids(task)[::-1], shown=ids(task))
     assert f"gold task {task.pk} is not scored" in caplog.text
     assert standing.decide(profile).status == AnnotatorStatus.OK

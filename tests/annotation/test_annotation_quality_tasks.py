@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.db import IntegrityError, transaction
 
 from annotation.models import Item, PromptType, RankingTask, TaskItem, check_instruction
-from annotation.tasks_builder import agreement_subset, build_check_tasks, build_gold_tasks
+from annotation.studies.tasks_builder import agreement_subset, build_check_tasks, build_gold_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -177,7 +177,7 @@ def test_the_database_refuses_half_made_gold_tasks_and_checks(make_tasks):
 
 
 def test_system_check_reports_bad_quality_settings(settings):
-    from annotation.checks import quality_settings
+    from annotation.quality.checks import quality_settings
 
     assert quality_settings(None) == []
     settings.STEREORANK = {

@@ -14,12 +14,13 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation import quotas, services
-from annotation.assignment import next_task
-from annotation.erasure import erase_annotator
+from annotation.assignment import quotas
+from annotation.assignment.next_task import next_task
 from annotation.errors import GroupFull
 from annotation.models import Assignment, DemographicField
-from annotation.study_models import GroupQuota, Participation, QuotaSeat, Study
+from annotation.models.studies import GroupQuota, Participation, QuotaSeat, Study
+from annotation.participants import services
+from annotation.participants.erasure import erase_annotator
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
 

@@ -14,11 +14,11 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.throttling import SimpleRateThrottle
 
-from annotation import recruitment, services
-from annotation.assignment import next_task
-from annotation.erasure import erase_annotator
+from annotation.assignment.next_task import next_task
 from annotation.models import AnnotatorProfile, Ranking
-from annotation.study_models import Participation, Study
+from annotation.models.studies import Participation, Study
+from annotation.participants import recruitment, services
+from annotation.participants.erasure import erase_annotator
 
 
 @pytest.fixture
@@ -152,13 +152,15 @@ def test_new_participants_are_rate_limited_per_ip_and_logged(
     pids = [prolific.new_participant_id() for _ in range(4)]
     assert _arrive(prolific.link(pids[0]))[1].status_code == 302
     assert _arrive(prolific.link(pids[1]))[1].status_code == 302
-    with caplog.at_level(logging.WARNING, logger="annotation.recruitment"):
+    with caplog.at_level(logging.WARNING, logger="annotation.participants.recruitment"):
         # A forged X-Forwarded-For does not make a new client (no proxy is configured).
         _, response = _arrive(prolific.link(pids[2]), HTTP_X_FORWARDED_FOR="198.51.100.1")
     assert response.status_code == 429
     assert AnnotatorProfile.objects.count() == 2
     [record] = [
-        r for r in caplog.records if r.name == "annotation.recruitment" and r.levelname == "WARNING"
+        r
+        for r in caplog.records
+        if r.name == "annotation.participants.recruitment" and r.levelname == "WARNING"
     ]
     assert "wave-1" in record.getMessage() and "203.0.113.7" not in record.getMessage()
     # Returning participants are not new: they still get in; another network too.

@@ -3,11 +3,12 @@
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation import selectors, services
-from annotation.assignment import next_task
-from annotation.exports import ranking_rows
+from annotation.assignment.next_task import next_task
 from annotation.models import AnnotatorProfile
-from training.snapshots import new_rankings_since
+from annotation.participants import services
+from annotation.rankings import selectors
+from annotation.rankings.exports import ranking_rows
+from training.snapshots.services import new_rankings_since
 
 
 def _rank(name: str, task, synthetic: bool = False, staff: bool = False):

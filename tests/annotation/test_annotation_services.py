@@ -7,10 +7,11 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 
-from annotation import selectors, services
-from annotation.assignment import next_task
+from annotation.assignment.next_task import next_task
 from annotation.errors import ConsentRequired, InvalidAnswer, NotReserved
 from annotation.models import Assignment, DemographicField, RankedItem, Ranking
+from annotation.participants import services
+from annotation.rankings import selectors
 
 
 def _profile(name):

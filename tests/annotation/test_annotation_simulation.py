@@ -6,9 +6,9 @@ import random
 import numpy as np
 import pytest
 
-from annotation.catalogue import ASPECTS, load_catalogue, prompt_aspects, read_catalogue
+from annotation.catalogue.loading import ASPECTS, load_catalogue, prompt_aspects, read_catalogue
 from annotation.models import AnnotatorProfile, Item
-from annotation.simulation import (
+from annotation.studies.simulation import (
     FLIP,
     PLANTED,
     VIEW_FIELD,
@@ -83,7 +83,7 @@ def test_the_minority_reads_only_its_aspects_as_stereotypical(media_root):
 @pytest.mark.django_db
 def test_simulate_planted_gives_each_annotator_a_planted_group(media_root):
     load_catalogue(placeholders_per_prompt=2)
-    from annotation.tasks_builder import build_tasks
+    from annotation.studies.tasks_builder import build_tasks
 
     build_tasks(size=6, overlap=2, seed=0)
     simulate(10, 2, seed=3, planted=PLANTED)

@@ -7,8 +7,8 @@ import pytest
 import yaml
 from rest_framework.test import APIClient
 
-from annotation.exports import pseudonym
 from annotation.models import Occupation, Prompt, PromptType, Ranking
+from annotation.rankings.exports import pseudonym
 
 STAFF_LISTS = [
     "/api/staff/occupations/",

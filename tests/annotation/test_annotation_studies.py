@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from annotation import catalogue, studies
+from annotation.catalogue import loading as catalogue
 from annotation.errors import StudyNotFound
 from annotation.models import (
     AnnotatorProfile,
@@ -19,7 +19,8 @@ from annotation.models import (
     RankingTask,
     Study,
 )
-from annotation.study_models import DEFAULT_STUDY_SLUG
+from annotation.models.studies import DEFAULT_STUDY_SLUG
+from annotation.studies import lifecycle as studies
 
 pytestmark = pytest.mark.django_db
 

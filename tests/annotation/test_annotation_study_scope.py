@@ -12,8 +12,7 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation import consent, services, studies
-from annotation.assignment import next_task
+from annotation.assignment.next_task import next_task
 from annotation.models import (
     ConsentText,
     DemographicField,
@@ -22,7 +21,9 @@ from annotation.models import (
     Ranking,
     Study,
 )
-from annotation.study_models import Participation
+from annotation.models.studies import Participation
+from annotation.participants import consent, services
+from annotation.studies import lifecycle as studies
 
 
 def run(*args) -> str:

@@ -11,11 +11,11 @@ import pytest
 from django.core.management import CommandError, call_command
 from PIL import Image
 
-from annotation import conditions, generation
-from annotation.catalogue import load_catalogue
+from annotation.catalogue.loading import load_catalogue
 from annotation.errors import ConditionError
 from annotation.models import Item, Prompt, Study
-from annotation.validation_models import Condition, ConditionImage, ConditionPrompt
+from annotation.models.validation import Condition, ConditionImage, ConditionPrompt
+from annotation.validation import conditions, generation
 
 
 @pytest.fixture

@@ -12,11 +12,13 @@ import pytest
 from django.core.management import CommandError, call_command
 from scipy import stats
 
-from annotation import selectors, validation_results, validation_tasks
 from annotation.errors import ConditionError
-from annotation.exports import pseudonym
 from annotation.models import Ranking, RankingTask
-from annotation.validation_models import ConditionImage
+from annotation.models.validation import ConditionImage
+from annotation.rankings import selectors
+from annotation.rankings.exports import pseudonym
+from annotation.validation import building as validation_tasks
+from annotation.validation import results as validation_results
 from tests.validation_helpers import make_validation_study
 
 
@@ -47,8 +49,8 @@ def test_each_task_holds_one_occupation_and_both_conditions_equally(study):
 
 
 def test_cards_are_blinded_and_the_shown_order_recorded(study, portal_client):
-    from annotation import services
     from annotation.models import AnnotatorProfile
+    from annotation.participants import services
 
     client = portal_client("viewer", consent=False)
     profile = AnnotatorProfile.objects.get(user__username="viewer")

@@ -155,7 +155,7 @@ def axe_violations(driver, impacts=("critical", "serious")) -> list[dict]:
 
 
 def sideways(driver) -> str:
-    """"" when the page is no wider than the window; else the width and the elements that
+    """ "" when the page is no wider than the window; else the width and the elements that
     stick out past its right edge (at most five), to say what to fix."""
     return driver.execute_script(
         "var inner = window.innerWidth, doc = document.documentElement.scrollWidth;"

@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotation import services
-from annotation.catalogue import load_catalogue, read_catalogue
+from annotation.catalogue.loading import load_catalogue, read_catalogue
+from annotation.participants import services
 from tests.browser.support import (
     NEEDS_CHROMIUM,
     axe_violations,
@@ -110,7 +110,7 @@ def _versions(tmp_path) -> None:
     from core.json import json_safe
     from training.ml.metrics import evaluate
     from training.models import Checkpoint, Evaluation, RetrainDecision, TrainingRun
-    from training.snapshots import EVAL, create_snapshot, rows_of
+    from training.snapshots.services import EVAL, create_snapshot, rows_of
 
     make_study(tmp_path, occupations=2, images=2, annotators=2)
     snapshot = create_snapshot(include_synthetic=True)

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from annotation import standing
 from annotation.models import Ranking, RankingTask, check_instruction
-from annotation.quality.gold import AttentionCheck
-from annotation.study_models import Participation, Study
+from annotation.models.studies import Participation, Study
+from annotation.quality import standing
+from annotation.stats.gold import AttentionCheck
 from tests.browser.support import (
     LAPTOP,
     PHONE,
@@ -198,7 +198,7 @@ def test_a_ranking_stored_before_its_answer_was_lost_is_never_offered_again(
 @pytest.fixture
 def crowd(transactional_db, media_root, make_tasks):
     """A Prolific study with a filled consent and an MTurk one, both open, with tasks."""
-    from annotation import consent
+    from annotation.participants import consent
 
     studies = {}
     for slug, platform in (("wave-1", Study.Platform.PROLIFIC), ("hits", Study.Platform.MTURK)):

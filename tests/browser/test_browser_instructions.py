@@ -7,9 +7,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotation.catalogue import load_catalogue, read_catalogue
+from annotation.catalogue.loading import load_catalogue, read_catalogue
 from annotation.models import Assignment, Ranking
-from annotation.practice import practice_task
+from annotation.portal.practice import practice_task
 from tests.browser.support import NEEDS_CHROMIUM, phone, shown, sign_in, wait_replaced
 
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]

@@ -5,8 +5,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from annotation import services, standing
 from annotation.models import AnnotatorStatus, Ranking, RankingTask, check_instruction
+from annotation.participants import services
+from annotation.quality import standing
 from tests.browser import test_browser_portal as portal
 
 pytestmark = portal.pytestmark

@@ -8,7 +8,7 @@ from crowd_fakes import FakeProlific
 from django.urls import reverse
 
 from annotation.models import ConsentText, Ranking
-from annotation.study_models import Participation, Study
+from annotation.models.studies import Participation, Study
 from tests.browser.support import NEEDS_CHROMIUM, new_driver, wait_replaced
 
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]

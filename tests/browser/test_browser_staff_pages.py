@@ -23,8 +23,9 @@ from django.urls import Resolver404, resolve, reverse
 from django.urls.converters import IntConverter
 from django_celery_beat.models import PeriodicTask
 
-from annotation import quality_store, services
 from annotation.models import DemographicField, Study
+from annotation.participants import services
+from annotation.quality import store as quality_store
 from tests.browser.support import (
     NEEDS_CHROMIUM,
     axe_violations,
@@ -89,7 +90,7 @@ return {
 
 
 def _searched_run(snapshot: DatasetSnapshot) -> TrainingRun:
-    """A finished run with the search record ``training.search`` writes (four
+    """A finished run with the search record ``training.runs.search`` writes (four
     configurations, the last chosen), without training anything."""
     configs = [
         {"lr": lr, "epochs": epochs, "alpha": 0.01, "temperature": 0.5, "weight_decay": 0.01}

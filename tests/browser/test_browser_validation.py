@@ -10,9 +10,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotation import services
 from annotation.models import RankingTask
-from annotation.validation_models import ConditionPrompt
+from annotation.models.validation import ConditionPrompt
+from annotation.participants import services
 from tests.browser.support import NEEDS_CHROMIUM, laptop, phone, sign_in, wait_until
 from tests.browser.test_browser_a11y import audit, go
 from tests.validation_helpers import make_validation_study

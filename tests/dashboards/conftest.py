@@ -5,8 +5,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from annotation import services
-from annotation.assignment import next_task
+from annotation.assignment.next_task import next_task
+from annotation.participants import services
 from training.models import Checkpoint, Evaluation
 
 
@@ -65,7 +65,7 @@ def registry_rows(study):
     each evaluated on the snapshot with predictions = label + seeded noise (ORM rows)."""
     from core.json import json_safe
     from training.ml.metrics import evaluate
-    from training.snapshots import EVAL, create_snapshot, rows_of
+    from training.snapshots.services import EVAL, create_snapshot, rows_of
 
     snapshot = create_snapshot(include_synthetic=True)
     rows = rows_of(snapshot, EVAL)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from training import learning_curves
 from training.ml.learning_curve import inverse_power_law
 from training.models import DatasetSnapshot, LearningCurve
+from training.runs import learning_curves
 
 PLANTED = (0.75, 0.1, 0.5)
 N_RANKINGS = 400

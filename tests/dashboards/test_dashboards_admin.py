@@ -17,8 +17,8 @@ from django.urls import reverse
 from django.utils.html import strip_tags
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from annotation import studies
 from annotation.models import DemographicField, Study
+from annotation.studies import lifecycle as studies
 from training.admin import ScheduleForm, schedule_fieldsets
 from training.models import RetrainDecision
 from training.schedule_settings import TASK_NAME, ScheduleSettings

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from annotation import services
+from annotation.participants import services
 from tests.browser.conftest import driver, module_driver  # noqa: F401
 from tests.browser.support import NEEDS_CHROMIUM, laptop, phone, sign_in, wait_replaced
 from tests.browser.test_browser_a11y import _versions, audit, go

@@ -7,11 +7,11 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from learning_curve_data import snapshot_row, stored_curve
 
-from annotation import services
+from annotation.participants import services
 from tests.browser.conftest import driver, module_driver  # noqa: F401
 from tests.browser.support import NEEDS_CHROMIUM, laptop, phone, sign_in
 from tests.browser.test_browser_a11y import audit, go
-from training import learning_curves
+from training.runs import learning_curves
 
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
 

@@ -4,7 +4,7 @@ from the stored curve only), and what is said when there is none."""
 from django.urls import reverse
 from learning_curve_data import N_RANKINGS, snapshot_row, stored_curve
 
-from training import learning_curves
+from training.runs import learning_curves
 from web.dashboards.learning import chart_data, learning_curve_figure
 
 URL = reverse("dashboards:progress")

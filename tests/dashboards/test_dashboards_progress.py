@@ -4,9 +4,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation import services
-from annotation.exports import pseudonym
 from annotation.models import DemographicField, Occupation, RankingTask
+from annotation.participants import services
+from annotation.rankings.exports import pseudonym
 from web.dashboards.progress import demographic_counts
 
 URL = reverse("dashboards:progress")
@@ -93,7 +93,7 @@ def test_the_page_says_which_sampler_each_study_uses(staff_client, db):
     from django.utils import timezone
 
     from annotation.models import Study
-    from annotation.studies import default_study, set_sampler
+    from annotation.studies.lifecycle import default_study, set_sampler
 
     study = default_study()  # made when missing (a transactional test before may have flushed it)
     assert "none: uniform order" in staff_client.get(URL).content.decode()
@@ -112,8 +112,9 @@ def test_the_tables_count_the_chosen_study_alone(staff_client, make_tasks, annot
     of the page are the chosen study's, not both pooled."""
     from django.contrib.auth import get_user_model
 
-    from annotation import consent, studies
     from annotation.models import Study
+    from annotation.participants import consent
+    from annotation.studies import lifecycle as studies
 
     DemographicField.objects.create(key="gender", label="Gender", choices=["woman", "man"])
     make_tasks(n=4, k=3, overlap=2, occupation="nurse")  # the default study's

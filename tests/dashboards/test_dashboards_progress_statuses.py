@@ -2,9 +2,9 @@
 
 from django.urls import reverse
 
-from annotation import services
-from annotation.erasure import erase_annotator
 from annotation.models import ConsentText, DemographicField
+from annotation.participants import services
+from annotation.participants.erasure import erase_annotator
 
 URL = reverse("dashboards:progress")
 
@@ -34,7 +34,7 @@ def test_withdrawn_and_erased_annotators_are_neither_listed_nor_counted(
 
 
 def test_each_quota_shows_its_fill(staff_client, make_tasks, annotator, rank):
-    from annotation.study_models import GroupQuota
+    from annotation.models.studies import GroupQuota
 
     make_tasks(n=3, k=3, overlap=5)
     age = DemographicField.objects.create(key="age", label="Age", choices=["18-24", "25-34"])

@@ -3,9 +3,10 @@
 import pytest
 from django.urls import reverse
 
-from annotation import quality_store, standing
-from annotation.exports import pseudonym
 from annotation.models import AnnotatorStatus, RankingTask, StatusChange
+from annotation.quality import standing
+from annotation.quality import store as quality_store
+from annotation.rankings.exports import pseudonym
 from web.dashboards import charts
 
 URL = reverse("dashboards:quality")

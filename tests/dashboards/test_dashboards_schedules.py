@@ -18,7 +18,7 @@ from training.schedules import (
     ScheduleSettings,
     scheduled_step,
 )
-from training.snapshots import create_snapshot
+from training.snapshots.services import create_snapshot
 from training.tasks import scheduled_retrain
 
 # Small thresholds and no paraphrases so the steps stay quick; the study has 12 rankings.

@@ -6,8 +6,8 @@ from django.urls import reverse
 from training_study import ENCODER
 
 from training.models import TrainingRun
-from training.runs import execute_run, start_run
-from training.snapshots import create_snapshot
+from training.runs.services import execute_run, start_run
+from training.snapshots.services import create_snapshot
 
 pytestmark = pytest.mark.slow
 SPEC = "lr=1e-2,3e-2 epochs=1,2 alpha=0.01 temperature=0.5 weight_decay=0.01 folds=3"

@@ -6,12 +6,12 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from training_study import make_study
 
-from annotation import services
+from annotation.participants import services
 from tests.browser.conftest import driver, module_driver  # noqa: F401
 from tests.browser.support import NEEDS_CHROMIUM, laptop, phone, sign_in
 from tests.browser.test_browser_a11y import audit, go
-from training.runs import execute_run, start_run
-from training.snapshots import create_snapshot
+from training.runs.services import execute_run, start_run
+from training.snapshots.services import create_snapshot
 
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
 SPEC = "lr=1e-2,3e-2 epochs=1,2 alpha=0.01 temperature=0.5 weight_decay=0.01 folds=3"

@@ -6,8 +6,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotation import studies
 from annotation.models import Study
+from annotation.studies import lifecycle as studies
 from web.dashboards.base import STUDY_KEY
 
 

@@ -11,7 +11,7 @@ from django.urls import reverse
 from training_study import ENCODER
 
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, RetrainDecision, TrainingRun
-from training.snapshots import create_snapshot
+from training.snapshots.services import create_snapshot
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

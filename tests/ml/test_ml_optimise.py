@@ -25,7 +25,7 @@ from training.ml.optimise import (
 )
 from training.ml.optimise.offline import GENDER_NOUNS, PHRASES
 
-CATALOGUE = Path(__file__).resolve().parents[2] / "annotation" / "catalogue.json"
+CATALOGUE = Path(__file__).resolve().parents[2] / "annotation" / "catalogue" / "catalogue.json"
 GENDER = "gender identity/expression"
 
 

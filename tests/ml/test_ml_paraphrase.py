@@ -29,7 +29,7 @@ from training.ml.paraphrase.offline import split_lead_in
 from training.ml.paraphrase.openai_compat import parse_answer
 from training.ml.paraphrase.quality import filter_candidates
 
-CATALOGUE = Path(__file__).resolve().parents[2] / "annotation" / "catalogue.json"
+CATALOGUE = Path(__file__).resolve().parents[2] / "annotation" / "catalogue" / "catalogue.json"
 NURSE_DIVERSE = Original(
     key="nurse-diverse",
     text=(

@@ -36,6 +36,7 @@ STATE_DEPENDENT_400 = {
     "PATCH /api/me/demographics/": "keys must be the study's demographic fields",
     "GET /api/staff/studies/{slug}/validation/": "a collection study (the default one exists)",
     "GET /api/staff/quality/": "no such study (?study=)",
+    "POST /api/staff/studies/": "a count of 0 needs quality_off_reason (a rule across fields)",
 }
 TOKENS = {"annotator": "a" * 40, "staff": "s" * 40}
 

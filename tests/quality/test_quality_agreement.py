@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from annotation.quality.agreement import (
+from annotation.stats.agreement import (
     agreement,
     alpha_from_blocks,
     annotator_reliability,
     kendall_w,
 )
-from annotation.quality.records import RankingRecord
+from annotation.stats.records import RankingRecord
 
 
 def rec(task, annotator, order, occupation="nurse", **kw):

@@ -4,15 +4,15 @@ import json
 
 import pytest
 
-from annotation.quality.agreement import agreement
-from annotation.quality.breakdown import (
+from annotation.stats.agreement import agreement
+from annotation.stats.breakdown import (
     Suppressed,
     between_groups,
     breakdown,
     per_occupation,
     within_groups,
 )
-from annotation.quality.records import RankingRecord
+from annotation.stats.records import RankingRecord
 
 
 def rec(task, annotator, order, gender=None, occupation="nurse"):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from annotation.quality.gold import AttentionCheck, GoldReference, annotator_quality, gold_score
-from annotation.quality.records import RankingRecord
+from annotation.stats.gold import AttentionCheck, GoldReference, annotator_quality, gold_score
+from annotation.stats.records import RankingRecord
 
 
 def test_full_reference_keys_every_pair_and_scores_like_kendalls_tau():

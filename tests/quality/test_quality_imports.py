@@ -20,7 +20,7 @@ MODULES = [
 
 
 def test_quality_modules_import_neither_django_nor_torch():
-    imports = "; ".join(f"import annotation.quality.{m}" for m in MODULES)
+    imports = "; ".join(f"import annotation.stats.{m}" for m in MODULES)
     code = f"import sys; {imports}; print(sorted({{'django', 'torch'}} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from annotation.quality.gold import AnnotatorQuality
-from annotation.quality.policy import EXCLUDED, OK, WARNED, Policy
+from annotation.stats.gold import AnnotatorQuality
+from annotation.stats.policy import EXCLUDED, OK, WARNED, Policy
 
 NAN = float("nan")
 

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from annotation.quality.position_bias import (
+from annotation.stats.position_bias import (
     permutation_chi2,
     position_bias,
     position_table,
     shown_final_tau,
 )
-from annotation.quality.records import RankingRecord
+from annotation.stats.records import RankingRecord
 
 
 def rec(annotator, order, shown, task=1):

@@ -12,10 +12,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from scipy import stats
 
-from annotation import quality_store, standing
-from annotation.exports import pseudonym
 from annotation.models import AnnotatorStatus, DemographicField, RankingTask, StatusChange
-from annotation.quality_report import quality_report
+from annotation.quality import standing
+from annotation.quality import store as quality_store
+from annotation.quality.report import quality_report
+from annotation.rankings.exports import pseudonym
 
 pytestmark = pytest.mark.django_db
 

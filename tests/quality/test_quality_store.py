@@ -5,9 +5,9 @@ forgotten on erasure."""
 import pytest
 from django.core.cache import cache
 
-from annotation import quality_store
-from annotation.erasure import erase_annotator
 from annotation.models import QualityReport
+from annotation.participants.erasure import erase_annotator
+from annotation.quality import store as quality_store
 from web.celery import app
 
 
@@ -41,12 +41,12 @@ def test_served_from_the_store_without_computing(
     ranked, monkeypatch, django_assert_max_num_queries
 ):
     quality_store.refresh(False, 30)
-    import annotation.quality_report
+    import annotation.quality.report
 
     def never(*a, **kw):
         raise AssertionError("computed in the request")
 
-    monkeypatch.setattr(annotation.quality_report, "quality_report", never)
+    monkeypatch.setattr(annotation.quality.report, "quality_report", never)
     with django_assert_max_num_queries(8):
         current = served()
     assert current.stale is False and current.report["n_rankings"] == 6
@@ -123,8 +123,8 @@ def second_study(ranked, make_tasks, annotator, store_ranking):
 def test_each_study_has_its_own_stored_report_and_neither_leaks(
     ranked, second_study, store_ranking, annotator, make_tasks
 ):
-    from annotation import studies
-    from annotation.exports import pseudonym
+    from annotation.rankings.exports import pseudonym
+    from annotation.studies import lifecycle as studies
 
     b = second_study["study"]
     default = studies.default_study()
@@ -183,8 +183,8 @@ def override_n_boot(n_boot):
 def test_stale_when_statuses_consents_gold_or_check_tasks_change(ranked):
     from django.utils import timezone
 
-    from annotation import standing
     from annotation.models import AnnotatorStatus, RankingTask
+    from annotation.quality import standing
 
     ann, ben, _ = ranked["profiles"]
     ranked_task, fresh_task = ranked["tasks"][1], ranked["tasks"][2]
@@ -207,7 +207,7 @@ def test_stale_when_statuses_consents_gold_or_check_tasks_change(ranked):
 
 
 def test_the_annotator_table_is_read_a_sorted_page_at_a_time(ranked, monkeypatch, annotator):
-    from annotation.exports import pseudonym
+    from annotation.rankings.exports import pseudonym
 
     quality_store.refresh(False, 30)
     names = sorted(pseudonym(p.user_id) for p in ranked["profiles"])

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from annotation.quality import power, validation_sim
-from annotation.quality.validation import (
+from annotation.stats import power, validation_sim
+from annotation.stats.validation import (
     ValidationDataError,
     ValidationRecord,
     cluster_bootstrap,
@@ -17,7 +17,7 @@ from annotation.quality.validation import (
     study,
     welch_from_summary,
 )
-from annotation.quality.validation_report import report
+from annotation.stats.validation_report import report
 
 
 def _planted(seed=1, **kw):

@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from annotation.quality import bootstrap
-from annotation.quality.agreement import (
+from annotation.stats import bootstrap
+from annotation.stats.agreement import (
     alpha_from_blocks,
     annotator_reliability,
     kendall_w,
     kendall_ws,
 )
-from annotation.quality.bootstrap import cluster_bootstrap, count_bootstrap, resampled_counts
-from annotation.quality.records import RankingRecord, rank_matrix, shared_tasks
+from annotation.stats.bootstrap import cluster_bootstrap, count_bootstrap, resampled_counts
+from annotation.stats.records import RankingRecord, rank_matrix, shared_tasks
 
 
 def study(seed, n_tasks=40, sizes=(4, 6), per_task=(2, 3, 4)):

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from annotation.labels import LabelRow, item_labels, ranking_records
-from annotation.quality.agreement import annotator_reliability
-from annotation.quality.weights import ESTIMATED, TOO_FEW, reliability_weights
+from annotation.rankings.labels import LabelRow, item_labels, ranking_records
+from annotation.stats.agreement import annotator_reliability
+from annotation.stats.weights import ESTIMATED, TOO_FEW, reliability_weights
 from tests.quality.test_quality_agreement import random_study, rec
 
 

@@ -36,10 +36,10 @@ def register_version(seed: int, threshold: float = 0.0, basis: str = "test basis
     bias 0.01 * seed, or the direction ``weight`` with no bias."""
     import torch
 
-    from training import encoders
     from training.ml.checkpoints import Checkpoint as Files
     from training.ml.model import RewardModel
-    from training.registry import register
+    from training.registry.services import register
+    from training.storage import encoders
 
     model = RewardModel(encoders.encoder(ENCODER, device="cpu"))
     generator = torch.Generator().manual_seed(seed)
@@ -63,8 +63,9 @@ def diversity_version():
     """An active version whose head is the mean difference of the catalogue's diverse and
     other prompts (MiniLM), threshold at the midpoint of the two means (as the optimiser's
     own test), so that rewrites adding diversity can pass."""
-    from annotation.catalogue import read_catalogue
-    from training import encoders, services
+    from annotation.catalogue.loading import read_catalogue
+    from training import services
+    from training.storage import encoders
 
     prompts = [
         (kind, text) for o in read_catalogue()["occupations"] for kind, text in o["prompts"].items()

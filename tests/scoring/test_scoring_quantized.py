@@ -18,10 +18,11 @@ from django.urls import reverse
 from training_study import make_study, register_head
 
 from scoring.checks import serving_encoder
-from training import encoders, services
-from training.encoders import run_gate
+from training import services
 from training.errors import QuantizationRefused
-from training.snapshots import EVAL, create_snapshot, rows_of
+from training.snapshots.services import EVAL, create_snapshot, rows_of
+from training.storage import encoders
+from training.storage.encoders import run_gate
 
 pytestmark = [pytest.mark.slow]
 URL = "/api/score/"

@@ -14,7 +14,7 @@ from tests.ml.model_card import SeedRewardModel
 from tests.scoring.helpers import PROMPTS
 from training import services
 from training.errors import VersionNotFound
-from training.registry import export_checkpoint
+from training.registry.services import export_checkpoint
 
 pytestmark = pytest.mark.slow
 

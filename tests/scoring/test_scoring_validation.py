@@ -8,10 +8,10 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation import conditions
-from annotation.catalogue import load_catalogue
+from annotation.catalogue.loading import load_catalogue
 from annotation.models import Prompt, Study
-from annotation.validation_models import ConditionImage
+from annotation.models.validation import ConditionImage
+from annotation.validation import conditions
 from scoring import services, validation
 
 pytestmark = pytest.mark.slow

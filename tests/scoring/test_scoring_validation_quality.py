@@ -8,10 +8,10 @@ import json
 import pytest
 from django.core.management import call_command
 
-from annotation.catalogue import load_catalogue
+from annotation.catalogue.loading import load_catalogue
 from annotation.models import AnnotatorProfile, AnnotatorStatus, PromptType, RankingTask
-from annotation.simulation import SyntheticKind
-from annotation.validation_models import ConditionImage
+from annotation.models.validation import ConditionImage
+from annotation.studies.simulation import SyntheticKind
 
 pytestmark = pytest.mark.slow
 

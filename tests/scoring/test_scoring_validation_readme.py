@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 from scipy import stats
 
-from annotation.catalogue import load_catalogue
+from annotation.catalogue.loading import load_catalogue
 
 pytestmark = pytest.mark.slow
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -5,7 +5,7 @@ from rest_framework.test import APIClient
 from training_study import FAST
 
 from training.models import Checkpoint, DatasetSnapshot, Evaluation, TrainingRun
-from training.runs import execute_run
+from training.runs.services import execute_run
 
 
 @pytest.fixture

@@ -4,18 +4,18 @@ import numpy as np
 import pytest
 from training_study import FAST
 
-from training import encoders
-from training.augmentation import (
+from training.errors import AugmentationError
+from training.models import Augmentation, Paraphrase, TrainingRun
+from training.runs.augmentation import (
     PROGRESS_CHUNK,
     embed_with_progress,
     request_augmentation,
     run_augmentation,
     text_seeds,
 )
-from training.errors import AugmentationError
-from training.models import Augmentation, Paraphrase, TrainingRun
-from training.runs import execute_run, start_run, training_examples
-from training.snapshots import EVAL, create_snapshot
+from training.runs.services import execute_run, start_run, training_examples
+from training.snapshots.services import EVAL, create_snapshot
+from training.storage import encoders
 
 pytestmark = pytest.mark.slow
 

@@ -14,9 +14,10 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from training_study import ENCODER, register_head
 
-from training import checkpoint_store, encoders, registry
 from training.errors import RegistryError
 from training.models import Checkpoint
+from training.registry import services as registry
+from training.storage import checkpoint_store, encoders
 from web import storage_settings
 
 TEXTS = ["a portrait of a nurse", "a CEO at her desk", "a diverse group of engineers"]
@@ -93,7 +94,7 @@ def test_a_version_registered_on_the_store_scores_the_same_on_another_node(
 
     root_b = _another_node(settings, tmp_path)
     assert not root_b.exists()
-    served = registry.load_model(Checkpoint.objects.get(version=1))
+    served = encoders.load_model(Checkpoint.objects.get(version=1))
     assert _scores(served) == pytest.approx(_scores(model), abs=1e-6)
     assert sorted(p.name for p in (root_b / ".store" / "v1").iterdir()) == [
         "head.safetensors",
@@ -117,13 +118,13 @@ def test_a_replaced_or_missing_head_on_the_store_is_refused(
     )
     root_b = _another_node(settings, tmp_path)
     with pytest.raises(RegistryError, match=r"v1: the stored head's SHA-256 is .* refusing it"):
-        registry.load_model(checkpoint)
+        encoders.load_model(checkpoint)
     assert not (root_b / ".store" / "v1").exists()  # nothing half fetched stays
     assert [p.name for p in (root_b / ".store").iterdir()] == []
 
     client.delete_object(Bucket=object_store, Key="checkpoints/v2/manifest.json")
     with pytest.raises(RegistryError, match="v2: manifest.json is missing from the store"):
-        registry.load_model(other)
+        encoders.load_model(other)
 
     # A damaged local copy is fetched again, whole.
     root_c = _another_node(settings, tmp_path, "node-c")

@@ -8,7 +8,7 @@ from django.core.management.base import CommandError
 from training_study import FAST
 
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, TrainingRun
-from training.runs import execute_run, start_run
+from training.runs.services import execute_run, start_run
 
 pytestmark = pytest.mark.slow
 

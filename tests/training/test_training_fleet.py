@@ -22,8 +22,8 @@ from training_study import ENCODER, FAST, make_study
 
 from training.ml.checkpoints import load as load_files
 from training.models import Checkpoint, TrainingRun
-from training.runs import start_run
-from training.snapshots import create_snapshot
+from training.runs.services import start_run
+from training.snapshots.services import create_snapshot
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 PROMPTS = ["A photo of a nurse", "A CEO of any gender and ethnicity at work", "An engineer"]
@@ -111,7 +111,7 @@ def test_a_version_trained_on_node_a_is_scored_on_node_b(
     on_b = folder_b / "checkpoints" / ".store" / f"v{checkpoint.version}"
     assert (on_b / "head.safetensors").read_bytes() == (on_a / "head.safetensors").read_bytes()
     # ... and scores as node A's own files do, computed here, apart from both.
-    from training import encoders
+    from training.storage import encoders
 
     encoder = encoders.encoder(ENCODER, device="cpu")
     expected = load_files(on_a, encoder).to_model(encoder).score(PROMPTS)

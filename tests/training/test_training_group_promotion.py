@@ -11,17 +11,17 @@ import pytest
 from django.core.management import CommandError, call_command
 from training_study import FAST, make_study, register_head
 
-from annotation.catalogue import load_catalogue
-from annotation.simulation import PLANTED, simulate
-from annotation.tasks_builder import build_tasks
+from annotation.catalogue.loading import load_catalogue
+from annotation.studies.simulation import PLANTED, simulate
+from annotation.studies.tasks_builder import build_tasks
 from training import services
 from training.errors import ScheduleError
-from training.group_check import falls, group_losses
 from training.models import Checkpoint, Evaluation, RetrainDecision, TrainingRun
-from training.runs import execute_run, start_run
+from training.perspectives.group_check import falls, group_losses
+from training.runs.services import execute_run, start_run
 from training.schedules import ScheduleSettings, scheduled_step
-from training.snapshots import create_snapshot
-from training.steering import parse
+from training.snapshots.services import create_snapshot
+from training.snapshots.steering import parse
 
 AUTO = ScheduleSettings(min_new_rankings=100_000, include_synthetic=True, promotion="auto")
 MINORITY = "65-74"
@@ -46,7 +46,8 @@ def reversed_version(checkpoint: Checkpoint, snapshot) -> Checkpoint:
     import torch
 
     from training.ml.checkpoints import Checkpoint as MLCheckpoint
-    from training.registry import load_model, register
+    from training.registry.services import register
+    from training.storage.encoders import load_model
 
     model = load_model(checkpoint)
     with torch.no_grad():
@@ -80,7 +81,7 @@ def test_the_active_version_is_evaluated_on_the_new_snapshot_then_compared(
 
 @pytest.mark.slow
 def test_a_version_that_gains_rho_but_loses_a_planted_group_is_kept(transactional_db, settings):
-    """Planted age groups (``annotation.simulation.PLANTED``): the active version is a
+    """Planted age groups (``annotation.studies.simulation.PLANTED``): the active version is a
     head steered to the 65-74 minority, the candidate a pooled head on a newer snapshot.
     Pooled rho rises with a paired interval above zero while the minority's alignment
     falls: with ``group_fields`` the schedule keeps it and names the group (the pooled

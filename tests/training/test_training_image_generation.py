@@ -9,7 +9,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.validation_models import ConditionImage
+from annotation.models.validation import ConditionImage
 from tests.ml.openai_test_server import ChatServer, Reply, fake_image
 from tests.validation_helpers import make_validation_study
 from training import tasks

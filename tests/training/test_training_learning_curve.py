@@ -12,12 +12,12 @@ from django.core.management import CommandError, call_command
 from scipy.optimize import curve_fit
 from training_study import ENCODER, make_study
 
-from training import learning_curves
 from training.errors import LearningCurveError
 from training.ml.recipes import DEFAULT_RECIPE
 from training.ml.train import TrainConfig, train
 from training.models import LearningCurve
-from training.snapshots import EVAL, TRAIN, create_snapshot, rows_of, to_example
+from training.runs import learning_curves
+from training.snapshots.services import EVAL, TRAIN, create_snapshot, rows_of, to_example
 
 pytestmark = pytest.mark.django_db
 
@@ -65,8 +65,8 @@ def test_each_point_draws_whole_tasks_and_counts_its_rankings(curve_study):
 def test_all_rankings_reproduce_a_head_trained_on_the_snapshot_itself(curve_study):
     """At share 1 the labels from the tasks' rankings are the snapshot's frozen labels, so
     the point's rho is the rho of a head trained on the snapshot's train split directly."""
-    from training import encoders
     from training.ml.metrics import spearman
+    from training.storage import encoders
 
     snapshot, curve = curve_study
     cache = encoders.embedding_cache()

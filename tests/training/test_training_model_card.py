@@ -19,15 +19,15 @@ from scipy import stats
 from training_study import ENCODER, FAST, make_perspective_study, register_head
 
 from annotation.models import AnnotatorProfile, Ranking
-from annotation.quality import validation_report, validation_sim
+from annotation.stats import validation_report, validation_sim
 from training import services
-from training.augmentation import request_augmentation, run_augmentation
 from training.errors import RegistryError
 from training.ml.checkpoints import MANIFEST_FILE
 from training.models import Evaluation, PerspectiveReport
-from training.perspectives import compute_reports
-from training.runs import execute_run, start_run, training_examples
-from training.snapshots import EVAL, create_snapshot
+from training.perspectives.services import compute_reports
+from training.runs.augmentation import request_augmentation, run_augmentation
+from training.runs.services import execute_run, start_run, training_examples
+from training.snapshots.services import EVAL, create_snapshot
 
 pytestmark = pytest.mark.slow
 K = 5

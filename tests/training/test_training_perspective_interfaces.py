@@ -9,10 +9,10 @@ from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 from training_study import make_perspective_study, register_head
 
-from training import perspectives
-from training.api import FieldReportSerializer, GroupFiguresSerializer
+from training.api.views import FieldReportSerializer, GroupFiguresSerializer
 from training.models import PerspectiveReport, PerspectiveSummary
-from training.snapshots import create_snapshot
+from training.perspectives import services as perspectives
+from training.snapshots.services import create_snapshot
 
 pytestmark = [pytest.mark.slow]
 

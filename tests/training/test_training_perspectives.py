@@ -12,14 +12,15 @@ import pytest
 from scipy import stats
 from training_study import FAST, make_perspective_study, register_head
 
-from annotation import services as annotation_services
 from annotation.models import AnnotatorProfile, Item, RankedItem
-from training import perspectives, selectors
+from annotation.participants import services as annotation_services
+from training import selectors
 from training.errors import PerspectiveError, PerspectivesPending, UnknownField
 from training.ml.alignment import plackett_luce_position_marginals
 from training.models import PerspectiveReport, PerspectiveSummary
-from training.runs import execute_run, start_run
-from training.snapshots import EVAL, create_snapshot
+from training.perspectives import services as perspectives
+from training.runs.services import execute_run, start_run
+from training.snapshots.services import EVAL, create_snapshot
 
 pytestmark = [pytest.mark.slow]
 K = 5
@@ -156,7 +157,7 @@ def test_withdrawals_leave_stored_reports_alone_and_leave_later_ones(snapshot):
 def test_rankings_after_the_snapshot_are_not_read(snapshot, study):
     taken = {r[0] for r in selectors.snapshot_rankings(snapshot)}
     assert max(taken) == snapshot.last_ranking_id and len(taken) == snapshot.ranking_count
-    from annotation.simulation import simulate
+    from annotation.studies.simulation import simulate
 
     simulate(2, 2, seed=9)  # new annotators rank after the snapshot
     assert {r[0] for r in selectors.snapshot_rankings(snapshot)} == taken

@@ -1,5 +1,5 @@
 """The planted study (issue 10): synthetic age groups that disagree by design
-(``annotation.simulation.PLANTED``), and what the perspective report must find.
+(``annotation.studies.simulation.PLANTED``), and what the perspective report must find.
 
 All 40 occupations, 2 placeholder images per prompt, 60 annotators ranking 14
 tasks each (840 rankings), half the prompts held out for evaluation; a pooled
@@ -11,15 +11,15 @@ import pytest
 from scipy import stats
 from training_study import FAST
 
-from annotation.catalogue import load_catalogue
-from annotation.simulation import PLANTED, simulate
-from annotation.tasks_builder import build_tasks
-from training import perspectives
+from annotation.catalogue.loading import load_catalogue
+from annotation.studies.simulation import PLANTED, simulate
+from annotation.studies.tasks_builder import build_tasks
 from training.ml.alignment_report import paired_per_prompt
 from training.models import PerspectiveReport
-from training.runs import execute_run, start_run
-from training.snapshots import create_snapshot
-from training.steering import parse
+from training.perspectives import services as perspectives
+from training.runs.services import execute_run, start_run
+from training.snapshots.services import create_snapshot
+from training.snapshots.steering import parse
 
 pytestmark = [pytest.mark.slow]
 MAJORITY, MINORITY = PLANTED.majority, "65-74"

@@ -14,13 +14,13 @@ from django.core.management.base import CommandError
 from scipy.stats import rankdata, spearmanr
 from training_study import ENCODER, FAST
 
-from training import encoders
-from training.augmentation import request_augmentation, run_augmentation
-from training.encoders import gated_model, run_gate
 from training.errors import QuantizationError, QuantizationRefused
 from training.models import Checkpoint, EncoderGate
-from training.runs import execute_run, start_run
-from training.snapshots import EVAL, create_snapshot, rows_of
+from training.runs.augmentation import request_augmentation, run_augmentation
+from training.runs.services import execute_run, start_run
+from training.snapshots.services import EVAL, create_snapshot, rows_of
+from training.storage import encoders
+from training.storage.encoders import gated_model, run_gate
 
 pytestmark = [pytest.mark.slow]
 ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}

@@ -14,12 +14,12 @@ import pytest
 from django.core.management import call_command
 from scipy.stats import spearmanr
 
-from annotation.catalogue import load_catalogue
-from training.augmentation import request_augmentation, run_augmentation
+from annotation.catalogue.loading import load_catalogue
 from training.ml.recipes import DEFAULT_RECIPE, RECIPES
 from training.models import Checkpoint, DatasetSnapshot, Evaluation, TrainingRun
-from training.runs import execute_run
-from training.snapshots import EVAL, rows_of
+from training.runs.augmentation import request_augmentation, run_augmentation
+from training.runs.services import execute_run
+from training.snapshots.services import EVAL, rows_of
 
 pytestmark = pytest.mark.slow
 

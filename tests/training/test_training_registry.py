@@ -8,12 +8,12 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from training_study import FAST
 
-from training import registry
 from training.errors import EvaluationPending, RegistryError
-from training.evaluation import compare, evaluate
 from training.ml.checkpoints import load as load_files
 from training.models import Checkpoint, Evaluation, RegistryEvent
-from training.registry import (
+from training.registry import services as registry
+from training.registry.evaluation import compare, evaluate
+from training.registry.services import (
     checkpoint_root,
     export_checkpoint,
     import_checkpoint,
@@ -22,9 +22,9 @@ from training.registry import (
     rollback,
     sweep_orphans,
 )
-from training.runs import execute_run, start_run
+from training.runs.services import execute_run, start_run
 from training.selectors import activation_stack, rollback_target
-from training.snapshots import create_snapshot
+from training.snapshots.services import create_snapshot
 
 pytestmark = pytest.mark.slow
 Status = Checkpoint.Status

@@ -7,12 +7,12 @@ import pytest
 from django.utils import timezone
 from training_study import FAST
 
-from training import runs
 from training.errors import RunError
 from training.models import Checkpoint, Evaluation, TrainingRun
-from training.registry import checkpoint_root
-from training.runs import cancel_run, execute_run, start_run
-from training.snapshots import create_snapshot
+from training.registry.services import checkpoint_root
+from training.runs import services as runs
+from training.runs.services import cancel_run, execute_run, start_run
+from training.snapshots.services import create_snapshot
 
 pytestmark = pytest.mark.slow
 Status = TrainingRun.Status

@@ -1,4 +1,4 @@
-"""The active sampler on the training side (training/sampling.py): priorities written for
+"""The active sampler on the training side (training/registry/sampling.py): priorities written for
 an ``active`` study, checked against an independent numpy computation, and end to end
 through a real Celery worker."""
 
@@ -14,13 +14,13 @@ import torch
 from test_training_worker import wait_for, worker, worker_process, worker_storage  # noqa: F401
 from training_study import ENCODER
 
-from annotation.assignment import next_task
+from annotation.assignment.next_task import next_task
 from annotation.models import RankingTask, Study
-from annotation.studies import default_study, set_sampler
-from training import encoders
+from annotation.studies.lifecycle import default_study, set_sampler
 from training.ml.checkpoints import Checkpoint as MLCheckpoint
-from training.registry import register
-from training.sampling import update_priorities
+from training.registry.sampling import update_priorities
+from training.registry.services import register
+from training.storage import encoders
 
 T = 0.5
 
@@ -192,7 +192,7 @@ def test_a_study_switched_to_active_follows_the_priorities_a_worker_writes(
     taken = [next_task(annotator(f"a{n}").profile) for n in range(3)]
     assert [a.task_id for a in taken] == by_priority[:3]
 
-    from annotation import services
+    from annotation.participants import services
 
     first = taken[0]
     services.submit_ranking(first.annotator, first.task_id, first.shown_order)

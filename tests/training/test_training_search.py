@@ -9,13 +9,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from training_study import FAST
 
-from training import search as run_search
 from training.errors import RunError
 from training.ml import search as ml_search
 from training.models import DatasetSnapshot, TrainingRun
-from training.runs import execute_run, start_run
+from training.runs import search as run_search
+from training.runs.services import execute_run, start_run
 from training.schedule_settings import ScheduleSettings
-from training.snapshots import EVAL, create_snapshot, rows_of
+from training.snapshots.services import EVAL, create_snapshot, rows_of
 
 pytestmark = pytest.mark.slow
 SPEC = "lr=1e-2,3e-2 epochs=2,3 alpha=0.01 temperature=0.5 weight_decay=0.01 folds=3"
@@ -88,7 +88,7 @@ def test_the_search_sees_the_train_split_only_and_eval_labels_cannot_move_it(sna
 
 
 def test_paraphrases_train_with_their_origin_and_are_never_scored(snapshot, seen):
-    from training.augmentation import request_augmentation, run_augmentation
+    from training.runs.augmentation import request_augmentation, run_augmentation
 
     augmentation, _ = request_augmentation(snapshot, "offline", n=2)
     augmentation = run_augmentation(augmentation.pk)

@@ -2,11 +2,11 @@
 
 import pytest
 
-from annotation import standing
-from annotation.exports import pseudonym
 from annotation.models import AnnotatorProfile, AnnotatorStatus, Ranking, RankingTask
-from annotation.selectors import EXCLUDED, GOLD
-from training.snapshots import create_snapshot
+from annotation.quality import standing
+from annotation.rankings.exports import pseudonym
+from annotation.rankings.selectors import EXCLUDED, GOLD
+from training.snapshots.services import create_snapshot
 
 pytestmark = pytest.mark.django_db
 

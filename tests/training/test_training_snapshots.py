@@ -2,12 +2,12 @@
 
 import pytest
 
-from annotation.labels import LabelRow, group_labels, item_labels
 from annotation.models import Consent, Ranking
-from annotation.selectors import label_rows
+from annotation.rankings.labels import LabelRow, group_labels, item_labels
+from annotation.rankings.selectors import label_rows
 from training.errors import SnapshotError
 from training.models import DatasetSnapshot
-from training.snapshots import EVAL, TRAIN, create_snapshot, new_rankings_since
+from training.snapshots.services import EVAL, TRAIN, create_snapshot, new_rankings_since
 
 
 def test_item_labels_are_mean_position_over_k_minus_one():
@@ -87,7 +87,8 @@ def test_no_rankings_is_a_clear_error_and_nothing_is_made(db):
 
 
 def test_too_small_to_split_is_a_clear_error(make_tasks, annotator):
-    from annotation import assignment, services
+    from annotation.assignment import next_task as assignment
+    from annotation.participants import services
 
     (task,) = make_tasks(n=1, k=3)  # all items share one original prompt: one group
     client = annotator("alice")
@@ -100,7 +101,8 @@ def test_too_small_to_split_is_a_clear_error(make_tasks, annotator):
 
 
 def test_new_rankings_are_counted_from_the_last_snapshot(make_tasks, annotator):
-    from annotation import assignment, services
+    from annotation.assignment import next_task as assignment
+    from annotation.participants import services
 
     tasks = make_tasks(n=3, k=3)
     robot = annotator("robot", synthetic=True)
@@ -151,8 +153,8 @@ def contrarian_study(make_tasks, annotator, store_ranking):
 
 
 def test_reliability_weighted_snapshot_hand_case(contrarian_study, settings):
-    from annotation.exports import pseudonym
     from annotation.models import AnnotatorProfile, DemographicField
+    from annotation.rankings.exports import pseudonym
 
     DemographicField.objects.create(key="age_band", label="Age band")
     c = contrarian_study[0]["c"]

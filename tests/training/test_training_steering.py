@@ -10,9 +10,9 @@ from training_study import FAST, make_perspective_study
 
 from training.errors import RunError
 from training.models import Checkpoint
-from training.runs import execute_run, start_run, training_examples
-from training.snapshots import TRAIN, create_snapshot, rows_of
-from training.steering import balanced, parse
+from training.runs.services import execute_run, start_run, training_examples
+from training.snapshots.services import TRAIN, create_snapshot, rows_of
+from training.snapshots.steering import balanced, parse
 
 pytestmark = [pytest.mark.slow]
 

@@ -9,13 +9,14 @@ import pytest
 from django.core.management import CommandError, call_command
 from training_study import make_study
 
-from annotation import consent, studies
-from annotation.exports import pair_rows, ranking_rows
-from annotation.labels import LabelRow, group_labels
 from annotation.models import AnnotatorProfile, ConsentText, Item, Ranking, RankingTask, Study
-from annotation.quality_report import quality_report
+from annotation.participants import consent
+from annotation.quality.report import quality_report
+from annotation.rankings.exports import pair_rows, ranking_rows
+from annotation.rankings.labels import LabelRow, group_labels
+from annotation.studies import lifecycle as studies
 from training.errors import SnapshotError
-from training.snapshots import create_snapshot, new_rankings_since
+from training.snapshots.services import create_snapshot, new_rankings_since
 
 pytestmark = pytest.mark.django_db
 

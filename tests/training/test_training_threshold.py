@@ -12,12 +12,12 @@ from django.utils.html import escape
 from scipy import optimize, stats
 from training_study import FAST
 
-from training import encoders
 from training.ml.calibration import SEED_THRESHOLD
 from training.ml.checkpoints import load
-from training.registry import export_checkpoint, import_checkpoint
-from training.runs import execute_run, start_run
-from training.snapshots import create_snapshot, prompt_types
+from training.registry.services import export_checkpoint, import_checkpoint
+from training.runs.services import execute_run, start_run
+from training.snapshots.services import create_snapshot, prompt_types
+from training.storage import encoders
 
 pytestmark = pytest.mark.slow
 

@@ -9,10 +9,10 @@ import yaml
 from django.core.management import call_command
 from training_study import make_perspective_study, register_head
 
-from annotation import validation_results
+from annotation.validation import results as validation_results
 from tests.validation_helpers import make_validation_study
 from training import services
-from training.snapshots import create_snapshot
+from training.snapshots.services import create_snapshot
 
 pytestmark = pytest.mark.slow
 

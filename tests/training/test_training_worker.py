@@ -4,7 +4,7 @@ The worker (``celery -A web worker -Q default,gpu -P solo``) is a subprocess
 against this test database (rows are committed: ``transactional_db``) and the
 broker in REDIS_URL; its queues are purged first. Its node name is fixed, so a
 worker started after a SIGKILL is the dead one's successor on this host and
-recovers its run at start-up (training/recovery.py, training/runs.py).
+recovers its run at start-up (training/runs/recovery.py, training/runs/services.py).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from django.db import connection
 from training_study import ENCODER, FAST, make_study
 
 from training.models import Checkpoint, TrainingRun
-from training.registry import checkpoint_root
-from training.runs import cancel_run, start_run
-from training.snapshots import create_snapshot
+from training.registry.services import checkpoint_root
+from training.runs.services import cancel_run, start_run
+from training.snapshots.services import create_snapshot
 
 # Worker subprocesses: they reach this test database through a PostgreSQL DATABASE_URL
 # and take their tasks from the Redis broker.

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from annotation.catalogue import load_catalogue, read_catalogue
-from annotation.simulation import simulate
-from annotation.tasks_builder import build_tasks
+from annotation.catalogue.loading import load_catalogue, read_catalogue
+from annotation.studies.simulation import simulate
+from annotation.studies.tasks_builder import build_tasks
 
 # Few epochs at a higher learning rate than the seed's, so a test run learns something.
 FAST = {"epochs": 3, "lr": 1e-2, "n_boot": 100}
@@ -91,10 +91,10 @@ def register_head(snapshot, seed: int = 0, hyperparameters: dict | None = None):
     ``(checkpoint, model)``, the in-memory model to score with independently."""
     import torch
 
-    from training import encoders
     from training.ml.checkpoints import Checkpoint as MLCheckpoint
     from training.ml.model import RewardModel
-    from training.registry import register
+    from training.registry.services import register
+    from training.storage import encoders
 
     torch.manual_seed(seed)
     model = RewardModel(encoders.encoder(ENCODER, device="cpu")).eval()

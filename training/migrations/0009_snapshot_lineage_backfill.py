@@ -5,7 +5,7 @@ from django.db import migrations
 
 
 def backfill(apps, schema_editor):
-    from annotation.exports import pseudonym  # a pure HMAC of the user id
+    from annotation.rankings.exports import pseudonym  # a pure HMAC of the user id
 
     snapshots = apps.get_model("training", "DatasetSnapshot")
     profiles = apps.get_model("annotation", "AnnotatorProfile")

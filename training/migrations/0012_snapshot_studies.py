@@ -13,7 +13,7 @@ from collections import defaultdict
 from django.conf import settings
 from django.db import migrations, models
 
-from annotation.quality.records import group_of
+from annotation.stats.records import group_of
 
 
 def forwards(apps, schema_editor):

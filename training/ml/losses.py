@@ -4,7 +4,7 @@ Shapes: ``scores``, ``labels`` and ``mask`` are ``[lists, items]`` (a 1-D input 
 one list); ``mask`` is True where an item is real, so lists of different lengths
 are padded to one tensor. Lists with no real item are ignored.
 
-Weights (balanced runs, ``training/steering.py``): ``weights`` ``[lists, items]``
+Weights (balanced runs, ``training/snapshots/steering.py``): ``weights`` ``[lists, items]``
 are importance weights with mean 1 over the training set. An item's weight
 multiplies its MSE term; a list's weight ``W_l`` (the mean weight of its real
 items) multiplies its listwise term:

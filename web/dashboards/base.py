@@ -13,10 +13,10 @@ from django.shortcuts import render
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from annotation import selectors as annotation_selectors
-from annotation import studies
 from annotation.errors import StudyNotFound
-from annotation.study_models import Study
+from annotation.models.studies import Study
+from annotation.rankings import selectors as annotation_selectors
+from annotation.studies import lifecycle as studies
 from core.errors import refusals_as_messages
 from training import selectors
 from training.models import DatasetSnapshot

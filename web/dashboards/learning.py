@@ -10,7 +10,8 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseNotFound
 from django.shortcuts import redirect
 
-from training import learning_curves, selectors
+from training import selectors
+from training.runs import learning_curves
 
 from .base import found, staff_action, staff_only
 from .charts import ACCENT, MUTED, PRIMARY, _empty, _figure, draw_response

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from django import forms
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
-from annotation import selectors as annotation_selectors
+from annotation.rankings import selectors as annotation_selectors
 from training import selectors, services
 from training.errors import PerspectiveError, PerspectivesPending
 from training.models import Checkpoint, DatasetSnapshot

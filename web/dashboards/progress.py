@@ -11,9 +11,12 @@ from collections.abc import Iterable
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from annotation import consent, quotas, selectors, studies
-from annotation.exports import pseudonym
+from annotation.assignment import quotas
 from annotation.models import DemographicField
+from annotation.participants import consent
+from annotation.rankings import selectors
+from annotation.rankings.exports import pseudonym
+from annotation.studies import lifecycle as studies
 
 from . import learning
 from .base import chosen_study, page, percent, staff_only

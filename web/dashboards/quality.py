@@ -1,8 +1,8 @@
 """Annotation quality: agreement with intervals, position bias, the annotator table; reinstate.
 
-The figures are ``annotation.quality_report``'s (the ``quality`` command and the
+The figures are ``annotation.quality.report``'s (the ``quality`` command and the
 staff API show the same), served from the stored report with the time it was
-computed (``annotation.quality_store``): a worker on the default queue computes it,
+computed (``annotation.quality.store``): a worker on the default queue computes it,
 and refreshes it in the background when the data moves on. Nothing is computed in
 a request. One study's at a time: the chosen study (``?study=slug``, remembered:
 ``base.chosen_study``; the default study until one is chosen), and no figure of another
@@ -19,9 +19,12 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
-from annotation import quality_selectors, quality_store, selectors, standing
-from annotation.exports import pseudonym
-from annotation.study_models import Study
+from annotation.models.studies import Study
+from annotation.quality import selectors as quality_selectors
+from annotation.quality import standing
+from annotation.quality import store as quality_store
+from annotation.rankings import selectors
+from annotation.rankings.exports import pseudonym
 
 from . import base
 from .base import chosen_study, form_errors, found, staff_action, staff_only

@@ -1,4 +1,4 @@
-"""Validation studies: the report of each (``annotation.validation_results``: the command and
+"""Validation studies: the report of each (``annotation.validation.results``: the command and
 the staff API show the same), with a plot of each condition's mean rank and of each
 occupation's difference, every figure with its 95% interval, and the power analysis.
 
@@ -30,7 +30,7 @@ def _study(slug: str) -> Study:
 
 def report(study: Study) -> dict | None:
     """The study's report (None when it has nothing to report yet), cached by its rankings."""
-    from annotation import validation_results
+    from annotation.validation import results as validation_results
 
     rankings = Ranking.objects.filter(task__study=study)
     last = rankings.order_by("-pk").values_list("pk", flat=True).first()

@@ -1,8 +1,10 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from annotation import quality_selectors, standing, studies
-from annotation.exports import pseudonym
+from annotation.quality import selectors as quality_selectors
+from annotation.quality import standing
+from annotation.rankings.exports import pseudonym
+from annotation.studies import lifecycle as studies
 from core.commands import ServiceCommand
 
 

@@ -2,8 +2,8 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django.db import transaction
 
-from annotation import studies
-from annotation.tasks_builder import build_study_tasks
+from annotation.studies import lifecycle as studies
+from annotation.studies.tasks_builder import build_study_tasks
 from core.commands import ServiceCommand
 
 

@@ -3,8 +3,9 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from annotation import consent, studies
-from annotation.catalogue import ensure_consent_text
+from annotation.catalogue.loading import ensure_consent_text
+from annotation.participants import consent
+from annotation.studies import lifecycle as studies
 from core.commands import ServiceCommand
 
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from annotation import services
+from annotation.participants import services
 
 
 class Command(BaseCommand):

@@ -1,7 +1,8 @@
 from django.db import transaction
 
-from annotation import conditions, studies
 from annotation.models import Study
+from annotation.studies import lifecycle as studies
+from annotation.validation import conditions
 from core.commands import ServiceCommand
 
 

@@ -2,9 +2,9 @@
 
 from django.core.management.base import CommandError
 
-from annotation.erasure import erase_annotator
-from annotation.exports import annotator_for_pseudonym
-from annotation.study_models import Erasure
+from annotation.models.studies import Erasure
+from annotation.participants.erasure import erase_annotator
+from annotation.rankings.exports import annotator_for_pseudonym
 from core.commands import ServiceCommand
 
 

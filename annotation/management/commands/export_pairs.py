@@ -1,11 +1,10 @@
 from urllib.parse import urlsplit
 
-from annotation import studies
-from annotation.exports import jsonl_lines, pair_rows
+from annotation.management.commands._output import write_lines
 from annotation.models import Item
+from annotation.rankings.exports import jsonl_lines, pair_rows
+from annotation.studies import lifecycle as studies
 from core.commands import ServiceCommand
-
-from ._output import write_lines
 
 
 def _absolute(url: str, base_url: str) -> str:

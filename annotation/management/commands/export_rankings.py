@@ -1,8 +1,7 @@
-from annotation import studies
-from annotation.exports import csv_lines, jsonl_lines, ranking_rows
+from annotation.management.commands._output import write_lines
+from annotation.rankings.exports import csv_lines, jsonl_lines, ranking_rows
+from annotation.studies import lifecycle as studies
 from core.commands import ServiceCommand
-
-from ._output import write_lines
 
 
 class Command(ServiceCommand):

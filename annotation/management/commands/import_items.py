@@ -1,7 +1,7 @@
 from django.core.management.base import CommandError
 
-from annotation import studies
-from annotation.importing import ManifestError, import_manifest
+from annotation.catalogue.importing import ManifestError, import_manifest
+from annotation.studies import lifecycle as studies
 from core.commands import ServiceCommand
 
 

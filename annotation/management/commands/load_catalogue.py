@@ -1,5 +1,5 @@
-from annotation import studies
-from annotation.catalogue import load_catalogue
+from annotation.catalogue.loading import load_catalogue
+from annotation.studies import lifecycle as studies
 from core.commands import ServiceCommand
 
 

@@ -3,7 +3,8 @@ import json
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from annotation import standing, studies
+from annotation.quality import standing
+from annotation.studies import lifecycle as studies
 from core.commands import ServiceCommand
 
 
@@ -43,7 +44,7 @@ class Command(ServiceCommand):
         )
 
     def handle(self, *args, include_synthetic, n_boot, seed, **options):
-        from annotation.quality_report import quality_report  # scipy: only when run
+        from annotation.quality.report import quality_report  # scipy: only when run
 
         if n_boot < 0:
             raise CommandError("--n-boot must be 0 or more")

@@ -1,14 +1,14 @@
 from django.core.management.base import CommandError
 
-from annotation import studies
-from annotation.simulation import PLANTED, simulate
+from annotation.studies import lifecycle as studies
+from annotation.studies.simulation import PLANTED, simulate
 from core.commands import ServiceCommand
 
 
 class Command(ServiceCommand):
     help = (
         "Create synthetic annotators (flagged is_synthetic) with plausible demographics and "
-        "rankings drawn from the latent model in annotation/simulation.py, a fraction of "
+        "rankings drawn from the latent model in annotation/studies/simulation.py, a fraction of "
         "them careless; seeded."
     )
 

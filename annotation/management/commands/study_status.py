@@ -1,5 +1,5 @@
-from annotation import studies
 from annotation.models import Study
+from annotation.studies import lifecycle as studies
 from core.commands import ServiceCommand
 
 

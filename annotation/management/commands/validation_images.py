@@ -1,6 +1,8 @@
 from pathlib import Path
 
-from annotation import generation, studies, validation_tasks
+from annotation.studies import lifecycle as studies
+from annotation.validation import building as validation_tasks
+from annotation.validation import generation
 from core.commands import ServiceCommand
 
 

@@ -3,7 +3,7 @@ import json
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from annotation import studies
+from annotation.studies import lifecycle as studies
 from core.commands import ServiceCommand
 
 
@@ -24,7 +24,7 @@ class Command(ServiceCommand):
         parser.add_argument("--seed", type=int, default=0)
 
     def handle(self, *args, study, n_boot, seed, **options):
-        from annotation import validation_results  # scipy: only when run
+        from annotation.validation import results as validation_results  # scipy: only when run
 
         if n_boot < 0:
             raise CommandError("--n-boot must be 0 or more")

@@ -3,8 +3,9 @@ condition, its texts and provenance frozen."""
 
 from pathlib import Path
 
-from annotation import conditions, studies
 from annotation.errors import ConditionError
+from annotation.studies import lifecycle as studies
+from annotation.validation import conditions
 from core.commands import ServiceCommand
 from scoring import validation
 

@@ -3,11 +3,10 @@ import time
 from django.core.management.base import CommandError
 
 from core.commands import ServiceCommand
+from training.management.commands._common import get_snapshot
 from training.ml.paraphrase import BACKENDS
 from training.models import Augmentation
 from training.services import request_augmentation
-
-from ._common import get_snapshot
 
 
 class Command(ServiceCommand):

@@ -1,7 +1,6 @@
 from core.commands import ServiceCommand
 from training import selectors
-
-from ._common import fmt_rho
+from training.management.commands._common import fmt_rho
 
 
 class Command(ServiceCommand):

@@ -1,7 +1,7 @@
 """manage.py compact_embeddings: merge each encoder's embedding shards into one."""
 
 from core.commands import ServiceCommand
-from training import encoders
+from training.storage import encoders
 
 
 class Command(ServiceCommand):

@@ -1,8 +1,7 @@
 from core.commands import ServiceCommand
+from training.management.commands._common import fmt_num, get_snapshot
 from training.selectors import not_evaluated_on
 from training.services import compare, evaluate, get_version
-
-from ._common import fmt_num, get_snapshot
 
 
 class Command(ServiceCommand):

@@ -1,9 +1,8 @@
 from core.commands import ServiceCommand
-from training.encoders import run_gate
+from training.management.commands._common import fmt_num, get_snapshot
 from training.ml.encoders.identity import BACKENDS, QUANTIZATIONS
 from training.services import get_version
-
-from ._common import fmt_num, get_snapshot
+from training.storage.encoders import run_gate
 
 
 class Command(ServiceCommand):

@@ -1,4 +1,4 @@
-from annotation import studies
+from annotation.studies import lifecycle as studies
 from core.commands import ServiceCommand
 from training import image_generation
 

@@ -1,9 +1,8 @@
 from pathlib import Path
 
 from core.commands import ServiceCommand
+from training.management.commands._common import command_actor
 from training.services import import_checkpoint
-
-from ._common import command_actor
 
 
 class Command(ServiceCommand):

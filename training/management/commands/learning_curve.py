@@ -3,10 +3,10 @@ import json
 from django.core.management.base import CommandError
 
 from core.commands import ServiceCommand
-from training import learning_curves, selectors
+from training import selectors
+from training.management.commands._common import fmt_ci, get_snapshot
 from training.models import LearningCurve
-
-from ._common import fmt_ci, get_snapshot
+from training.runs import learning_curves
 
 
 class Command(ServiceCommand):

@@ -1,9 +1,9 @@
 import json
 
 from core.commands import ServiceCommand
-from training import perspective_export, services
-
-from ._common import fmt_ci, get_snapshot
+from training import services
+from training.management.commands._common import fmt_ci, get_snapshot
+from training.perspectives import export as perspective_export
 
 
 class Command(ServiceCommand):

@@ -2,11 +2,10 @@ from django.core.management.base import CommandError
 
 from core.commands import ServiceCommand
 from training.errors import GroupsFall
-from training.group_check import DEFAULT_MARGIN, group_losses, verdict
+from training.management.commands._common import command_actor
+from training.perspectives.group_check import DEFAULT_MARGIN, group_losses, verdict
 from training.selectors import active_checkpoint
 from training.services import get_version, promote, report_snapshot
-
-from ._common import command_actor
 
 
 class Command(ServiceCommand):

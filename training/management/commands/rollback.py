@@ -1,7 +1,6 @@
 from core.commands import ServiceCommand
+from training.management.commands._common import command_actor
 from training.services import rollback
-
-from ._common import command_actor
 
 
 class Command(ServiceCommand):

@@ -1,7 +1,7 @@
-from annotation import studies
+from annotation.studies import lifecycle as studies
 from core.commands import ServiceCommand
 from training.services import create_snapshot
-from training.snapshots import WEIGHTINGS
+from training.snapshots.services import WEIGHTINGS
 
 
 class Command(ServiceCommand):

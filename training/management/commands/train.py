@@ -5,12 +5,11 @@ from tqdm import tqdm
 
 from core.commands import ServiceCommand
 from training import selectors
+from training.management.commands._common import fmt_rho, get_snapshot
 from training.ml.recipes import DEFAULT_RECIPE, RECIPES
 from training.models import TrainingRun
 from training.services import start_run
-from training.steering import parse as parse_steering
-
-from ._common import fmt_rho, get_snapshot
+from training.snapshots.steering import parse as parse_steering
 
 
 class Command(ServiceCommand):

@@ -1,0 +1,1 @@
+"""The REST API's doors: participants', staff's and studies' views, token auth, URLs."""

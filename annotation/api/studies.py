@@ -1,0 +1,134 @@
+"""The staff REST API of studies: list them with their progress, create one (a draft),
+and move one through its lifecycle (open, close, archive). Thin: ``annotation.studies.lifecycle``
+does the work and says what is refused (400 invalid, 404 unknown, 409 a move the
+lifecycle does not allow or a slug taken)."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.permissions import IsAdminUser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.models import Study
+from annotation.studies import lifecycle as studies
+
+
+class StudyProgressSerializer(serializers.Serializer):
+    slug = serializers.SlugField()
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(Study.Kind.choices)
+    status = serializers.ChoiceField(Study.Status.choices)
+    participants = serializers.IntegerField(help_text="Non-staff annotators whose consent stands.")
+    n_tasks = serializers.IntegerField(help_text="Tasks, gold tasks left out.")
+    slots = serializers.IntegerField(help_text="Rankings the tasks ask for (their overlap).")
+    rankings = serializers.IntegerField()
+    complete = serializers.IntegerField(help_text="Tasks with all the rankings they ask for.")
+
+
+class Strict:
+    """A field that takes its JSON type only (DRF would turn 0 into "0" and "2" into 2)."""
+
+    json_type: type = str
+
+    def to_internal_value(self, data):
+        if not isinstance(data, self.json_type) or isinstance(data, bool):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictSlugField(Strict, serializers.SlugField):
+    pass
+
+
+class StrictCharField(Strict, serializers.CharField):
+    pass
+
+
+class StrictIntegerField(Strict, serializers.IntegerField):
+    json_type = int
+
+
+class CreateStudySerializer(serializers.Serializer):
+    slug = StrictSlugField(max_length=60, help_text="The entry link is /join/{this slug}/.")
+    kind = serializers.ChoiceField(Study.Kind.choices, default=Study.Kind.COLLECTION)
+    name = StrictCharField(max_length=200, required=False, default="")
+    task_size = StrictIntegerField(min_value=2, max_value=100, required=False)
+    overlap = StrictIntegerField(min_value=1, max_value=1000, required=False)
+    platform = serializers.ChoiceField(Study.Platform.choices, default=Study.Platform.GENERIC)
+    gold_per_occupation = StrictIntegerField(
+        min_value=0,
+        max_value=100,
+        required=False,
+        default=1,
+        help_text="Gold tasks build_tasks makes per occupation; 0 turns them off (with a reason).",
+    )
+    checks_per_occupation = StrictIntegerField(
+        min_value=0,
+        max_value=100,
+        required=False,
+        default=1,
+        help_text="Attention-check tasks per occupation; 0 turns them off (with a reason).",
+    )
+    quality_off_reason = StrictCharField(
+        max_length=2000,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Why gold or attention-check tasks are off: required (400 without it) when "
+        "either count is 0, refused when neither is.",
+    )
+
+
+class StudySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Study
+        fields = [
+            "slug",
+            "name",
+            "kind",
+            "status",
+            "platform",
+            "task_size",
+            "overlap",
+            "gold_per_occupation",
+            "checks_per_occupation",
+            "quality_off_reason",
+        ]
+
+
+class TransitionSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(
+        Study.Status.choices,
+        help_text="open, closed or archived (draft -> open -> closed -> open or archived; "
+        "409 for any other move).",
+    )
+
+
+class StudiesView(APIView):
+    """Every study with its progress (GET); a new study, a draft (POST)."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(responses=StudyProgressSerializer(many=True))
+    def get(self, request):
+        return Response(StudyProgressSerializer(studies.progress(), many=True).data)
+
+    @extend_schema(request=CreateStudySerializer, responses={201: StudySerializer})
+    def post(self, request):
+        data = CreateStudySerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        study = studies.create_study(**data.validated_data)
+        return Response(StudySerializer(study).data, status=status.HTTP_201_CREATED)
+
+
+class StudyTransitionView(APIView):
+    """Open, close or archive a study; 409 for a move its lifecycle does not allow."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(request=TransitionSerializer, responses=StudySerializer)
+    def post(self, request, slug: str):
+        data = TransitionSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        study = studies.transition(studies.resolve(slug), data.validated_data["status"])
+        return Response(StudySerializer(study).data)

@@ -1,0 +1,1 @@
+"""The catalogue: occupations, prompts and items, loaded, imported, drawn."""

@@ -1,0 +1,51 @@
+"""Rankings: one annotator's order of a task's items, and its long form (one row per item)."""
+
+from django.db import models
+
+from annotation.models.catalogue import Item
+from annotation.models.people import AnnotatorProfile
+from annotation.models.tasks import RankingTask
+
+
+class Ranking(models.Model):
+    """One annotator's order of a task's items, most (0) to least stereotypical."""
+
+    # No index of its own: the unique (task, annotator) leads with it (one write less a submit).
+    task = models.ForeignKey(
+        RankingTask, on_delete=models.PROTECT, related_name="rankings", db_index=False
+    )
+    annotator = models.ForeignKey(
+        AnnotatorProfile, on_delete=models.PROTECT, related_name="rankings"
+    )
+    order = models.JSONField(help_text="Item ids, most to least stereotypical.")
+    shown_order = models.JSONField(help_text="Item ids in the order they were shown.")
+    seconds_spent = models.FloatField(null=True, blank=True)
+    # The browser window's width in CSS pixels when the ranking was submitted (none before
+    # it was recorded, or from a client that does not say): which layout the annotator saw.
+    viewport_width = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "annotator"], name="one_ranking_per_pair")
+        ]
+
+
+class RankedItem(models.Model):
+    """One row per (ranking, item): the long form labels and agreement read."""
+
+    # No index of its own: the unique (ranking, item) and (ranking, position) lead with it
+    # (K index writes less a submit).
+    ranking = models.ForeignKey(
+        Ranking, on_delete=models.CASCADE, related_name="positions", db_index=False
+    )
+    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="positions")
+    position = models.PositiveSmallIntegerField()
+    shown_position = models.PositiveSmallIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["ranking", "item"], name="unique_ranked_item"),
+            models.UniqueConstraint(fields=["ranking", "position"], name="unique_position"),
+        ]

@@ -1,0 +1,1 @@
+"""People taking part: accounts, consent, demographics, recruitment, erasure, their rankings."""

@@ -1,0 +1,134 @@
+"""The right to erasure (GDPR art. 17): one annotator's data removed for good.
+
+What goes: the demographics, the external ids of a recruitment (the keyed hash
+and the platform's submission ids), the quota seats (they say which group the
+person is in), the quality standing and its history (``StatusChange``: staff's
+free-text reasons are about the person), the rankings with their ranked items,
+the reservations, the API tokens; the account is deactivated and renamed, its
+e-mail and names blanked.
+What stays: a deactivated account with no personal data (its consent history,
+so the lawful processing before withdrawal can be shown) and one ``Erasure``
+row that says when and how many rankings, never whose.
+
+Rankings are deleted, not anonymised:
+
+- A ranking is not anonymous once its annotator link is cut: its shown order,
+  time spent and timestamp single it out for anyone who holds the access logs
+  or the platform's submission times (GDPR recital 26). Stripped of all that, it
+  is only its contribution to labels, which must go anyway.
+- Deleted rankings cannot count by mistake: every reader (labels, exports,
+  snapshots, agreement, the scheduler, ``counted_rankings``) sees them gone, with
+  no flag that each reader would have to remember.
+- No annotation is lost or counted twice: the tasks that held them are locked
+  in id order (the lock ``services.submit_ranking`` takes), the rankings deleted
+  and each task's ``ranking_count`` decremented in the same transaction, so
+  ``ranking_count == rankings.count() <= overlap`` keeps holding and the freed
+  slots go to other annotators, so the tasks still reach their overlap.
+- Snapshots keep working: a snapshot freezes its aggregate labels, not its
+  rankings, and ``last_ranking_id`` stays meaningful because ranking ids are
+  never reused (PostgreSQL sequences; Django's SQLite tables are AUTOINCREMENT).
+  A snapshot frozen before an erasure can no longer be rebuilt from the database
+  (that is the point); its hash and labels stay as frozen, and
+  ``selectors.erasures_after`` tells it that an erasure happened since.
+- What a snapshot says of the person goes: its lineage names annotators by
+  pseudonym (who was left out and why, reliability weights). ``annotator_erased``
+  is sent, with the pseudonym, inside the deleting transaction; the training app
+  removes that pseudonym from every snapshot (``training.snapshots.services.forget``).
+
+Two transactions, so that nothing can slip in between: the first marks the
+profile erased (consent withdrawn, account closed, demographics and external ids
+gone), after which ``assignment.next_task`` refuses it and ``services.submit_ranking``
+finds no reservation of an erased annotator; the second deletes the reservations
+and rankings. A submit already holding its reservation's row lock finishes
+first, and its ranking is then deleted with the others. A ``next_task`` that passed
+its consent check just before the first step may still leave a reservation; it
+holds no slot (``task_selectors.live_reservations`` leaves erased annotators out) and no
+submit accepts it. Should the second step
+not run (a crash), the rankings already do not count (no consent), and erasing
+again finishes it.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+from django.dispatch import Signal
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from annotation.errors import AlreadyErased
+from annotation.models import AnnotatorProfile, AnnotatorStatus, Ranking, RankingTask, StatusChange
+from annotation.models.studies import Erasure, Participation, QuotaSeat
+from annotation.quality import store as quality_store
+from annotation.rankings.exports import pseudonym
+
+# Sent with ``pseudonym=`` inside the transaction that deletes the rankings: a receiver
+# removes what it keeps under that pseudonym, or the erasure rolls back.
+annotator_erased = Signal()
+
+
+def erase_annotator(profile: AnnotatorProfile, via: str) -> Erasure:
+    """Erase one annotator (see the module docstring); ``AlreadyErased`` once all is gone."""
+    with transaction.atomic():
+        profile = (
+            AnnotatorProfile.objects.select_for_update(of=("self",))
+            .select_related("user")
+            .get(pk=profile.pk)
+        )
+        if profile.erased_at is None:
+            profile.erased_at = timezone.now()
+            profile.consents.active().update(withdrawn_at=profile.erased_at)
+            _delete_personal_links(profile)
+            profile.demographics = {}
+            profile.status = AnnotatorStatus.OK
+            profile.save(update_fields=["demographics", "erased_at", "status"])
+            _deactivate(profile.user)
+        elif not (profile.rankings.exists() or profile.assignments.exists()):
+            raise AlreadyErased(
+                f"This annotator's data was already erased on {profile.erased_at:%Y-%m-%d}."
+            )
+    with transaction.atomic():
+        removed = _delete_rankings(profile)
+        quality_store.forget_all()
+        annotator_erased.send(sender=Erasure, pseudonym=pseudonym(profile.user_id))
+        return Erasure.objects.create(rankings_removed=removed, via=via)
+
+
+def _delete_rankings(profile: AnnotatorProfile) -> int:
+    """Delete the annotator's reservations and rankings, giving their tasks the slots back."""
+    task_ids = set(profile.rankings.values_list("task_id", flat=True))
+    task_ids |= set(profile.assignments.values_list("task_id", flat=True))
+    # Wait for a submit in flight on any of these tasks, then read what it left.
+    list(
+        RankingTask.objects.select_for_update().filter(pk__in=task_ids).order_by("pk").values("pk")
+    )
+    profile.assignments.all().delete()
+    ranked = dict(profile.rankings.values_list("pk", "task_id"))
+    Ranking.objects.filter(pk__in=ranked).delete()  # RankedItem rows cascade
+    # One ranking per (task, annotator): each task loses exactly one.
+    RankingTask.objects.filter(pk__in=ranked.values()).update(ranking_count=F("ranking_count") - 1)
+    return len(ranked)
+
+
+def _delete_personal_links(profile: AnnotatorProfile) -> None:
+    """Rows that tie the profile to a person: the crowd platform's ids (the participant
+    could then take part again; the platforms keep their own record), the quota
+    seats (they say which group the person is in) and the standing's history."""
+    Participation.objects.filter(annotator=profile).delete()
+    QuotaSeat.objects.filter(annotator=profile).delete()
+    StatusChange.objects.filter(annotator=profile).delete()
+
+
+def _deactivate(user: AbstractBaseUser) -> None:
+    """No log-in, no token, no name: the account is a shell that holds the consent history."""
+    user.username = f"erased-{uuid.uuid4().hex}"
+    for name in ("email", "first_name", "last_name"):
+        if hasattr(user, name):
+            setattr(user, name, "")
+    user.set_unusable_password()
+    user.is_active = False
+    user.save()
+    Token.objects.filter(user=user).delete()

@@ -1,0 +1,1 @@
+"""The participants' pages (server-rendered); nothing imports it."""

@@ -1,0 +1,1 @@
+"""Rankings read: which count, the labels they make, pseudonymous exports."""

@@ -1,0 +1,376 @@
+"""Reads of annotators, their consent and their rankings, one function per question
+(the catalogue, tasks and cards: ``annotation.assignment.selectors``).
+
+"The rankings that count" is answered here and only here (``counted_rankings``):
+labels, snapshots, exports and the retraining schedule all read through it;
+``left_out_rankings`` is its complement, with the reasons. Every read of rankings
+takes ``studies`` (studies or their ids; None: the default study alone), so nothing
+of one study reaches another's labels, exports or reports.
+
+The quality report's and the policy's reads of the same rankings (with their flags,
+parsed for the quality library) are ``annotation.quality.selectors``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.contrib.auth import get_user_model
+from django.core.paginator import Page, Paginator
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
+from rest_framework.authtoken.models import Token
+
+from annotation.models import (
+    AnnotatorProfile,
+    AnnotatorStatus,
+    Consent,
+    ConsentText,
+    DemographicField,
+    Occupation,
+    RankedItem,
+    Ranking,
+    RankingTask,
+)
+from annotation.models.studies import Erasure, Study, study_ids
+from annotation.rankings.labels import LabelRow
+from core.prepared import Param, Prepared, columns, instance
+
+
+def consent_stands(annotator: str = "annotator") -> Exists:
+    """``EXISTS`` an active consent of the profile the outer query's ``annotator`` field
+    (``"pk"`` for profiles) names: its consent stands (any version)."""
+    return Exists(Consent.objects.active().filter(annotator=OuterRef(annotator)))
+
+
+def current_consent_text(study) -> Subquery:
+    """The id of the newest consent text of ``study`` (a study, its id or an
+    ``OuterRef``), as a subquery (a new version needs consent again)."""
+    return Subquery(ConsentText.objects.filter(study=study).order_by("-version").values("pk")[:1])
+
+
+def consents_to_current_text(annotator) -> Exists:
+    """Whether ``annotator`` (a profile or an ``OuterRef``) agreed to the newest text of
+    their study and has not withdrawn; an older version's consent still makes its
+    rankings count (``counted_rankings``) but gives no new task."""
+    newest = current_consent_text(OuterRef("annotator__study_id"))
+    return Exists(Consent.objects.active().filter(annotator=annotator, text_id=newest))
+
+
+def has_consent(profile: AnnotatorProfile) -> bool:
+    """An active consent to the newest consent text of the profile's study."""
+    newest = current_consent_text(profile.study_id)
+    return Consent.objects.active().filter(annotator=profile, text_id=newest).exists()
+
+
+def progress(profile: AnnotatorProfile) -> dict:
+    """The annotator's rankings so far against their quota: ``{"done", "quota"}``."""
+    return {"done": profile.rankings.count(), "quota": profile.quota}
+
+
+def exclusion_reason(profile: AnnotatorProfile) -> str:
+    """Why the annotator was excluded, as recorded ("" when no exclusion is on record)."""
+    change = profile.status_changes.filter(status=AnnotatorStatus.EXCLUDED).first()
+    return change.reason if change else ""
+
+
+def study_contact(study_id: int) -> str:
+    """The study team's e-mail address, from the study's newest consent text ("" if none)."""
+    return (
+        ConsentText.objects.filter(study_id=study_id)
+        .values_list("contact_email", flat=True)
+        .first()
+        or ""
+    )
+
+
+def excluded_message(profile: AnnotatorProfile) -> str:
+    """What an excluded annotator is told: the recorded reason and whom to write to."""
+    why = exclusion_reason(profile)
+    contact = study_contact(profile.study_id)
+    return (
+        f"The quality checks excluded you from this study{f' ({why})' if why else ''}: you "
+        "will get no more tasks, and your rankings are not used. If you think this is a "
+        "mistake, write to the study team"
+        + (f" at {contact}" if contact else "")
+        + ", quoting your pseudonym."
+    )
+
+
+def _token_query() -> QuerySet:
+    user = get_user_model()
+    return Token.objects.filter(key=Param("key", Token._meta.pk)).values(
+        *columns(Token), *columns(user, "user__"), *columns(AnnotatorProfile, "user__annotator__")
+    )[:1]
+
+
+_TOKEN = Prepared(_token_query)
+
+
+def token_with_profile(key: str) -> Token | None:
+    """The API token ``key`` with its user and the user's annotator profile (one query,
+    compiled once: it runs on every API request)."""
+    row = _TOKEN.first(key=key)
+    if row is None:
+        return None
+    token = instance(Token, row)
+    token.user = instance(get_user_model(), row, "user__")
+    profile = instance(AnnotatorProfile, row, "user__annotator__")
+    if profile is not None:
+        token.user.annotator = profile
+    return token
+
+
+def demographic_questions() -> QuerySet[DemographicField]:
+    """The questions of the demographics form (active fields, in their order)."""
+    return DemographicField.objects.filter(active=True)
+
+
+def demographic_fields() -> QuerySet[DemographicField]:
+    """Every demographic field, retired ones too (old answers keep their key), in order."""
+    return DemographicField.objects.all()
+
+
+def consented_rankings(include_synthetic: bool = False, studies=None) -> QuerySet[Ranking]:
+    """Rankings of ``studies`` whose annotator's consent stands (a withdrawal takes them
+    out), synthetic annotators' only when asked for: what the quality report reads, gold
+    tasks and excluded annotators included. Labels read ``counted_rankings``."""
+    rankings = Ranking.objects.filter(consent_stands(), task__study__in=study_ids(studies))
+    if not include_synthetic:
+        rankings = rankings.filter(annotator__is_synthetic=False)
+    return rankings
+
+
+def counted_rankings(include_synthetic: bool = False, studies=None) -> QuerySet[Ranking]:
+    """The rankings of ``studies`` that count: consented (``consented_rankings``), not by
+    an excluded annotator, not of a gold task (gold never feeds labels). An attention-check
+    card in a ranking that counts is still left out of labels (``label_rows``)."""
+    return (
+        consented_rankings(include_synthetic, studies)
+        .filter(task__is_gold=False)
+        .exclude(annotator__status=AnnotatorStatus.EXCLUDED)
+    )
+
+
+def label_rows(include_synthetic: bool = False, studies=None) -> list[LabelRow]:
+    """Every ranked item of the rankings of ``studies`` that count (a validation study's
+    never: they judge conditions, not items), with the annotator's demographics
+    (one query; the input of ``labels.item_labels`` and ``labels.group_labels``).
+
+    An attention-check card is dropped and the other items' positions close up
+    (0..K-2), so the card neither gets a label nor shifts the others'.
+    """
+    values = (
+        RankedItem.objects.filter(ranking__in=counted_rankings(include_synthetic, studies))
+        .exclude(ranking__task__study__kind=Study.Kind.VALIDATION)
+        .order_by("ranking_id", "position")
+        .values_list(
+            "ranking_id",
+            "item_id",
+            "ranking__annotator__demographics",
+            "ranking__task__check_item_id",
+            "ranking__annotator__user_id",
+            "ranking__task_id",
+        )
+    )
+    rows, position = [], defaultdict(int)
+    for rid, iid, demo, card, annotator, task in values:
+        if iid == card:
+            continue
+        rows.append(LabelRow(rid, iid, position[rid], demo or {}, annotator, task))
+        position[rid] += 1
+    return rows
+
+
+CONSENT_WITHDRAWN, EXCLUDED, SYNTHETIC, GOLD = (
+    "consent withdrawn",
+    "excluded annotator",
+    "synthetic annotator",
+    "gold task",
+)
+
+
+def left_out_rankings(
+    include_synthetic: bool, last_ranking_id: int | None, studies=None
+) -> list[dict]:
+    """The rankings of ``studies`` up to ``last_ranking_id`` that do not count, by annotator
+    and reason (one query): ``[{"user_id", "reason", "rankings"}]``. A ranking's reason is the first
+    that applies of: consent withdrawn, excluded annotator, synthetic annotator (when
+    not included), gold task; the complement of ``counted_rankings``."""
+    consented = consent_stands()
+    reasons = [
+        When(~consented, then=Value(CONSENT_WITHDRAWN)),
+        When(annotator__status=AnnotatorStatus.EXCLUDED, then=Value(EXCLUDED)),
+        When(task__is_gold=True, then=Value(GOLD)),
+    ]
+    if not include_synthetic:
+        reasons.insert(2, When(annotator__is_synthetic=True, then=Value(SYNTHETIC)))
+    rankings = Ranking.objects.filter(task__study__in=study_ids(studies))
+    if last_ranking_id is not None:
+        rankings = rankings.filter(pk__lte=last_ranking_id)
+    rows = (
+        rankings.annotate(reason=Case(*reasons, default=Value("")))
+        .exclude(reason="")
+        .order_by()
+        .values("annotator__user_id", "reason")
+        .annotate(rankings=Count("pk"))
+        .order_by("annotator__user_id", "reason")
+    )
+    return [
+        {"user_id": r["annotator__user_id"], "reason": r["reason"], "rankings": r["rankings"]}
+        for r in rows
+    ]
+
+
+def check_cards_left_out(include_synthetic: bool, last_ranking_id: int | None, studies=None) -> int:
+    """How many attention-check cards ``label_rows`` drops from the rankings that count."""
+    rankings = counted_rankings(include_synthetic, studies)
+    rankings = rankings.filter(task__check_item__isnull=False)
+    if last_ranking_id is not None:
+        rankings = rankings.filter(pk__lte=last_ranking_id)
+    return rankings.count()
+
+
+def counted_rankings_after(
+    last_ranking_id: int | None, include_synthetic: bool = False, studies=None
+) -> int:
+    """How many rankings of ``studies`` that count were stored after ``last_ranking_id``
+    (all when None)."""
+    rankings = counted_rankings(include_synthetic, studies)
+    if last_ranking_id is not None:
+        rankings = rankings.filter(pk__gt=last_ranking_id)
+    return rankings.count()
+
+
+def annotators() -> QuerySet[AnnotatorProfile]:
+    """Annotator profiles: staff accounts rank only to try the portal and are left out."""
+    return AnnotatorProfile.objects.filter(user__is_staff=False)
+
+
+def annotator_profile(profile_id: int) -> AnnotatorProfile | None:
+    """Profile ``profile_id`` with its user (staff included), if there is one."""
+    return AnnotatorProfile.objects.select_related("user").filter(pk=profile_id).first()
+
+
+def active_annotators() -> QuerySet[AnnotatorProfile]:
+    """Annotators whose consent stands (any version): not withdrawn, not erased."""
+    return annotators().filter(consent_stands("pk"))
+
+
+def _study_id(study) -> int:
+    """The id of ``study`` (a study or its id; None: the default study)."""
+    return study_ids(None if study is None else [study])[0]
+
+
+def annotator_status_counts(study=None) -> dict[str, int]:
+    """How many human annotators (staff left out) of ``study`` (a study or its id; None:
+    the default study) are active, withdrawn or erased (one query).
+
+    Withdrawn: gave consent once, none stands now, data kept. Erased: data gone.
+    """
+    stands = consent_stands("pk")
+    gave = Exists(Consent.objects.filter(annotator=OuterRef("pk")))
+    return (
+        annotators()
+        .filter(is_synthetic=False, study_id=_study_id(study))
+        .aggregate(
+            active=Count("pk", filter=Q(stands)),
+            withdrawn=Count("pk", filter=Q(gave, ~stands, erased_at__isnull=True)),
+            erased=Count("pk", filter=Q(erased_at__isnull=False)),
+        )
+    )
+
+
+def erasures_after(moment) -> QuerySet[Erasure]:
+    """Erasures since ``moment`` (a snapshot's ``created_at``): their annotators' rankings
+    are in what was frozen then, and in nothing built afterwards."""
+    return Erasure.objects.filter(erased_at__gt=moment)
+
+
+def occupation_progress(study=None) -> list[dict]:
+    """Per occupation with tasks of ``study`` (a study or its id; None: the default study):
+    its tasks, rankings, filled overlap slots and complete tasks in that study (one
+    query); gold tasks, which ignore overlap, are not part of it."""
+    sid = _study_id(study)
+    counted = Q(tasks__is_gold=False, tasks__study_id=sid)
+    has_tasks = Exists(
+        RankingTask.objects.filter(occupation=OuterRef("pk"), study_id=sid, is_gold=False)
+    )
+    rows = (
+        Occupation.objects.filter(has_tasks)
+        .annotate(
+            n_tasks=Count("tasks", filter=counted),
+            slots=Sum("tasks__overlap", filter=counted, default=0),
+            rankings=Sum("tasks__ranking_count", filter=counted, default=0),
+            complete=Count(
+                "tasks", filter=counted & Q(tasks__ranking_count__gte=F("tasks__overlap"))
+            ),
+        )
+        .order_by("name")
+        .values("name", "n_tasks", "slots", "rankings", "complete")
+    )
+    return list(rows)
+
+
+def annotator_progress(page: int | str | None, per_page: int = 50, study=None) -> Page:
+    """One page of the active annotators of ``study`` (a study or its id; None: the default
+    study; staff, withdrawn and erased left out) with ``done`` rankings of that study, most
+    active first (one query plus a count); rows are dicts of user id, username, quota,
+    done, synthetic."""
+    sid = _study_id(study)
+    profiles = (
+        active_annotators()
+        .filter(study_id=sid)
+        .annotate(done=Count("rankings", filter=Q(rankings__task__study_id=sid)))
+        .order_by("is_synthetic", "-done", "user__username")
+        .values("user_id", "user__username", "quota", "done", "is_synthetic")
+    )
+    return Paginator(profiles, per_page).get_page(page)
+
+
+def demographic_answers(study=None) -> list[dict]:
+    """The demographic answers of the active human annotators of ``study`` (a study or its
+    id; None: the default study), one dict each (synthetic ones left out)."""
+    return list(
+        active_annotators()
+        .filter(is_synthetic=False, study_id=_study_id(study))
+        .values_list("demographics", flat=True)
+    )
+
+
+def gold_task_count(study: Study) -> int:
+    """How many gold tasks (tasks with a reference order) the study has."""
+    return RankingTask.objects.filter(study=study, is_gold=True).count()
+
+
+def demographic_labels() -> dict[str, str]:
+    """Each demographic field's key with the label people read (``age_band``: "Age band")."""
+    return dict(DemographicField.objects.values_list("key", "label"))
+
+
+def study(slug: str) -> Study | None:
+    """The study whose entry link ends in ``slug``, if there is one."""
+    return Study.objects.filter(slug=slug).first()
+
+
+def study_samplers() -> QuerySet:
+    """The studies not archived, newest first, with their sampler and what an ``active``
+    one's priorities rest on (the progress dashboard's "which sampler is on")."""
+    from annotation.models.studies import Study
+
+    return (
+        Study.objects.exclude(status=Study.Status.ARCHIVED)
+        .order_by("-created_at")
+        .values("slug", "name", "kind", "sampler", "priorities_basis", "priorities_updated_at")
+    )

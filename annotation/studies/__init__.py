@@ -1,0 +1,1 @@
+"""Studies: their lifecycle, their tasks built, synthetic annotators."""

@@ -1,0 +1,1 @@
+"""Validation studies: conditions, their images, blinded tasks, the report."""

@@ -1,0 +1,1 @@
+"""The training side's staff API and its URLs."""

@@ -1,0 +1,1 @@
+"""Whose opinions a version rewards: perspective reports, their exports, group checks."""

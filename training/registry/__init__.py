@@ -1,0 +1,1 @@
+"""Versions: registered, evaluated, promoted, rolled back, carded; the sampler they feed."""

@@ -1,0 +1,1 @@
+"""Training runs: started, executed, recovered; augmentation, search, learning curves."""

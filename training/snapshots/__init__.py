@@ -1,0 +1,1 @@
+"""Labels frozen into snapshots; steered and balanced data drawn from them."""

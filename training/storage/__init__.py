@@ -1,0 +1,1 @@
+"""Where weights live: encoders loaded, checkpoints stored and fetched."""
