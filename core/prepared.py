@@ -102,13 +102,21 @@ def _cursor(connection):
     over a server-binding psycopg cursor (Django's own class for ``server_side_binding``)."""
     if connection.vendor != "postgresql":
         return connection.cursor()
-    connection.ensure_connection()
+    _healthy(connection)
     if connection.connection.prepare_threshold is None:
         return connection.cursor()
     from django.db.backends.postgresql.base import ServerBindingCursor
 
     with connection.wrap_database_errors:
         return connection._prepare_cursor(ServerBindingCursor(connection.connection))
+
+
+def _healthy(connection) -> None:
+    """Connect, first dropping a connection that fails Django's health check
+    (``CONN_HEALTH_CHECKS``, once per request) as ``connection.cursor()`` does: after a
+    database restart a persistent connection is dead, and its first query would fail."""
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
 
 
 @contextmanager
@@ -126,7 +134,7 @@ def server_binding(using: str = "default") -> Iterator[None]:
     if connection.vendor != "postgresql":
         yield
         return
-    connection.ensure_connection()
+    _healthy(connection)
     raw = connection.connection
     if raw.prepare_threshold is None:
         yield

@@ -3,6 +3,7 @@
 import threading
 from datetime import timedelta
 
+import pytest
 from django.db.models import DateTimeField, IntegerField
 from django.utils import timezone
 
@@ -128,3 +129,36 @@ def test_server_binding_prepares_the_orms_writes_and_restores_the_cursor(make_ta
     assert raw.cursor_factory is before
     task.refresh_from_db()
     assert task.priority == 2 * (raw.prepare_threshold + 1)
+
+
+@pytest.mark.postgres
+def test_a_prepared_query_heals_a_connection_the_server_killed(make_tasks, transactional_db):
+    """After a PostgreSQL restart every persistent connection is dead. A request's first
+    query is often a prepared one (the API's token lookup): it must pass Django's health
+    check and reconnect, as ``connection.cursor()`` does, not fail with a 500."""
+    from django.db import connection, connections
+
+    from core.prepared import server_binding
+
+    (task,) = make_tasks(1)
+    lookup = Prepared(
+        lambda: RankingTask.objects.filter(pk=Param("task", IntegerField())).values("id")
+    )
+    enabled, connection.health_check_enabled = connection.health_check_enabled, True
+    try:
+        for attempt in ("query", "write"):
+            connection.ensure_connection()
+            pid = connection.connection.info.backend_pid
+            killer = connections.create_connection("default")
+            with killer.cursor() as cursor:  # what a restart does to the backend
+                cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+            killer.close()
+            connection.health_check_done = False  # a new request
+            if attempt == "query":
+                assert lookup.first(task=task.pk)["id"] == task.pk
+            else:
+                with server_binding():
+                    assert RankingTask.objects.filter(pk=task.pk).update(priority=2) == 1
+            assert connection.connection.info.backend_pid != pid
+    finally:
+        connection.health_check_enabled = enabled
