@@ -13,9 +13,9 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
+from core.throttling import ScopedRateThrottle
 from scoring import services
 from scoring.errors import ScoringError
 from scoring.roles import HasScoringRole

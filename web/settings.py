@@ -240,7 +240,13 @@ SPECTACULAR_SETTINGS = {
 # Redis, else files under VAR_DIR.
 REDIS_URL = env.str("REDIS_URL", default="")
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    # Short timeouts: with Redis down a request waits a second at most, then the
+    # throttles fail open (core.throttling) rather than hang.
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+    }
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "health": {

@@ -18,7 +18,6 @@ from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ParseError
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from annotation.assignment import next_task as assignment
@@ -31,6 +30,7 @@ from annotation.participants.erasure import erase_annotator
 from annotation.rankings import selectors
 from annotation.rankings.exports import csv_lines, jsonl_lines, pair_rows, ranking_rows
 from annotation.studies import lifecycle as studies
+from core.throttling import ScopedRateThrottle
 
 
 class TokenView(ObtainAuthToken):

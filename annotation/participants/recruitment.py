@@ -39,13 +39,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from rest_framework.throttling import SimpleRateThrottle
 
 from annotation.errors import AlreadyTookPart, CannotReconsider, InvalidLink, StudyClosed
 from annotation.models import AnnotatorProfile
 from annotation.models.studies import Participation, Study
 from annotation.rankings import selectors
 from annotation.rankings.exports import pseudonym
+from core.throttling import SimpleRateThrottle
 
 log = logging.getLogger(__name__)
 
