@@ -269,36 +269,28 @@ def test_past_check_failures_are_listed_with_dates_and_widths_and_reinstated_at_
     assert "no warned or excluded annotator" not in run("attention_checks")
 
 
-@pytest.fixture
-def admin_client_(db):
-    admin = get_user_model().objects.create_superuser("root", password="pw-123456")
-    client = Client()
-    client.force_login(admin)
-    return client
-
-
-def test_the_admin_warns_of_open_studies_whose_consent_is_incomplete(admin_client_):
+def test_the_admin_warns_of_open_studies_whose_consent_is_incomplete(admin_client):
     ensure_consent_text()  # the default study: open, on the catalogue's template
-    page = admin_client_.get(reverse("admin:annotation_study_changelist"))
+    page = admin_client.get(reverse("admin:annotation_study_changelist"))
     warnings = [str(m) for m in page.context["messages"] if m.level_tag == "warning"]
     assert any(w.startswith("Study 'default': its consent text") for w in warnings), warnings
     consent.publish(Study.objects.get(slug="default"), FILLED)
-    page = admin_client_.get(reverse("admin:annotation_study_changelist"))
+    page = admin_client.get(reverse("admin:annotation_study_changelist"))
     assert not [m for m in page.context["messages"] if m.level_tag == "warning"]
 
 
 def test_a_consent_version_someone_agreed_to_cannot_be_edited_in_the_admin(
-    admin_client_, portal_client
+    admin_client, portal_client
 ):
     text = ensure_consent_text()
     url = reverse("admin:annotation_consenttext_change", args=[text.pk])
-    assert 'name="controller"' in admin_client_.get(url).content.decode()
+    assert 'name="controller"' in admin_client.get(url).content.decode()
     portal_client("agrees")  # gives consent to this version
-    page = admin_client_.get(url).content.decode()
+    page = admin_client.get(url).content.decode()
     assert 'name="controller"' not in page and 'name="text"' not in page
 
 
-def test_the_admin_refuses_to_turn_quality_off_without_a_reason(admin_client_):
+def test_the_admin_refuses_to_turn_quality_off_without_a_reason(admin_client):
     study = Study.objects.get(slug="default")
     url = reverse("admin:annotation_study_change", args=[study.pk])
     form = {
@@ -311,12 +303,12 @@ def test_the_admin_refuses_to_turn_quality_off_without_a_reason(admin_client_):
         "checks_per_occupation": 1,
         "quality_off_reason": "",
     }
-    refused = admin_client_.post(url, form)
+    refused = admin_client.post(url, form)
     assert refused.status_code == 200
     assert "quality_off_reason" in refused.context["adminform"].form.errors
     study.refresh_from_db()
     assert study.gold_per_occupation == 1
-    saved = admin_client_.post(url, {**form, "quality_off_reason": "a pilot of the page"})
+    saved = admin_client.post(url, {**form, "quality_off_reason": "a pilot of the page"})
     assert saved.status_code == 302
     study.refresh_from_db()
     assert (study.gold_per_occupation, study.quality_off_reason) == (0, "a pilot of the page")
@@ -348,13 +340,13 @@ def test_a_due_check_task_is_open_to_every_annotator_whatever_its_overlap(
 
 
 def test_the_progress_dashboard_warns_of_open_studies_whose_consent_is_incomplete(
-    admin_client_,
+    admin_client,
 ):
     ensure_consent_text()
-    page = admin_client_.get(reverse("dashboards:progress")).content.decode()
+    page = admin_client.get(reverse("dashboards:progress")).content.decode()
     assert 'id="consent-warnings"' in page and "Study &#x27;default&#x27;: its consent" in page
     consent.publish(Study.objects.get(slug="default"), FILLED)
-    page = admin_client_.get(reverse("dashboards:progress")).content.decode()
+    page = admin_client.get(reverse("dashboards:progress")).content.decode()
     assert 'id="consent-warnings"' not in page
 
 
