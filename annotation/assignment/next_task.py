@@ -233,6 +233,8 @@ def next_task(profile: AnnotatorProfile, ordering: str | None = None) -> Assignm
     state, the best candidate (locked), its live reservations, its items and one
     upsert of the reservation; for a newcomer, up to four more that seat them in
     their groups' quotas (``annotation.assignment.quotas``; ``GroupFull`` when one is full).
+    Finding none, on PostgreSQL it lets go of every lock, waits for the open tasks other
+    transactions hold and chooses again, in a transaction of its own.
     ``AnnotatorExcluded`` for an excluded annotator.
     """
     if ordering is not None:
@@ -250,28 +252,53 @@ def next_task(profile: AnnotatorProfile, ordering: str | None = None) -> Assignm
     if done >= profile.quota or state["study_status"] not in SERVING:
         return None
     paced = due(state)
+    may_wait = connection.features.has_select_for_update_skip_locked
     with transaction.atomic():
-        if state["quotas_set"] and not state["done"] and not state["seated"]:
-            quotas.take_seats(profile, now)  # balanced pools: GroupFull if a group is full
-        task = _take_task(profile, now, ordering, paced)
-        if task is None:
-            return None
-        items = _task_items(task)
-        random.shuffle(items)
-        with server_binding():  # the upsert prepared: planned once per connection
-            (assignment,) = Assignment.objects.bulk_create(
-                [
-                    Assignment(
-                        task=task,
-                        annotator=profile,
-                        shown_order=[item.pk for item in items],
-                        reserved_until=now + settings.STEREORANK["RESERVATION"],
-                    )
-                ],
-                update_conflicts=True,
-                unique_fields=["task", "annotator"],
-                update_fields=["shown_order", "reserved_at", "reserved_until"],
-            )
+        reserved = _reserve(profile, state, now, ordering, paced, wait_if_none=may_wait)
+    if reserved is _WAIT:
+        # Rows skipped as locked (a priority write) are not "none left": wait for them holding
+        # nothing (a row that failed its recheck stays locked till the transaction ends, and
+        # two waiters each holding one deadlocked), then choose again.
+        with transaction.atomic():
+            _wait_for_locked(profile, now, ordering, paced)
+            reserved = _reserve(profile, state, now, ordering, paced)
+    return reserved
+
+
+_WAIT = Assignment()
+"""``_reserve``'s answer when it found no task and rolled back: wait, then try again."""
+
+
+def _reserve(
+    profile, state: dict, now, ordering: str, paced: str | None, wait_if_none: bool = False
+) -> Assignment | None:
+    """Inside the caller's transaction: seat a newcomer, lock the best task and upsert the
+    reservation. None if no task is left; ``_WAIT`` instead when ``wait_if_none`` (the
+    transaction marked for rollback, so every lock it took is let go)."""
+    if state["quotas_set"] and not state["done"] and not state["seated"]:
+        quotas.take_seats(profile, now)  # balanced pools: GroupFull if a group is full
+    task = _take_task(profile, now, ordering, paced)
+    if task is None:
+        if wait_if_none:
+            transaction.set_rollback(True)
+            return _WAIT
+        return None
+    items = _task_items(task)
+    random.shuffle(items)
+    with server_binding():  # the upsert prepared: planned once per connection
+        (assignment,) = Assignment.objects.bulk_create(
+            [
+                Assignment(
+                    task=task,
+                    annotator=profile,
+                    shown_order=[item.pk for item in items],
+                    reserved_until=now + settings.STEREORANK["RESERVATION"],
+                )
+            ],
+            update_conflicts=True,
+            unique_fields=["task", "annotator"],
+            update_fields=["shown_order", "reserved_at", "reserved_until"],
+        )
     assignment.task = task
     assignment.shown_items = items
     return assignment
@@ -372,7 +399,8 @@ _LIVE = Prepared(_live_query)
 
 def _wait_for_locked(profile: AnnotatorProfile, now, ordering: str, paced: str | None) -> None:
     """Wait for an open task another transaction holds, keeping no lock (a savepoint rolled
-    back) and in id order, so waiters never hold what another waits for (they deadlocked)."""
+    back) and in id order: called first in its transaction, a waiter holds nothing another
+    waits for."""
     waiting = _candidates(profile, profile.study_id, now, ordering, paced, skip_locked=False)
     with transaction.atomic():
         waiting.order_by("pk").values("pk").first()
@@ -387,11 +415,10 @@ def _take_task(
     to the task with the fewest live reservations, then the oldest.
 
     Gold tasks, and check tasks when a check is due, ignore overlap (``OPEN_TO_ALL``). The
-    best candidate is
-    locked in the query that finds it (PostgreSQL skips rows other transactions
-    hold); an ordinary task's live reservations are then counted again in a
-    statement of their own, so a reservation committed meanwhile is seen. The first
-    try runs compiled once (``_best``); a retry, rare, through the ORM.
+    best candidate is locked in the query that finds it (PostgreSQL skips rows other
+    transactions hold, and never waits here); an ordinary task's live reservations are then
+    counted again in a statement of their own, so a reservation committed meanwhile is seen.
+    The first try runs compiled once (``_best``); a retry, rare, through the ORM.
     """
     tried: list[int] = []
     for _ in range(tries):
@@ -401,10 +428,6 @@ def _take_task(
             task = candidates.exclude(pk__in=tried).first()
         else:
             task = _best(profile, now, ordering, paced)
-            if task is None and connection.features.has_select_for_update_skip_locked:
-                # Rows skipped as locked (a priority write) are not "none left": wait, retry.
-                _wait_for_locked(profile, now, ordering, paced)
-                task = _best(profile, now, ordering, paced)
         if task is None or task.is_gold or (paced == "check" and task.check_item_id):
             return task
         live = len(_LIVE.rows(task=task.pk, now=now))
