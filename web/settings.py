@@ -163,6 +163,30 @@ LOGIN_URL = "portal:login"
 LOGIN_REDIRECT_URL = "portal:home"
 LOGOUT_REDIRECT_URL = "portal:login"
 
+# Who may come in (annotation/accounts/). Lockout (django-axes), counted in the database
+# so that it holds while Redis is down: after STEREORANK_LOCKOUT_FAILURES failed log-ins
+# for one account, or from one address, every password door (the portal's, the admin's,
+# the token endpoint) refuses it until STEREORANK_LOCKOUT_MINUTES have passed since the
+# last failure; `manage.py unlock USERNAME` lifts it sooner.
+INSTALLED_APPS.append("axes")
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked account or address
+    "django.contrib.auth.backends.ModelBackend",
+]
+MIDDLEWARE.append("axes.middleware.AxesMiddleware")  # a lockout becomes its page (429)
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = env.int("STEREORANK_LOCKOUT_FAILURES", default=10)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("STEREORANK_LOCKOUT_MINUTES", default=30))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each counted on its own
+# The address the throttles read (REMOTE_ADDR, or X-Forwarded-For behind
+# STEREORANK_NUM_PROXIES proxies): a forged header escapes neither.
+AXES_CLIENT_IP_CALLABLE = "annotation.accounts.lockout.client_address"
+AXES_LOCKOUT_CALLABLE = "annotation.accounts.lockout.lockout_response"
+# Failures are kept (until their cool-off) to count them; successful log-ins are not
+# logged: no participant's address is kept for nothing.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False  # no banner on every start (commands' output stays theirs)
+
 # HTTPS outside the embedded mode (`manage.py check --deploy` is clean with the defaults);
 # the embedded mode serves plain http on 127.0.0.1.
 # DJANGO_HTTPS: the site is reached over HTTPS (secure cookies, HSTS, redirect); off only

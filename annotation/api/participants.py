@@ -14,7 +14,6 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from rest_framework import serializers, status
-from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ParseError
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
@@ -31,11 +30,6 @@ from annotation.rankings import selectors
 from annotation.rankings.exports import csv_lines, jsonl_lines, pair_rows, ranking_rows
 from annotation.studies import lifecycle as studies
 from core.throttling import ScopedRateThrottle
-
-
-class TokenView(ObtainAuthToken):
-    throttle_classes = [ScopedRateThrottle]
-    throttle_scope = "auth"
 
 
 class ItemSerializer(serializers.Serializer):

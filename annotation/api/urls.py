@@ -4,6 +4,7 @@ from rest_framework.routers import SimpleRouter
 from annotation.api import participants as api
 from annotation.api import staff as staff_api
 from annotation.api import studies as study_api
+from annotation.api import tokens
 
 staff = SimpleRouter()
 staff.register("occupations", staff_api.OccupationViewSet, basename="staff-occupation")
@@ -12,7 +13,7 @@ staff.register("tasks", staff_api.TaskViewSet, basename="staff-task")
 staff.register("rankings", staff_api.RankingViewSet, basename="staff-ranking")
 
 urlpatterns = [
-    path("auth/token/", api.TokenView.as_view(), name="api-token"),
+    path("auth/token/", tokens.TokenView.as_view(), name="api-token"),
     path("tasks/next/", api.NextTaskView.as_view(), name="api-next-task"),
     path("tasks/<int:task_id>/ranking/", api.SubmitRankingView.as_view(), name="api-ranking"),
     path("me/", api.MeView.as_view(), name="api-me"),
