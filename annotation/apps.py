@@ -7,3 +7,4 @@ class AnnotationConfig(AppConfig):
 
     def ready(self) -> None:
         from annotation.quality import checks  # noqa: F401  (registers the system checks
+        from annotation.rankings import checks as _exports  # noqa: F401  (deploy checks)

@@ -135,13 +135,14 @@ def detect_occupation(prompt: str, occupations: list[str] | None = None) -> str:
 
 def make_rewriter():
     """The optimiser's rewriter named by ``SCORING["REWRITER"]``; the LLM one uses the
-    ``TRAINING["OPENAI_*"]`` settings, as paraphrasing does."""
+    ``TRAINING["OPENAI_*"]`` settings and the daily spending cap, as paraphrasing does."""
+    from training.llm_budget import client_options
     from training.ml.optimise import make_rewriter as build
 
     name = limits()["REWRITER"]
     if name == "openai":
         t = settings.TRAINING
-        client = {k: v for k, v in t["OPENAI_CLIENT"].items() if k != "batch_size"}
+        client = {k: v for k, v in client_options().items() if k != "batch_size"}
         return build(
             "openai",
             base_url=t["OPENAI_BASE_URL"],

@@ -498,3 +498,21 @@ class LearningCurve(models.Model):
 
     def __str__(self) -> str:
         return f"learning curve of snapshot {self.snapshot_id} ({self.status})"
+
+
+class LLMSpend(models.Model):
+    """What the LLM (paraphrases, the optimiser's rewriter) cost on one UTC day, in USD:
+    ``spent`` (the answers' priced usage) and ``reserved`` (the worst case of requests in
+    flight), shared by every request and process (``training.llm_budget``)."""
+
+    day = models.DateField(unique=True)
+    spent_usd = models.FloatField(default=0.0)
+    reserved_usd = models.FloatField(default=0.0)
+    requests = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-day"]
+
+    def __str__(self) -> str:
+        return f"{self.day}: ${self.spent_usd:.4f} spent, ${self.reserved_usd:.4f} reserved"

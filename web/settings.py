@@ -18,7 +18,7 @@ from pathlib import Path
 
 import environ
 
-from web import storage_settings
+from web import csp_settings, storage_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -449,6 +449,8 @@ TRAINING = {
         "requests_per_minute": env.int("OPENAI_REQUESTS_PER_MINUTE", default=None),
         "price_prompt_per_1k": env.float("OPENAI_PRICE_PROMPT_PER_1K", default=None),
         "price_completion_per_1k": env.float("OPENAI_PRICE_COMPLETION_PER_1K", default=None),
+        # The cap per UTC day, across requests and processes (training/llm_budget.py keeps
+        # the day's spending in the database), and so also any one request's or run's.
         "max_cost_usd": env.float("OPENAI_MAX_COST_USD", default=None),
     },
     # Quantized encoders (pip install 'stereorank[quant]'; docs/reward-model.md): the
@@ -468,3 +470,25 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
 }
+
+# ---- Issue 31, parts 6-8: safe uploads, the Content-Security-Policy, bounded requests ----
+# Item images: at most this many pixels (width x height), checked on the header before a
+# pixel is decoded (annotation/catalogue/images.py): 40 MP is a 6,300 px square, far above
+# what generators make (1024 px), far below what fills a worker's memory.
+STEREORANK["MAX_IMAGE_PIXELS"] = env.int("STEREORANK_MAX_IMAGE_PIXELS", default=40_000_000)
+# Whether STEREORANK_PSEUDONYM_KEY is set: without it the pseudonyms hang on SECRET_KEY
+# (today's derivation, kept so existing pseudonyms do not change) and `check --deploy`
+# warns (annotation/rankings/checks.py).
+STEREORANK["PSEUDONYM_KEY_GIVEN"] = bool(env.str("STEREORANK_PSEUDONYM_KEY", default=""))
+# The Content-Security-Policy on every response (django-csp; web/csp_settings.py says
+# what it allows and why). "csp" in INSTALLED_APPS for its settings checks.
+INSTALLED_APPS.append("csp")
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+    "csp.middleware.CSPMiddleware",
+)
+CONTENT_SECURITY_POLICY = csp_settings.policy(env, STORAGES)
+# The OpenAPI schema and its Swagger UI are for staff (they map every door of the API).
+SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"] = ["rest_framework.permissions.IsAdminUser"]
+# The dashboards' own script (web/ is not an app: its static folder is named here).
+STATICFILES_DIRS = [BASE_DIR / "web" / "static"]

@@ -1,9 +1,9 @@
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
-from django.views.static import serve
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from web.media import serve_media
 from web.views import ApiRootView
 
 urlpatterns = [
@@ -14,16 +14,18 @@ urlpatterns = [
     path("", include("scoring.urls")),
     path("api/", include("annotation.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # Staff only (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"]); the split view serves the
+    # Swagger UI's set-up script as a file of its own (no inline script: the CSP).
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("", include("web.health")),  # /healthz
     path("", include("annotation.portal.urls")),
 ]
 
 if settings.SERVE_MEDIA:
     # Item images live on local disk (or a shared volume); Django serves them so
-    # the platform needs no separate file server.
+    # the platform needs no separate file server. Images only, never sniffed (web/media.py).
     urlpatterns += [
-        re_path(r"^media/(?P<path>.*)$", serve, {"document_root": settings.MEDIA_ROOT}),
+        re_path(r"^media/(?P<path>.*)$", serve_media, {"document_root": settings.MEDIA_ROOT}),
     ]
 
 # Plain pages (JSON under /api/): no route listing, no traceback, whatever DEBUG says.

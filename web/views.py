@@ -39,8 +39,6 @@ class ApiRootView(APIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, operation_id="api_root")
     def get(self, request: Request) -> Response:
         root: dict = {
-            "schema": request.build_absolute_uri(reverse("schema")),
-            "docs": request.build_absolute_uri(reverse("api-docs")),
             "annotator": _links(
                 request,
                 {
@@ -53,6 +51,9 @@ class ApiRootView(APIView):
             ),
         }
         if request.user.is_staff:
+            # The schema and its docs map every door of the API: staff only.
+            root["schema"] = request.build_absolute_uri(reverse("schema"))
+            root["docs"] = request.build_absolute_uri(reverse("api-docs"))
             root["staff"] = _links(
                 request,
                 {

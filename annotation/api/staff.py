@@ -6,7 +6,6 @@ Annotators are pseudonymous here as in the exports; demographics are only in the
 exports. Every list runs a fixed number of queries whatever its length.
 """
 
-from django.conf import settings
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -16,6 +15,7 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.api.params import MAX_ID, MAX_N_BOOT, MAX_PAGE, int_param, n_boot_param
 from annotation.api.participants import query_flag
 from annotation.assignment import selectors as task_selectors
 from annotation.errors import StudyNotFound
@@ -106,19 +106,10 @@ class StaffRankingSerializer(serializers.ModelSerializer):
         return pseudonym(ranking.annotator.user_id)
 
 
-def _int_param(request, name: str) -> int | None:
-    """A whole-number query parameter, or None when absent; anything else (empty too) is a 400."""
-    raw = request.query_params.get(name)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ParseError(f"{name}: '{raw}' is not a whole number (an id).") from None
-
-
 OCCUPATION = OpenApiParameter("occupation", str, description="Occupation slug or id.")
-TASK = OpenApiParameter("task", int, description="Ranking task id.")
+TASK = OpenApiParameter(
+    "task", {"type": "integer", "minimum": 1, "maximum": MAX_ID}, description="Ranking task id."
+)
 PROMPT_TYPE = OpenApiParameter("prompt_type", str, enum=PromptType.values)
 SYNTHETIC = OpenApiParameter("synthetic", bool, description="Only synthetic (true) or real.")
 
@@ -171,12 +162,9 @@ class RankingViewSet(StaffViewSet):
     def get_queryset(self) -> QuerySet:
         return task_selectors.rankings(
             self.request.query_params.get("occupation"),
-            _int_param(self.request, "task"),
+            int_param(self.request, "task"),
             query_flag(self.request, "synthetic"),
         )
-
-
-MAX_N_BOOT = 10_000
 
 
 class EstimateSerializer(serializers.Serializer):
@@ -201,10 +189,14 @@ class BreakdownSerializer(serializers.Serializer):
     per_occupation = serializers.DictField(child=AgreementSerializer())
     within_groups = serializers.DictField(
         child=serializers.DictField(),
-        help_text="{field: {group: agreement, or {suppressed: true, reason}}}",
+        help_text="{field: {group: agreement}}: groups of k or more annotators only.",
+    )
+    hidden_groups = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="{field: how many groups of fewer than k annotators were hidden}.",
     )
     between_groups = serializers.DictField(help_text="{field: {field, groups, agreement}}")
-    k = serializers.IntegerField(help_text="Groups with fewer annotators are suppressed.")
+    k = serializers.IntegerField(help_text="Groups with fewer annotators are hidden.")
 
 
 class AnnotatorQualitySerializer(serializers.Serializer):
@@ -269,22 +261,15 @@ class QualityView(APIView):
             ),
             OpenApiParameter(
                 "page",
-                {"type": "integer", "minimum": 1},
+                {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
                 description="The annotator table's page (default 1).",
             ),
         ],
         responses={200: QualityReportSerializer, 202: OpenApiTypes.OBJECT},
     )
     def get(self, request):
-        n_boot = _int_param(request, "n_boot")
-        if n_boot is None:
-            n_boot = settings.STEREORANK["QUALITY_N_BOOT"]
-        if not 0 <= n_boot <= MAX_N_BOOT:
-            raise ParseError(f"n_boot: {n_boot} is not between 0 and {MAX_N_BOOT}.")
-        page = _int_param(request, "page")
-        page = 1 if page is None else page
-        if page < 1:
-            raise ParseError(f"page: {page} is not a page number (1 and up).")
+        n_boot = n_boot_param(request)
+        page = int_param(request, "page", 1, MAX_PAGE) or 1
         synthetic = bool(query_flag(request, "include_synthetic"))
         try:
             study = studies.resolve(request.query_params.get("study"))
@@ -315,11 +300,7 @@ class ValidationReportView(APIView):
         responses={200: dict},
     )
     def get(self, request, slug: str):
-        n_boot = _int_param(request, "n_boot")
-        if n_boot is None:
-            n_boot = settings.STEREORANK["QUALITY_N_BOOT"]
-        if not 0 <= n_boot <= MAX_N_BOOT:
-            raise ParseError(f"n_boot: {n_boot} is not between 0 and {MAX_N_BOOT}.")
+        n_boot = n_boot_param(request)
         from annotation.validation import (
             results as validation_results,  # scipy: not with the URL conf
         )

@@ -5,7 +5,9 @@ A manifest row has ``prompt`` (text), ``occupation`` (name or slug),
 to the manifest's folder, or absolute) and optionally ``generator`` (a JSON
 object; in CSV a JSON string). Every row is checked before anything is written;
 if any row is bad, :class:`ManifestError` lists each problem with its row number
-and nothing is imported. Images are identified by their SHA-256, so importing
+and nothing is imported. Each image passes ``annotation.catalogue.images.check_image``
+(PNG, JPEG or WebP within the pixel limit) and is stored under a name the server
+chooses. Images are identified by their SHA-256, so importing
 the same manifest twice into one study creates nothing new.
 
 A prompt text that is not yet known becomes a paraphrase of the original prompt
@@ -23,8 +25,8 @@ from pathlib import Path
 
 from django.core.files.base import ContentFile
 from django.db import transaction
-from PIL import Image, UnidentifiedImageError
 
+from annotation.catalogue.images import UnsafeImage, check_image
 from annotation.errors import ManifestError
 from annotation.models import Item, Occupation, Prompt, PromptType, Study, default_study
 
@@ -41,6 +43,7 @@ class Row:
     path: Path
     data: bytes
     sha256: str
+    extension: str
     generator: dict = field(default_factory=dict)
 
 
@@ -117,16 +120,15 @@ def validate(manifest: Path) -> list[Row]:
         path = Path(str(raw["image"]).strip())
         if not path.is_absolute():
             path = manifest.parent / path
-        data = b""
+        data, extension = b"", ""
         if not path.is_file():
             row_errors.append(f"missing image file {path}")
         else:
             data = path.read_bytes()
             try:
-                with Image.open(io.BytesIO(data)) as img:
-                    img.verify()
-            except (UnidentifiedImageError, OSError, SyntaxError):
-                row_errors.append(f"unreadable image {path}")
+                extension = check_image(data, str(path)).extension
+            except UnsafeImage as error:
+                row_errors.append(error.message)
         text = str(raw["prompt"]).strip()
         if occupation is not None and prompt_type in PromptType.values:
             seen = known_types.setdefault((occupation.pk, text), prompt_type)
@@ -144,6 +146,7 @@ def validate(manifest: Path) -> list[Row]:
                 path,
                 data,
                 hashlib.sha256(data).hexdigest(),
+                extension,
                 generator,
             )
         )
@@ -187,9 +190,8 @@ def import_manifest(path: Path, study: Study | None = None) -> dict:
                 image_sha256=row.sha256,
                 generator=row.generator,
             )
-            item.image.save(
-                f"{row.sha256[:20]}{row.path.suffix.lower()}", ContentFile(row.data), save=False
-            )
+            # The name and extension are the server's: the decoded format's, not the file's.
+            item.image.save(f"{row.sha256[:20]}{row.extension}", ContentFile(row.data), save=False)
             item.save()
             known.add(row.sha256)
             created += 1

@@ -18,6 +18,7 @@ from annotation.models import AnnotatorProfile, DemographicField, Item, Study, p
 from annotation.models.studies import study_ids
 from annotation.rankings.selectors import consented_rankings, counted_rankings
 from annotation.stats.gold import AttentionCheck, gold_score
+from core.spreadsheet import safe_row
 
 PSEUDONYM = re.compile(r"a-[0-9a-f]{12}")
 
@@ -185,7 +186,8 @@ def jsonl_lines(rows: Iterator[dict]) -> Iterator[str]:
 
 
 def csv_lines(rows: Iterator[dict]) -> Iterator[str]:
-    """CSV with one column per demographic field (rows share the same keys)."""
+    """CSV with one column per demographic field (rows share the same keys); text cells a
+    spreadsheet would run as a formula are escaped (``core.spreadsheet``)."""
     header = None
     for row in rows:
         flat = {k: v for k, v in row.items() if k != "demographics"}
@@ -197,5 +199,5 @@ def csv_lines(rows: Iterator[dict]) -> Iterator[str]:
         if header is None:
             header = list(flat)
             writer.writeheader()
-        writer.writerow(flat)
+        writer.writerow(safe_row(flat))
         yield buffer.getvalue()

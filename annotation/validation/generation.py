@@ -8,8 +8,10 @@
   row names its ``condition`` and ``prompt_id`` (or ``prompt``, the text),
   ``seed``, ``image`` (relative to the manifest's folder) and optionally
   ``generator`` (a JSON object: the generator's name and settings, kept on the
-  item). Every row is checked first; a missing or unreadable file, or a row that
-  matches no prompt of the study, refuses the whole import in one line. Images
+  item). Every row is checked first; a missing file, one that is not a PNG, JPEG or
+  WebP image within the pixel limit (``annotation.catalogue.images``), or a row that
+  matches no prompt of the study, refuses the whole import in one line naming it. The
+  stored file's name and extension are the server's (the decoded format's). Images
   are known by their SHA-256: importing the same manifest twice adds nothing.
 * ``placeholder_images``: a card per (prompt, seed) showing the condition's
   text (``annotation.catalogue.placeholders``), to run the path without a model.
@@ -26,8 +28,8 @@ from pathlib import Path
 
 from django.core.files.base import ContentFile
 from django.db import transaction
-from PIL import Image, UnidentifiedImageError
 
+from annotation.catalogue.images import UnsafeImage, check_image
 from annotation.catalogue.importing import read_rows
 from annotation.catalogue.placeholders import placeholder_png
 from annotation.errors import ConditionError
@@ -141,13 +143,10 @@ def _check_row(number: int, raw: dict, folder: Path, prompts: dict) -> _Row:
         raise ConditionError(f"missing image file {path}")
     data = path.read_bytes()
     try:
-        with Image.open(io.BytesIO(data)) as img:
-            img.verify()
-    except (UnidentifiedImageError, OSError, SyntaxError):
-        raise ConditionError(f"unreadable image {path}") from None
-    return _Row(
-        number, cp, seed, data, hashlib.sha256(data).hexdigest(), path.suffix.lower(), generator
-    )
+        extension = check_image(data, str(path)).extension
+    except UnsafeImage as error:
+        raise ConditionError(error.message) from None
+    return _Row(number, cp, seed, data, hashlib.sha256(data).hexdigest(), extension, generator)
 
 
 def _store(study: Study, rows: list[_Row], placeholder: bool = False) -> dict:

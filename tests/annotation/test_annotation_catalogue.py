@@ -178,7 +178,7 @@ def test_import_items_reports_each_bad_row_and_imports_nothing(tmp_path, media_r
     assert "row 2: unknown occupation 'astronaut'" in text
     assert "row 3: bad prompt_type 'weird'" in text
     assert "row 4: missing image file" in text
-    assert "row 5: unreadable image" in text
+    assert "row 5: " in text and "broken.png: not a PNG, JPEG or WebP image" in text
     assert "row 6: missing prompt" in text
     assert "row 7: prompt text is already a neutral prompt, not diverse" in text
     assert "row 1" not in text

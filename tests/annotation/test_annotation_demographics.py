@@ -147,7 +147,7 @@ def test_api_demographics_need_a_standing_consent_to_write_and_a_login(gender, a
     assert consented.patch(url, {"demographics": {"gender": "man"}}, "json").status_code == 403
 
 
-def test_schema_documents_my_demographics(client, db):
-    schema = client.get("/api/schema/").content.decode()
+def test_schema_documents_my_demographics(admin_client):
+    schema = admin_client.get("/api/schema/").content.decode()
     assert "/api/me/demographics/" in schema and "allow_other" in schema
     assert "/api/me/erasure/" in schema

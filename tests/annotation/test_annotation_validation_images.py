@@ -136,7 +136,7 @@ def test_images_come_back_with_checksums_and_the_generator(study, tmp_path):
         (lambda rows, folder: rows[0].update(condition="other"), "row 1: prompt_id"),
         (
             lambda rows, folder: (folder / rows[2]["image"]).write_text("not a png"),
-            "row 3: unreadable image",
+            "-0.png: not a PNG, JPEG or WebP image",
         ),
     ],
 )

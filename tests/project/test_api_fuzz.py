@@ -16,6 +16,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.throttling import SimpleRateThrottle
 from schemathesis.checks import CHECKS, load_all_checks
 
+from tests.schema_helpers import served_schema
+
 MAX_EXAMPLES = 12
 load_all_checks()
 (POSITIVE_DATA_ACCEPTANCE,) = CHECKS.get_by_names(["positive_data_acceptance"])
@@ -42,10 +44,12 @@ TOKENS = {"annotator": "a" * 40, "staff": "s" * 40}
 
 
 def _schema_as(role: str):
-    """The schema as the app serves it, bound to the app (no server, no network),
+    """The schema as the app serves staff, bound to the app (no server, no network),
     sending ``role``'s token: schemathesis knows it is real auth, and also probes
     each operation without it and with a wrong one."""
-    loaded = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application())
+    # The schema is staff-only: read as the view serves it to staff, then bound to the app.
+    loaded = schemathesis.openapi.from_dict(served_schema())
+    loaded.app, loaded.location = get_wsgi_application(), "/api/schema/"
     loaded.config.generation.update(max_examples=MAX_EXAMPLES, deterministic=True)
 
     @loaded.auth()

@@ -37,6 +37,8 @@ def test_check_deploy_is_clean_with_production_settings(tmp_path):
         "DJANGO_ALLOWED_HOSTS": "stereorank.example.org",
         "STEREORANK_VAR_DIR": str(tmp_path),
         "REDIS_URL": "redis://127.0.0.1:6379/0",
+        # Without it, stereorank.W001 (tests/annotation/test_annotation_pseudonym_key.py).
+        "STEREORANK_PSEUDONYM_KEY": "p" * 50,
     }
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],

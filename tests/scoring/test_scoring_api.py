@@ -5,13 +5,13 @@ import json
 
 import numpy as np
 import pytest
-import yaml
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 from rest_framework.throttling import ScopedRateThrottle
 
 from scoring.scorer import Scorer
+from tests.schema_helpers import served_schema
 from tests.scoring.helpers import PROMPTS, scoring_user, token_client
 from training import services
 
@@ -127,7 +127,7 @@ def test_scoring_is_throttled_per_user(scorer_client, settings, monkeypatch, req
 
 
 def test_the_schema_documents_score_and_optimise(db):
-    schema = yaml.safe_load(APIClient().get("/api/schema/").content)
+    schema = served_schema()
     score = schema["paths"]["/api/score/"]["post"]
     assert score["operationId"] == "score_prompts"
     request = schema["components"]["schemas"]["ScoreRequest"]

@@ -23,6 +23,13 @@ from training.snapshots.services import WEIGHTINGS
 from training.snapshots.steering import parse as parse_steering
 
 
+
+# Bounds of the numbers a request may carry: a version or seed is stored in a 32-bit
+# column, which a bigger number would overflow into a 500 (a 400 names the range).
+MAX_VERSION = 2**31 - 1
+MAX_EPOCHS = 1000
+
+
 class SnapshotSerializer(serializers.ModelSerializer):
     erasures_after = serializers.IntegerField(
         read_only=True,
@@ -63,7 +70,7 @@ class SnapshotInSerializer(serializers.Serializer):
         help_text="Slugs of the collection studies to freeze (default: the default study).",
     )
     include_synthetic = serializers.BooleanField(default=False)
-    seed = serializers.IntegerField(default=0)
+    seed = serializers.IntegerField(default=0, min_value=0, max_value=MAX_VERSION)
     eval_fraction = serializers.FloatField(default=0.2, min_value=0.01, max_value=0.99)
     weighting = serializers.ChoiceField(
         choices=WEIGHTINGS,
@@ -108,7 +115,7 @@ class RunSerializer(serializers.ModelSerializer):
 class RunInSerializer(serializers.Serializer):
     snapshot = serializers.PrimaryKeyRelatedField(queryset=selectors.snapshot_choices())
     encoder = serializers.CharField(required=False, allow_blank=True)
-    epochs = serializers.IntegerField(required=False, min_value=1)
+    epochs = serializers.IntegerField(required=False, min_value=1, max_value=MAX_EPOCHS)
     recipe = serializers.ChoiceField(
         choices=list(RECIPES),
         required=False,
@@ -157,8 +164,8 @@ class ReasonSerializer(serializers.Serializer):
 
 
 class CompareSerializer(serializers.Serializer):
-    a = serializers.IntegerField()
-    b = serializers.IntegerField()
+    a = serializers.IntegerField(min_value=1, max_value=MAX_VERSION)
+    b = serializers.IntegerField(min_value=1, max_value=MAX_VERSION)
     snapshot = serializers.PrimaryKeyRelatedField(
         queryset=selectors.snapshot_choices(), required=False
     )

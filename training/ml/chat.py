@@ -13,7 +13,10 @@ when the server gives none; a request that timed out is charged its estimated
 prompt, since the server may have billed it) and priced per 1,000 tokens. With
 ``max_cost_usd``, a request is only sent if the worst case (its estimated
 prompt plus ``max_tokens`` of completion) fits in what is left of the budget;
-otherwise ``ChatBudgetExceeded`` is raised before anything is spent.
+otherwise ``ChatBudgetExceeded`` is raised before anything is spent. A ``ledger``
+(``SpendLedger``) does the same for a budget shared beyond this client (the Django
+side's is a day's, across requests and processes: ``training.llm_budget``): it
+reserves each request's worst case before it is sent and is told what it cost after.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import httpx
 
@@ -43,6 +46,16 @@ class ChatError(MLError, RuntimeError):
 
 class ChatBudgetExceeded(ChatError):
     """The next request could cost more than what is left of ``max_cost_usd``."""
+
+
+class SpendLedger(Protocol):
+    """A budget shared beyond one client: ``reserve`` raises ``ChatBudgetExceeded`` when
+    ``worst_usd`` does not fit (else returns a ticket), ``settle`` books what the request
+    cost against that ticket."""
+
+    def reserve(self, worst_usd: float) -> object: ...
+
+    def settle(self, ticket: object, cost_usd: float) -> None: ...
 
 
 class MalformedAnswer(MLError, ValueError):
@@ -141,6 +154,7 @@ class ChatClient:
         price_prompt_per_1k: float | None = None,
         price_completion_per_1k: float | None = None,
         max_cost_usd: float | None = None,
+        ledger: SpendLedger | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -155,6 +169,8 @@ class ChatClient:
             raise ValueError("give both prices per 1k tokens (prompt and completion), or neither")
         if max_cost_usd is not None and prices[0] is None:
             raise ValueError("max_cost_usd needs price_prompt_per_1k and price_completion_per_1k")
+        if ledger is not None and prices[0] is None:
+            raise ValueError("a ledger needs price_prompt_per_1k and price_completion_per_1k")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.timeout, self.max_retries = timeout, max_retries
@@ -163,6 +179,7 @@ class ChatClient:
         self.temperature, self.max_tokens = temperature, max_tokens
         self.prices = prices if prices[0] is not None else None
         self.max_cost_usd = max_cost_usd
+        self.ledger = ledger
         self._sleep = sleep
         self._limiter = (
             RateLimiter(requests_per_minute, rate_window_s, clock, sleep)
@@ -209,6 +226,8 @@ class ChatClient:
             self._check_budget(estimate, max_tokens)
             if self._limiter is not None:
                 self._limiter.wait()
+            ticket = self._reserve(estimate, max_tokens)
+            spent_before = self.usage["cost_usd"]
             self.usage["requests"] += 1
             response = None
             try:
@@ -225,6 +244,9 @@ class ChatClient:
                     problem = f"malformed answer: {exc}"
                 except _Retryable as exc:
                     problem = str(exc)
+            finally:
+                if self.ledger is not None:
+                    self.ledger.settle(ticket, self.usage["cost_usd"] - spent_before)
             if attempt < self.max_retries:
                 self._sleep(self._delay(attempt, response))
         raise ChatError(f"{self.url} failed after {self.max_retries + 1} attempts; last: {problem}")
@@ -238,6 +260,12 @@ class ChatClient:
         self.usage["prompt_tokens"] += prompt_tokens
         self.usage["completion_tokens"] += completion_tokens
         self.usage["cost_usd"] += self._cost(prompt_tokens, completion_tokens)
+
+    def _reserve(self, prompt_tokens: int, max_tokens: int) -> object:
+        """The shared ledger's ticket for this request's worst case (None without one)."""
+        if self.ledger is None:
+            return None
+        return self.ledger.reserve(self._cost(prompt_tokens, max_tokens))
 
     def _check_budget(self, prompt_tokens: int, max_tokens: int) -> None:
         if self.max_cost_usd is None:

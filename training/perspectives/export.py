@@ -12,6 +12,7 @@ import io
 from collections.abc import Iterable, Sequence
 
 from core.json import json_safe
+from core.spreadsheet import safe_row
 from training import selectors
 from training.models import Checkpoint, DatasetSnapshot, PerspectiveReport
 
@@ -99,9 +100,10 @@ def columns() -> list[str]:
 
 
 def to_csv(rows: Iterable[dict]) -> str:
-    """CSV text with a header (``columns()``); missing cells empty."""
+    """CSV text with a header (``columns()``); missing cells empty; text cells a spreadsheet
+    would run as a formula (a group named ``=HYPERLINK(...)``) escaped (``core.spreadsheet``)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns(), restval="", extrasaction="ignore")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows(safe_row(row) for row in rows)
     return buffer.getvalue()

@@ -91,6 +91,7 @@ def text_seeds(rows: list[dict]) -> list[int]:
 
 
 def _make_backend(augmentation: Augmentation):
+    from training.llm_budget import client_options
     from training.ml.paraphrase import make_backend
 
     if augmentation.backend == "openai":
@@ -100,7 +101,7 @@ def _make_backend(augmentation: Augmentation):
             base_url=t["OPENAI_BASE_URL"],
             model=augmentation.model,
             api_key=t["OPENAI_API_KEY"],
-            **t["OPENAI_CLIENT"],
+            **client_options(),
         )
     return make_backend("offline")
 
