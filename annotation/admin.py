@@ -318,11 +318,21 @@ def entry_link_column(request) -> EntryLinkColumn:
 
 @admin.register(models.Participation)
 class ParticipationAdmin(admin.ModelAdmin):
-    """Read-only: who came by which study's link and how it ended (ids as stored: hashed)."""
+    """Read-only: who came by which study's link and how it ended (ids as stored: hashed).
+    ``duplicate``: a later participation with a crowd id that came first on another
+    device or browser (``annotation.participants.admission``); check it before paying."""
 
-    list_display = ["annotator", "study", "started_at", "outcome", "screen_out_reason"]
-    list_filter = ["study", "outcome", "screen_out_reason"]
-    exclude = ["external_id_hash"]
+    list_display = [
+        "annotator",
+        "study",
+        "started_at",
+        "outcome",
+        "screen_out_reason",
+        "duplicate",
+        "session_id",
+    ]
+    list_filter = ["study", "duplicate", "outcome", "screen_out_reason"]
+    exclude = ["external_id_hash", "secret_hash"]
 
     def has_add_permission(self, request) -> bool:
         return False

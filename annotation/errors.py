@@ -94,3 +94,15 @@ class StudyConflict(AnnotationError, Conflict):
 
 class ConsentIncomplete(AnnotationError, Conflict):
     """A study cannot open while its consent text lacks a required field."""
+
+
+class NotFinished(AnnotationError, Conflict):
+    """A participant asks for the completion code before the study's minimum work."""
+
+
+class UnknownKey(AnnotationError, NotFound):
+    """A resume link whose secret holds no participation (mistyped, or erased since)."""
+
+
+class SignupClosed(AnnotationError, Forbidden):
+    """The study takes no sign-ups: it is joined by its entry link or a staff-made account."""

@@ -87,3 +87,15 @@ class FakeMTurk:
             + "?"
             + urlencode({"hitId": self.hit_id, "assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE"})
         )
+
+
+def join(client, link: str, action: str = "agree"):
+    """What a participant's browser does with the link a platform sends: open the study's
+    consent page (a GET) and answer it with the page's own form (a POST: ``agree``,
+    ``decline``, or ``continue`` on a returning browser's page); the POST's answer. A page
+    with no such form (a refusal, a preview, a redirect) is returned as it came."""
+    page = client.get(link)
+    token = page.context.get("token") if page.status_code == 200 and page.context else None
+    if token is None:
+        return page
+    return client.post(link, {"action": action, "token": token})

@@ -76,10 +76,13 @@ class Study(models.Model):
     new (its participants may finish), an ``archived`` one is kept for its data only.
 
     Participants arrive at ``/join/<slug>/`` with the platform's ids in the query
-    (``annotation.participants.recruitment.PLATFORM_PARAMS``). They leave with the completion
-    code when they reach their quota or run out of tasks, or with the screen-out
-    code when they decline consent or their group is full. Everything made without
-    naming a study belongs to the default one (``default_study_pk``).
+    (``annotation.participants.recruitment.PLATFORM_PARAMS``) and join by answering its
+    consent page (``annotation.participants.admission``); the portal's sign-up page
+    admits to the study only with ``open_signup``. They leave with the completion code
+    when they reach their quota or run out of tasks, having ranked at least
+    ``minimum_rankings``, or with the screen-out code when they decline consent or
+    their group is full. Everything made without naming a study belongs to the default
+    one (``default_study_pk``).
     """
 
     class Platform(models.TextChoices):
@@ -145,6 +148,16 @@ class Study(models.Model):
     tasks_per_participant = models.PositiveIntegerField(
         null=True, blank=True, help_text="Each participant's quota; blank: the default quota."
     )
+    minimum_rankings = models.PositiveIntegerField(
+        default=1,
+        help_text="Rankings a participant stores before the completion code is shown, also "
+        "when tasks run out (at most their quota counts).",
+    )
+    open_signup = models.BooleanField(
+        default=False,
+        help_text="Anyone may create an account on the portal's sign-up page and rank in this "
+        "study. Off: it is joined only by its entry link or an account staff create.",
+    )
     completion_code = models.CharField(max_length=100, blank=True)
     completion_url = models.CharField(
         max_length=500,
@@ -185,6 +198,10 @@ class Study(models.Model):
                 name="study_overlap_at_least_one",
             ),
             models.CheckConstraint(
+                condition=models.Q(minimum_rankings__gte=1),
+                name="study_minimum_rankings_at_least_one",
+            ),
+            models.CheckConstraint(
                 condition=(
                     models.Q(gold_per_occupation__gt=0, checks_per_occupation__gt=0)
                     | ~models.Q(quality_off_reason="")
@@ -207,6 +224,10 @@ class Study(models.Model):
         return self.kind == self.Kind.COLLECTION
 
     def clean(self) -> None:
+        if self.minimum_rankings is not None and self.minimum_rankings < 1:
+            raise ValidationError(
+                {"minimum_rankings": "At least one ranking: the code pays for work done."}
+            )
         for name in ("completion_url", "screen_out_url"):
             url = getattr(self, name)
             if url and not url.startswith("https://"):
@@ -229,9 +250,15 @@ def study_field(related_name: str) -> models.ForeignKey:
 
 
 class Participation(models.Model):
-    """An annotator who came by a study's link. The platform's participant id is kept
-    only as a keyed hash (``recruitment.external_id_hash``); the submission ids are
-    kept to match a returning participant. All of it goes at erasure."""
+    """An annotator who came by a study's link.
+
+    Its key is its own secret (``secret_hash``: SHA-256 of a random token that only the
+    browser that joined holds, in a cookie, and the participant's resume link); the
+    crowd platform's participant id is a recorded attribute, kept only as a keyed hash
+    (``recruitment.external_id_hash``), never a key: a second device arriving with the
+    same id gets a participation of its own, marked ``duplicate`` for the researchers
+    (``annotation.participants.admission``). The submission ids are kept as given. All
+    of it goes at erasure."""
 
     class Outcome(models.TextChoices):
         TAKING_PART = "", "Taking part"
@@ -248,6 +275,16 @@ class Participation(models.Model):
         "annotation.AnnotatorProfile", on_delete=models.CASCADE, related_name="participation"
     )
     external_id_hash = models.CharField(max_length=64)
+    # SHA-256 of the participation's secret; null for a participation made before secrets
+    # (it gets one on its next page in the session that already holds it).
+    secret_hash = models.CharField(
+        max_length=64, null=True, blank=True, unique=True, editable=False
+    )
+    duplicate = models.BooleanField(
+        default=False,
+        help_text="Another participation of this study came with the same crowd id first "
+        "(a second device or browser): check it before paying twice.",
+    )
     # Prolific SESSION_ID or MTurk assignmentId: a returning participant shows the same one.
     session_id = models.CharField(max_length=200, blank=True)
     # Prolific STUDY_ID or MTurk hitId, as the platform names its side of the study.
@@ -263,8 +300,11 @@ class Participation(models.Model):
     class Meta:
         ordering = ["-started_at"]
         constraints = [
+            # One first participation per crowd id and study; later ones are duplicates.
             models.UniqueConstraint(
-                fields=["study", "external_id_hash"], name="take_part_once_per_study"
+                fields=["study", "external_id_hash"],
+                condition=models.Q(duplicate=False),
+                name="one_first_participation_per_crowd_id",
             )
         ]
 

@@ -9,18 +9,14 @@ A study's entry link is ``/join/<slug>/`` plus the platform's ids:
   ``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE`` and no worker);
 - any other platform: ``pid``.
 
-A new participant gets an annotator with a random name and no password; the
-participant id is kept only as HMAC-SHA256(``STEREORANK["EXTERNAL_ID_KEY"]``,
-"platform:id"), and the platform's session id (Prolific SESSION_ID, MTurk
-assignmentId) beside it. The same link logs the participant back in (resume).
-The same participant id with another session: on Prolific, which admits a
-participant once per study and gives a new SESSION_ID only after the earlier one
-was returned or timed out, it is the same participation (resume, or the code
-again once finished); on MTurk, where each assignment is paid, it is refused.
-A participant who declined consent may take it back until they follow the link
-back to the platform.
-Whoever holds a participant's link can act as them, as with every crowd study
-that identifies people by URL; the link holds no personal data of ours.
+Who may come in, and with which key, is ``annotation.participants.admission``: a
+participation's own secret is its key; the participant id is only recorded, as
+HMAC-SHA256(``STEREORANK["EXTERNAL_ID_KEY"]``, "platform:id"), with the platform's
+session id (Prolific SESSION_ID, MTurk assignmentId) beside it. A new participant gets
+an annotator with a random name and no password. A participant who declined consent
+may take it back until they follow the link back to the platform. The completion code
+comes once no task is left, and only after the study's minimum work
+(``Study.minimum_rankings``).
 
 New participants per client IP are rate-limited (DRF's throttle over the cache,
 scope ``join``); refusals are logged with a keyed hash of the IP, not the IP.
@@ -31,20 +27,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotation.errors import AlreadyTookPart, CannotReconsider, InvalidLink, StudyClosed
+from annotation.errors import CannotReconsider, InvalidLink, NotFinished
 from annotation.models import AnnotatorProfile
 from annotation.models.studies import Participation, Study
 from annotation.rankings import selectors
-from annotation.rankings.exports import pseudonym
 from core.throttling import SimpleRateThrottle
 
 log = logging.getLogger(__name__)
@@ -99,54 +91,6 @@ def external_id_hash(platform: str, external_id: str) -> str:
     return hmac.new(key, f"{platform}:{external_id}".encode(), hashlib.sha256).hexdigest()
 
 
-def returning(study: Study, arrival: Arrival) -> Participation | None:
-    """The participation this link resumes; None for a newcomer. Another session resumes
-    on Prolific (one still taking part continues under the new session id) and raises
-    ``AlreadyTookPart`` elsewhere (each MTurk assignment is paid)."""
-    found = (
-        Participation.objects.select_related("annotator__user", "study")
-        .filter(study=study, external_id_hash=external_id_hash(study.platform, arrival.external_id))
-        .first()
-    )
-    if found is None or found.session_id == arrival.session_id:
-        return found
-    if study.platform != Study.Platform.PROLIFIC:
-        raise AlreadyTookPart("You have already taken part in this study: thank you.")
-    if found.outcome == Participation.Outcome.TAKING_PART:
-        found.session_id = arrival.session_id
-        found.save(update_fields=["session_id"])
-    return found
-
-
-def enroll(study: Study, arrival: Arrival) -> Participation:
-    """A new pseudonymous annotator (random name, no password) for this participant; the
-    same participant arriving twice at once gets one; ``StudyClosed`` once the study is
-    closed (those who started may still come back to finish)."""
-    if not study.is_open:
-        raise StudyClosed("This study is closed: thank you for your interest.")
-    try:
-        with transaction.atomic():
-            user = get_user_model().objects.create_user(f"p-{uuid.uuid4().hex[:16]}")
-            user.set_unusable_password()
-            user.save(update_fields=["password"])
-            quota = study.tasks_per_participant or settings.STEREORANK["ANNOTATOR_QUOTA"]
-            profile = AnnotatorProfile.objects.create(user=user, quota=quota, study=study)
-            participation = Participation.objects.create(
-                study=study,
-                annotator=profile,
-                external_id_hash=external_id_hash(study.platform, arrival.external_id),
-                session_id=arrival.session_id,
-                platform_study_id=arrival.platform_study_id,
-            )
-    except IntegrityError:
-        participation = returning(study, arrival)
-        if participation is None:
-            raise
-        return participation
-    log.info("study %s: participant %s enrolled", study.slug, pseudonym(user.pk))
-    return participation
-
-
 def participation_of(profile: AnnotatorProfile) -> Participation | None:
     """The profile's participation in a study, if it came by a link."""
     try:
@@ -166,8 +110,22 @@ def landing(participation: Participation) -> str:
     return "portal:home"
 
 
+def minimum_work(participation: Participation) -> int:
+    """Rankings the participant stores before the completion code: the study's minimum,
+    never more than their quota."""
+    return max(1, min(participation.study.minimum_rankings, participation.annotator.quota))
+
+
 def complete(participation: Participation) -> Participation:
-    """Mark the participation completed (once): the caller checked that no task is left."""
+    """Mark the participation completed (once): the caller checked that no task is left;
+    ``NotFinished`` before the study's minimum work."""
+    needed, done = minimum_work(participation), participation.annotator.rankings.count()
+    if participation.outcome == Participation.Outcome.TAKING_PART and done < needed:
+        raise NotFinished(
+            f"The completion code comes after {needed} ranked task{'s' if needed > 1 else ''} "
+            f"(you have ranked {done}). No task is free for you right now: please try again "
+            "in a few minutes, or write to the researchers."
+        )
     if participation.outcome == Participation.Outcome.TAKING_PART:
         participation.outcome = Participation.Outcome.COMPLETED
         participation.finished_at = timezone.now()

@@ -174,8 +174,9 @@ def submit_ranking(
                     return existing, False
                 raise RankedBefore("You already ranked this task differently.")
         if assignment is None:
-            # Say what is wrong with the order first (400), then that it is not reserved.
-            validate_order(order, set(task.task_items.values_list("item_id", flat=True)))
+            # A garbled order is a 400; then that the task is not theirs, and nothing of
+            # what it holds (its items are for whoever it is reserved for).
+            check_order_shape(order)
             raise NotReserved("This task is not reserved for you; ask for the next task.")
         order = validate_order(order, set(assignment.shown_order))
         if task.ranking_count >= task.overlap and not (task.is_gold or task.check_item_id):
@@ -244,14 +245,21 @@ def _locked_reservation(
     return instance(Assignment, row), row["ranked"]
 
 
-def validate_order(order, item_ids: set[int]) -> list[int]:
-    """An order must be exactly a permutation of the task's item ids."""
+def check_order_shape(order) -> list[int]:
+    """An order is a list of distinct item ids (integers), whatever the task."""
     if not isinstance(order, list) or not all(
         isinstance(i, int) and not isinstance(i, bool) for i in order
     ):
         raise InvalidAnswer("The order must be a list of item ids (integers).")
     if len(set(order)) != len(order):
         raise InvalidAnswer("Each item may appear only once in the order.")
+    return order
+
+
+def validate_order(order, item_ids: set[int]) -> list[int]:
+    """An order must be exactly a permutation of the task's item ids (which the message
+    names: call it only with a task the caller may see)."""
+    check_order_shape(order)
     missing, foreign = item_ids - set(order), set(order) - item_ids
     if missing or foreign:
         parts = []

@@ -1,6 +1,7 @@
-"""Portal pages of running a study: arriving by a crowd platform's link, leaving with
-a completion or screen-out code (a declined consent can be taken back until then),
-logging out without a password, withdrawing (with or without erasure).
+"""Portal pages of running a study: leaving with a completion code (after the study's
+minimum work) or a screen-out code (a declined consent can be taken back until then),
+logging out without a password, withdrawing (with or without erasure). Arriving by
+an entry link is ``annotation.portal.entry_views``.
 
 Thin views over ``annotation.participants.recruitment``, ``annotation.participants.services`` and
 ``annotation.participants.erasure``, as in ``annotation.portal.views``.
@@ -9,20 +10,19 @@ Thin views over ``annotation.participants.recruitment``, ``annotation.participan
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import login, logout
+from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.assignment.next_task import next_task
-from annotation.errors import AnnotationError, ConsentRequired, GroupFull
-from annotation.models.studies import Erasure, Participation, Study
+from annotation.errors import AnnotationError, ConsentRequired, GroupFull, NotFinished
+from annotation.models.studies import Erasure, Participation
 from annotation.participants import recruitment, services
 from annotation.participants.erasure import erase_annotator
+from annotation.portal import device
 from annotation.rankings import selectors
 from annotation.rankings.exports import pseudonym
-from core.errors import http_status
 
 STOP, ERASE = "stop", "erase"
 
@@ -53,7 +53,7 @@ def withdraw(request):
         if form.cleaned_data["choice"] == ERASE:
             erase_annotator(profile, via=Erasure.Via.PARTICIPANT)
             logout(request)
-            return redirect("portal:erased")
+            return device.forget(redirect("portal:erased"), profile.study)
         services.withdraw_consent(profile)
         messages.info(request, "Your consent is withdrawn. You can agree again at any time.")
         return redirect("portal:consent")
@@ -104,51 +104,16 @@ def logout_view(request):
     """Log out; a participant who came by an entry link (no password) is told how to come
     back, anyone else goes to the log-in page."""
     participation = _participation(request) if request.user.is_authenticated else None
+    link = device.resume_link(request, participation) if participation else ""
     logout(request)
     if participation is None:
         return redirect(settings.LOGOUT_REDIRECT_URL)
-    return render(request, "portal/left.html", {"study": participation.study})
+    return render(request, "portal/left.html", {"study": participation.study, "resume_link": link})
 
 
 def erased(request):
     """The last page after an erasure: the visitor is logged out."""
     return render(request, "portal/erased.html")
-
-
-@require_GET
-def join(request, slug: str):
-    """A crowd platform's entry link: log the participant in (new or returning) and send
-    them on; previews, bad links, repeat participants and floods get a page saying so."""
-    study = selectors.study(slug)
-    if study is None:
-        raise Http404("no such study")
-    try:
-        arrival = recruitment.parse_arrival(study.platform, request.GET)
-        if arrival.preview:
-            return render(request, "portal/join_preview.html", {"study": study})
-        participation = recruitment.returning(study, arrival)
-        if participation is None:
-            if not recruitment.allow_new_participant(request, study):
-                return _join_refused(
-                    request,
-                    study,
-                    "Too many new participants from your network just now: "
-                    "please try again in a while.",
-                    429,
-                )
-            participation = recruitment.enroll(study, arrival)
-    except AnnotationError as error:
-        return _join_refused(request, study, error.message, http_status(error))
-    login(
-        request, participation.annotator.user, backend="django.contrib.auth.backends.ModelBackend"
-    )
-    return redirect(recruitment.landing(participation))
-
-
-def _join_refused(request, study: Study, message: str, status: int):
-    return render(
-        request, "portal/join_refused.html", {"study": study, "message": message}, status=status
-    )
 
 
 def _participation(request) -> Participation | None:
@@ -157,8 +122,8 @@ def _participation(request) -> Participation | None:
 
 @login_required
 def complete(request):
-    """The completion code, once no task is left for the participant (checked here, so the
-    page cannot be reached early)."""
+    """The completion code, once no task is left for the participant and they did the
+    study's minimum work (checked here, so the page cannot be reached early)."""
     participation = _participation(request)
     if participation is None:
         return redirect("portal:home")
@@ -172,7 +137,11 @@ def complete(request):
             return redirect("portal:consent")
         except GroupFull as error:
             return turned_away(request, participation.annotator, error)
-        recruitment.complete(participation)
+        try:
+            recruitment.complete(participation)
+        except NotFinished as error:  # no task free now, and too little done for the code
+            messages.info(request, error.message)
+            return redirect("portal:home")
     study = participation.study
     return render(
         request,

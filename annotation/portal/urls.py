@@ -1,5 +1,6 @@
 from django.urls import path
 
+from annotation.portal import entry_views as entry
 from annotation.portal import study_views as portal_study
 from annotation.portal import views as portal
 
@@ -14,7 +15,9 @@ urlpatterns = [
     path("consent/withdraw/", portal_study.withdraw, name="withdraw"),
     path("consent/decline/", portal_study.decline, name="decline"),
     path("erased/", portal_study.erased, name="erased"),
-    path("join/<slug:slug>/", portal_study.join, name="join"),
+    path("join/<slug:slug>/", entry.join, name="join"),
+    path("join/<slug:slug>/decline/", entry.join_decline, name="join_decline"),
+    path("join/<slug:slug>/resume/<str:secret>/", entry.resume, name="resume"),
     path("complete/", portal_study.complete, name="complete"),
     path("screened-out/", portal_study.screened_out, name="screened_out"),
     path("screened-out/reconsider/", portal_study.reconsider, name="reconsider"),

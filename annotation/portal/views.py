@@ -21,13 +21,14 @@ from annotation.assignment.selectors import shown_cards
 from annotation.catalogue.loading import ensure_consent_text, ensure_instructions
 from annotation.errors import AnnotationError, AnnotatorExcluded, GroupFull, RankedBefore
 from annotation.models import AnnotatorStatus
-from annotation.participants import recruitment, services
+from annotation.participants import admission, recruitment, services
+from annotation.portal import device, practice
 from annotation.portal import forms as demographics_forms
-from annotation.portal import practice
 from annotation.portal.study_views import turned_away
 from annotation.rankings import selectors
 from annotation.rankings.exports import pseudonym
 from annotation.studies import lifecycle as studies
+from core.errors import http_status
 
 
 def consent_required(view):
@@ -59,13 +60,21 @@ class PortalLoginView(LoginView):
 
 @require_http_methods(["GET", "POST"])
 def signup(request):
+    """An account of one's own, in the study ``?study=`` names (the default one unless it
+    does), where its owner turned open sign-up on; otherwise a page saying how to join."""
     if request.user.is_authenticated:
         return redirect("portal:home")
+    try:
+        study = admission.signup_study(request.GET.get("study"))
+    except AnnotationError as error:
+        return render(
+            request, "portal/signup.html", {"closed": error.message}, status=http_status(error)
+        )
     form = UserCreationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
+        services.get_profile(user, study=study)
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        services.get_profile(user)
         return redirect("portal:consent")
     return render(request, "portal/signup.html", {"form": form})
 
@@ -132,7 +141,10 @@ def home(request):
         return way_out
     stats = selectors.progress(request.profile)
     percent = round(100 * stats["done"] / stats["quota"]) if stats["quota"] else 100
-    return render(
+    participation = recruitment.participation_of(request.profile)
+    # A participation made before secrets gets one here, in the session that holds it.
+    fresh = admission.issue_secret(participation) if participation else None
+    response = render(
         request,
         "portal/home.html",
         {
@@ -140,13 +152,19 @@ def home(request):
             "quota": stats["quota"],
             "percent": min(percent, 100),
             "finished": stats["done"] >= stats["quota"],
-            "participant": recruitment.participation_of(request.profile) is not None,
+            "participant": participation is not None,
+            "resume_link": device.resume_link(request, participation, fresh or "")
+            if participation
+            else "",
             "excluded": selectors.excluded_message(request.profile)
             if request.profile.status == AnnotatorStatus.EXCLUDED
             else "",
             "first_time": stats["done"] == 0 and not request.session.get("instructions_read"),
         },
     )
+    if fresh:
+        device.remember(response, participation.study, fresh)
+    return response
 
 
 @login_required

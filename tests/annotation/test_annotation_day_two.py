@@ -16,7 +16,7 @@ from annotation.assignment.next_task import next_task
 from annotation.catalogue.loading import ensure_consent_text, read_catalogue
 from annotation.models import AnnotatorStatus, ConsentText, Ranking, RankingTask, StatusChange
 from annotation.models.studies import Participation, Study
-from annotation.participants import consent, recruitment, services
+from annotation.participants import admission, consent, services
 from annotation.participants.recruitment import Arrival
 from annotation.quality import standing
 from annotation.rankings.exports import pseudonym
@@ -113,7 +113,7 @@ def participant(db, make_tasks):
     )
     consent.publish(study, FILLED)
     make_tasks(2, k=3, study=study)
-    participation = recruitment.enroll(study, Arrival("5f0c0ffee", "s-1", "st-1"))
+    participation = admission.enroll(study, Arrival("5f0c0ffee", "s-1", "st-1"))
     services.give_consent(participation.annotator)
     client = Client()
     client.force_login(participation.annotator.user)
@@ -302,6 +302,7 @@ def test_the_admin_refuses_to_turn_quality_off_without_a_reason(admin_client):
         "gold_per_occupation": 0,
         "checks_per_occupation": 1,
         "quality_off_reason": "",
+        "minimum_rankings": 1,
     }
     refused = admin_client.post(url, form)
     assert refused.status_code == 200

@@ -1,12 +1,13 @@
 """What a crowd participant meets on day one (issue 21): the entry link as the admin
-shows it, a declined consent asked first and taken back, a new Prolific session,
-logging out without a password, and /join/ pages without log-in or sign-up."""
+shows it, its consent page, a declined consent asked first and taken back, a new
+Prolific session, logging out without a password (and the personal link to come
+back), and /join/ pages without log-in or sign-up."""
 
 import html
 from urllib.parse import urlsplit
 
 import pytest
-from crowd_fakes import FakeMTurk, FakeProlific
+from crowd_fakes import FakeMTurk, FakeProlific, join
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
@@ -15,7 +16,7 @@ from rest_framework.throttling import SimpleRateThrottle
 from annotation.errors import CannotReconsider
 from annotation.models import Ranking
 from annotation.models.studies import Participation, Study
-from annotation.participants import recruitment
+from annotation.participants import admission, recruitment
 
 
 @pytest.fixture(autouse=True)
@@ -50,9 +51,10 @@ def staff(db) -> Client:
     return client
 
 
-def _arrive(link: str, client: Client | None = None):
+def _arrive(link: str, client: Client | None = None, action: str = "agree"):
+    """A browser (a new one unless given) opens the link and answers its consent page."""
     client = client or Client(REMOTE_ADDR="203.0.113.7")
-    return client, client.get(link)
+    return client, join(client, link, action)
 
 
 def _rank_as_shown(client: Client) -> None:
@@ -114,18 +116,20 @@ def test_the_links_as_shown_admit_participants_once_the_platform_fills_them_in(s
 def test_declining_asks_first_and_a_mistake_can_be_taken_back_until_leaving(study, make_tasks):
     make_tasks(2, 2, study=study)
     prolific = FakeProlific(study.slug)
-    client, _ = _arrive(prolific.link(prolific.new_participant_id()))
-    consent = client.get(reverse("portal:consent")).content.decode()
-    # "I do not agree" is a link to a page that asks, not a button that ends it all.
-    assert 'name="action" value="decline"' not in consent
-    assert f'href="{reverse("portal:decline")}"' in consent
-    page = client.get(reverse("portal:decline"))
+    link = prolific.link(prolific.new_participant_id())
+    client = Client(REMOTE_ADDR="203.0.113.7")
+    consent = client.get(link)
+    # The entry link's consent page: "I do not agree" is a link to a page that asks, not
+    # a button that ends it all; nothing is recorded yet.
+    assert 'name="action" value="decline"' not in consent.content.decode()
+    decline = consent.context["decline"]
+    assert decline.startswith(reverse("portal:join_decline", args=[study.slug]) + "?")
+    page = client.get(decline)
     assert "you will not rank any images" in page.content.decode()
-    assert Participation.objects.get().outcome == Participation.Outcome.TAKING_PART
+    assert not Participation.objects.exists()
 
-    assert client.post(reverse("portal:consent"), {"action": "decline"}).url == reverse(
-        "portal:screened_out"
-    )
+    confirmed = client.post(link, {"action": "decline", "token": page.context["token"]})
+    assert confirmed.url == reverse("portal:screened_out")
     page = client.get(reverse("portal:screened_out"))
     assert page.context["can_reconsider"] and 'id="reconsider"' in page.content.decode()
     assert client.post(reverse("portal:reconsider")).url == reverse("portal:consent")
@@ -139,8 +143,7 @@ def test_declining_asks_first_and_a_mistake_can_be_taken_back_until_leaving(stud
 
 def test_after_following_the_link_back_the_answer_stands(study):
     prolific = FakeProlific(study.slug)
-    client, _ = _arrive(prolific.link(prolific.new_participant_id()))
-    client.post(reverse("portal:consent"), {"action": "decline"})
+    client, _ = _arrive(prolific.link(prolific.new_participant_id()), action="decline")
     response = client.post(reverse("portal:leave"))
     assert prolific.completion_code(response.url) == "SCR33N"
     participation = Participation.objects.get()
@@ -155,7 +158,7 @@ def test_after_following_the_link_back_the_answer_stands(study):
 
 def test_a_full_group_is_not_taken_back(study):
     arrival = recruitment.Arrival("ab" * 12, "sess", "st")
-    participation = recruitment.enroll(study, arrival)
+    participation = admission.enroll(study, arrival)
     recruitment.screen_out(participation, Participation.ScreenOut.GROUP_FULL)
     assert not recruitment.can_reconsider(participation)
     with pytest.raises(CannotReconsider):
@@ -167,17 +170,18 @@ def test_a_finished_prolific_participant_with_a_new_session_sees_the_code_again(
     prolific = FakeProlific(study.slug)
     pid = prolific.new_participant_id()
     client, _ = _arrive(prolific.link(pid))
-    client.post(reverse("portal:consent"), {"action": "agree"})
     for _ in range(2):
         _rank_as_shown(client)
     assert client.get(reverse("portal:rank")).url == reverse("portal:complete")
     client.get(reverse("portal:complete"))
     session = Participation.objects.get().session_id
 
-    again, response = _arrive(prolific.link(pid, session_id="new-session"))
+    # The same browser, logged out, with a new session: one POST back to the code.
+    client.post(reverse("portal:logout"))
+    _, response = _arrive(prolific.link(pid, session_id="new-session"), client, "continue")
     assert response.url == reverse("portal:complete")
-    assert again.get(response.url).context["code"] == "C0MPL3T3"
-    assert again.get(reverse("portal:rank")).url == reverse("portal:complete")  # no more tasks
+    assert client.get(response.url).context["code"] == "C0MPL3T3"
+    assert client.get(reverse("portal:rank")).url == reverse("portal:complete")  # no more tasks
     participation = Participation.objects.get()
     assert participation.session_id == session  # the finished submission keeps its id
     assert Ranking.objects.count() == 2
@@ -213,6 +217,9 @@ def test_a_participant_who_logs_out_is_told_to_come_back_by_the_same_link(study)
     assert response.status_code == 200
     text = response.content.decode()
     assert "the same link brings you back" in text and "Prolific" in text
+    # and the personal link, for another device (kept by the participant, not by us)
+    link = response.context["resume_link"]
+    assert link.startswith(f"http://testserver/join/{study.slug}/resume/") and link in text
     assert reverse("portal:login") not in text and reverse("portal:signup") not in text
     assert client.get(reverse("portal:home")).url.startswith(reverse("portal:login"))
 

@@ -5,7 +5,7 @@ import threading
 from datetime import timedelta
 
 import pytest
-from crowd_fakes import FakeProlific
+from crowd_fakes import FakeProlific, join
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import connection
@@ -130,8 +130,7 @@ def test_a_participant_of_a_full_group_gets_the_screen_out_code(age, make_tasks,
     GroupQuota.objects.create(study=study, field=age, value="18-24", target=0)
     prolific = FakeProlific(study.slug)
     client = Client()
-    client.get(prolific.link(prolific.new_participant_id()))
-    client.post(reverse("portal:consent"), {"action": "agree"})
+    join(client, prolific.link(prolific.new_participant_id()))
     client.post(reverse("portal:demographics"), {"age_band": "18-24"})
     response = client.get(reverse("portal:rank"))
     assert response.url == reverse("portal:screened_out")

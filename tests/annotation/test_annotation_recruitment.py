@@ -6,7 +6,7 @@ import hmac
 import logging
 
 import pytest
-from crowd_fakes import FakeMTurk, FakeProlific
+from crowd_fakes import FakeMTurk, FakeProlific, join
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
@@ -17,7 +17,7 @@ from rest_framework.throttling import SimpleRateThrottle
 from annotation.assignment.next_task import next_task
 from annotation.models import AnnotatorProfile, Ranking
 from annotation.models.studies import Participation, Study
-from annotation.participants import recruitment, services
+from annotation.participants import admission, recruitment, services
 from annotation.participants.erasure import erase_annotator
 
 
@@ -47,9 +47,12 @@ def prolific_study(db, throttle_cache):
     )
 
 
-def _arrive(link: str, client: Client | None = None, ip: str = "203.0.113.7", **headers):
-    client = client or Client(REMOTE_ADDR=ip)
-    return client, client.get(link, **headers)
+def _arrive(
+    link: str, client: Client | None = None, ip: str = "203.0.113.7", action="agree", **headers
+):
+    """A browser (a new one unless given) opens the link and answers its consent page."""
+    client = client or Client(REMOTE_ADDR=ip, **headers)
+    return client, join(client, link, action)
 
 
 def test_prolific_participant_ranks_to_the_quota_and_leaves_with_the_code(
@@ -59,9 +62,10 @@ def test_prolific_participant_ranks_to_the_quota_and_leaves_with_the_code(
     prolific = FakeProlific(prolific_study.slug)
     pid = prolific.new_participant_id()
     client, response = _arrive(prolific.link(pid))
-    assert response.status_code == 302 and response.url == reverse("portal:consent")
+    assert response.status_code == 302 and response.url == reverse("portal:demographics")
 
     participation = Participation.objects.get()
+    assert not participation.duplicate and participation.annotator.consents.exists()
     user = participation.annotator.user
     assert user.username.startswith("p-") and not user.has_usable_password()
     assert participation.annotator.quota == 2
@@ -75,8 +79,6 @@ def test_prolific_participant_ranks_to_the_quota_and_leaves_with_the_code(
     assert pid not in repr(get_user_model().objects.filter(pk=user.pk).values().get())
 
     # Not done yet: the completion page sends back to ranking instead of giving the code.
-    assert client.get(reverse("portal:complete")).url == reverse("portal:consent")
-    client.post(reverse("portal:consent"), {"action": "agree"})
     assert client.get(reverse("portal:complete")).url == reverse("portal:rank")
 
     for _ in range(2):
@@ -97,7 +99,6 @@ def test_running_out_of_tasks_also_completes(prolific_study, make_tasks):
     make_tasks(1, 2, study=prolific_study)
     prolific = FakeProlific(prolific_study.slug)
     client, _ = _arrive(prolific.link(prolific.new_participant_id()))
-    client.post(reverse("portal:consent"), {"action": "agree"})
     assignment = client.get(reverse("portal:rank")).context["assignment"]
     order = ",".join(map(str, assignment.shown_order))
     client.post(reverse("portal:rank"), {"task_id": assignment.task_id, "order": order})
@@ -105,23 +106,25 @@ def test_running_out_of_tasks_also_completes(prolific_study, make_tasks):
     assert client.get(reverse("portal:complete")).context["code"] == "C0MPL3T3"
 
 
-def test_the_same_link_and_another_prolific_session_resume(prolific_study, make_tasks):
+def test_the_same_link_and_another_prolific_session_resume_on_the_same_browser(
+    prolific_study, make_tasks
+):
     make_tasks(2, 2, study=prolific_study)
     prolific = FakeProlific(prolific_study.slug)
     pid = prolific.new_participant_id()
-    first, _ = _arrive(prolific.link(pid))
-    first.post(reverse("portal:consent"), {"action": "agree"})
-    # Another browser, the same link: the same annotator, straight to the portal.
-    second, response = _arrive(prolific.link(pid))
-    assert response.url == reverse("portal:home")
-    assert second.get(reverse("portal:home")).context["user"].pk == (
-        Participation.objects.get().annotator.user_id
-    )
-    # Another Prolific session (the earlier one returned or timed out) after 0 of 2
-    # tasks: the same participation resumes, under the new session id (issue 21).
-    third, response = _arrive(prolific.link(pid, session_id="another-session"))
+    browser, _ = _arrive(prolific.link(pid))
+    # The same browser, the same link: straight to the portal (its session).
+    assert browser.get(prolific.link(pid)).url == reverse("portal:home")
+    # Logged out, then another Prolific session (the earlier one returned or timed out)
+    # after 0 of 2 tasks: one POST back into the same participation, under the new
+    # session id (issue 21).
+    browser.post(reverse("portal:logout"))
+    link = prolific.link(pid, session_id="another-session")
+    page = browser.get(link)
+    assert page.status_code == 200 and "portal/join_back.html" in [t.name for t in page.templates]
+    response = _arrive(link, browser, action="continue")[1]
     assert response.status_code == 302 and response.url == reverse("portal:home")
-    assert third.get(reverse("portal:rank")).context["done"] == 0
+    assert browser.get(reverse("portal:rank")).context["done"] == 0
     participation = Participation.objects.get()
     assert participation.session_id == "another-session"
     assert AnnotatorProfile.objects.count() == 1
@@ -130,8 +133,7 @@ def test_the_same_link_and_another_prolific_session_resume(prolific_study, make_
 def test_declining_consent_screens_out_with_the_screen_out_code(prolific_study):
     prolific = FakeProlific(prolific_study.slug)
     pid = prolific.new_participant_id()
-    client, _ = _arrive(prolific.link(pid))
-    response = client.post(reverse("portal:consent"), {"action": "decline"})
+    client, response = _arrive(prolific.link(pid), action="decline")
     assert response.url == reverse("portal:screened_out")
     page = client.get(response.url)
     assert "SCR33N" in page.content.decode()
@@ -139,9 +141,10 @@ def test_declining_consent_screens_out_with_the_screen_out_code(prolific_study):
     # No way round it: consent, the link again and the completion page all lead back.
     assert client.get(reverse("portal:consent")).url == reverse("portal:screened_out")
     assert client.get(reverse("portal:complete")).url == reverse("portal:screened_out")
-    assert _arrive(prolific.link(pid))[1].url == reverse("portal:screened_out")
+    assert _arrive(prolific.link(pid), client)[1].url == reverse("portal:screened_out")
     participation = Participation.objects.get()
     assert participation.screen_out_reason == Participation.ScreenOut.DECLINED_CONSENT
+    assert not participation.annotator.consents.exists()
 
 
 def test_new_participants_are_rate_limited_per_ip_and_logged(
@@ -150,7 +153,8 @@ def test_new_participants_are_rate_limited_per_ip_and_logged(
     throttle_cache["join"] = "2/hour"
     prolific = FakeProlific(prolific_study.slug)
     pids = [prolific.new_participant_id() for _ in range(4)]
-    assert _arrive(prolific.link(pids[0]))[1].status_code == 302
+    first, response = _arrive(prolific.link(pids[0]))
+    assert response.status_code == 302
     assert _arrive(prolific.link(pids[1]))[1].status_code == 302
     with caplog.at_level(logging.WARNING, logger="annotation.participants.recruitment"):
         # A forged X-Forwarded-For does not make a new client (no proxy is configured).
@@ -164,7 +168,8 @@ def test_new_participants_are_rate_limited_per_ip_and_logged(
     ]
     assert "wave-1" in record.getMessage() and "203.0.113.7" not in record.getMessage()
     # Returning participants are not new: they still get in; another network too.
-    assert _arrive(prolific.link(pids[0]))[1].status_code == 302
+    first.post(reverse("portal:logout"))
+    assert _arrive(prolific.link(pids[0]), first, action="continue")[1].status_code == 302
     assert _arrive(prolific.link(pids[3]), ip="192.0.2.44")[1].status_code == 302
     assert AnnotatorProfile.objects.count() == 3
 
@@ -186,14 +191,15 @@ def test_a_broken_link_says_so_and_creates_nobody(prolific_study, query):
 def test_a_closed_or_unknown_study_admits_nobody_new(prolific_study):
     prolific = FakeProlific(prolific_study.slug)
     started = prolific.new_participant_id()
-    _arrive(prolific.link(started))
+    browser, _ = _arrive(prolific.link(started))
     Study.objects.filter(pk=prolific_study.pk).update(status=Study.Status.CLOSED)
     _, response = _arrive(prolific.link(prolific.new_participant_id()))
     assert response.status_code == 403 and "closed" in response.content.decode()
     assert _arrive("/join/no-such-study/?pid=1")[1].status_code == 404
     assert AnnotatorProfile.objects.count() == 1
-    # who started may come back to finish
-    assert _arrive(prolific.link(started))[1].status_code == 302
+    # who started may come back to finish (on their browser), not a second device
+    assert _arrive(prolific.link(started), browser)[1].status_code == 302
+    assert _arrive(prolific.link(started))[1].status_code == 403
 
 
 def test_mturk_preview_creates_nobody_and_a_worker_gets_in(db, throttle_cache):
@@ -219,8 +225,10 @@ def test_generic_pid_link_and_exit_links(db, throttle_cache):
         completion_code="DONE",
         completion_url="https://example.org/finish?code={code}",
     )
-    assert _arrive("/join/lab/?pid=p-001")[1].status_code == 302
-    assert _arrive("/join/lab/?pid=p-001")[1].status_code == 302  # resume: no session to match
+    browser, response = _arrive("/join/lab/?pid=p-001")
+    assert response.status_code == 302
+    # the same browser again: resumed (no platform session to match)
+    assert _arrive("/join/lab/?pid=p-001", browser)[1].status_code == 302
     assert AnnotatorProfile.objects.count() == 1
     assert recruitment.exit_link(study, "DONE", study.completion_url) == (
         "https://example.org/finish?code=DONE"
@@ -232,24 +240,29 @@ def test_generic_pid_link_and_exit_links(db, throttle_cache):
     )
 
 
-def test_enrolling_the_same_participant_twice_gives_one_annotator(prolific_study):
+def test_enrolling_with_the_same_secret_twice_gives_one_annotator(prolific_study):
     arrival = recruitment.Arrival("5f0e" * 6, "sess", "study")
-    first = recruitment.enroll(prolific_study, arrival)
-    second = recruitment.enroll(prolific_study, arrival)  # a double click, say
+    secret = admission.new_secret()
+    first = admission.enroll(prolific_study, arrival, secret)
+    second = admission.enroll(prolific_study, arrival, secret)  # a double click, say
     assert first.pk == second.pk and AnnotatorProfile.objects.count() == 1
+    assert first.secret_hash == admission.secret_hash(secret) != secret
+    # Without the secret, the same crowd id is another participation, marked a duplicate.
+    other = admission.enroll(prolific_study, arrival)
+    assert other.pk != first.pk and other.duplicate and not first.duplicate
 
 
 def test_erasure_deletes_the_external_ids(prolific_study, make_tasks):
     make_tasks(1, 2, study=prolific_study)
     prolific = FakeProlific(prolific_study.slug)
     pid = prolific.new_participant_id()
-    client, _ = _arrive(prolific.link(pid))
-    client.post(reverse("portal:consent"), {"action": "agree"})
+    _arrive(prolific.link(pid))
     assignment = next_task(Participation.objects.get().annotator)
     profile = assignment.annotator
     services.submit_ranking(profile, assignment.task_id, assignment.shown_order)
     erase_annotator(profile, via="participant")
     assert not Participation.objects.exists() and not Ranking.objects.exists()
-    # The id is forgotten with the rest: the same link now starts afresh.
+    # The id is forgotten with the rest: the same link now starts afresh, no duplicate.
     _arrive(prolific.link(pid))
-    assert Participation.objects.get().annotator_id != profile.pk
+    participation = Participation.objects.get()
+    assert participation.annotator_id != profile.pk and not participation.duplicate

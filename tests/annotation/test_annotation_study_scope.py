@@ -5,7 +5,7 @@ studies (commands, admin actions, the staff API) and see progress per study."""
 import io
 
 import pytest
-from crowd_fakes import FakeProlific
+from crowd_fakes import FakeProlific, join
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import Client
@@ -59,7 +59,7 @@ def two_studies(db, join_cache, make_tasks):
 
 def _join(study: Study, pid: str) -> Client:
     client = Client(REMOTE_ADDR="203.0.113.9")
-    client.get(FakeProlific(study.slug).link(pid))
+    join(client, FakeProlific(study.slug).link(pid))
     return client
 
 

@@ -1,7 +1,7 @@
 """A Prolific participant's day one in headless Chromium (issue 21), at laptop (1280x800,
 mouse and keyboard) and phone (390x844, touch) size, axe-audited on every page (and no
-page wider than the window): a
-mis-tap on "I do not agree", taken back; a return with a new SESSION_ID after 0 of 2
+page wider than the window): the entry link's consent page (a GET joins nobody, issue
+31), a mis-tap on "I do not agree", taken back; a return with a new SESSION_ID after 0 of 2
 tasks; the order as shown, asked about once; the review dialog's images; the code.
 
 With STEREORANK_SCREENSHOTS=<folder>, the second task and its review dialog are saved
@@ -75,8 +75,8 @@ class Visit:
             self.driver, lambda d: d.execute_script("return document.readyState") == "complete"
         )
 
-    def at(self, name: str) -> None:
-        path = reverse(name)
+    def at(self, name: str, *args) -> None:
+        path = reverse(name, args=args)
         wait_until(self.driver, lambda d: d.current_url.split("?")[0].endswith(path), 15)
         self.loaded()
 
@@ -128,16 +128,17 @@ def test_a_prolific_participant_mis_taps_returns_and_finishes(driver, live_serve
     pid = prolific.new_participant_id()
 
     visit.go(prolific.link(pid))
-    visit.at("portal:consent")
+    visit.at("portal:join", study.slug)  # the consent page; nobody joined yet
+    assert not Participation.objects.exists()
     visit.audit("consent")
     agree, decline = (rect(driver, driver.find_element("id", i)) for i in ("agree", "decline"))
     assert decline["top"] >= agree["bottom"] + 24, "'I do not agree' sits apart from 'I agree'"
 
     # The mis-tap: asked first, then confirmed by mistake, then taken back.
     visit.press_and_wait("decline")
-    visit.at("portal:decline")
+    visit.at("portal:join_decline", study.slug)
     visit.audit("decline, asked")
-    assert Participation.objects.get().outcome == Participation.Outcome.TAKING_PART
+    assert not Participation.objects.exists()
     visit.press_and_wait("confirm-decline")
     visit.at("portal:screened_out")
     visit.audit("screened out")

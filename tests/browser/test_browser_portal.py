@@ -4,7 +4,7 @@ rank one task by mouse drag and one by keyboard, progress 0 -> 2."""
 import pytest
 from django.urls import reverse
 
-from annotation.models import ConsentText, DemographicField, Ranking
+from annotation.models import ConsentText, DemographicField, Ranking, Study
 from tests.browser.support import (
     CHROMEDRIVER,
     CHROMIUM,
@@ -114,6 +114,7 @@ def test_browser_portal_signup_consent_demographics_and_two_rankings(
     url = live_server.url
     browser.get(url + reverse("portal:home"))
     assert "/login/" in browser.current_url  # anonymous -> log in
+    Study.objects.filter(slug="default").update(open_signup=True)  # closed unless opened
     browser.get(url + reverse("portal:signup"))
     browser.find_element("name", "username").send_keys("alice")
     browser.find_element("name", "password1").send_keys("a-Long-pass-987")

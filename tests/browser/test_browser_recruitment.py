@@ -67,7 +67,7 @@ def test_prolific_arrival_consent_rank_and_completion_code(browser, live_server,
     pid = prolific.new_participant_id()
     browser.get(live_server.url + prolific.link(pid))
 
-    _wait_url(browser, reverse("portal:consent"))
+    _wait_url(browser, reverse("portal:join", args=[study.slug]))  # its consent page
     assert "Recruitment browser test consent." in browser.page_source
     assert browser.find_element("id", "decline").is_displayed()
     _click(browser, browser.find_element("id", "agree"))

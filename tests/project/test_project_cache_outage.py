@@ -6,6 +6,7 @@ import logging
 import time
 
 import pytest
+from crowd_fakes import join
 from django.core.cache import caches
 from django.test import override_settings
 from django.urls import reverse
@@ -44,9 +45,7 @@ def test_an_api_submit_and_a_login_go_on_while_the_throttle_cache_is_down(
             {"order": assignment.shown_order},
             format="json",
         )
-        token = api.post(
-            "/api/auth/token/", {"username": "during-the-outage", "password": "wrong"}
-        )
+        token = api.post("/api/auth/token/", {"username": "during-the-outage", "password": "wrong"})
     assert made.status_code == 201 and Ranking.objects.count() == 1
     assert token.status_code == 400  # refused for its password, not a 500
     assert time.monotonic() - started < 5  # connection refused: no long wait
@@ -58,5 +57,5 @@ def test_an_entry_link_admits_a_participant_while_the_throttle_cache_is_down(
     db, client, cache_down
 ):
     Study.objects.create(slug="wave-1", name="Wave 1", platform="generic")
-    response = client.get(reverse("portal:join", args=["wave-1"]) + "?pid=p-1")
+    response = join(client, reverse("portal:join", args=["wave-1"]) + "?pid=p-1")
     assert response.status_code == 302  # logged in and sent on, not a 500

@@ -1,0 +1,213 @@
+"""Who may come in: a participation's own secret is its key; the crowd id is only recorded.
+
+A participant joins a study by posting its entry link's consent page
+(``annotation.portal.entry_views.join``; a GET logs nobody in). The participation is
+made with a random secret (``secrets.token_urlsafe``, 256 bits) that the browser which
+joined keeps in a signed cookie and the participant in a resume link
+(``annotation.portal.device``). Only SHA-256 of the secret is stored
+(``Participation.secret_hash``): a random 256-bit token needs no slow hash, there is
+nothing to guess, and a copy of the table gives nobody a key.
+
+- The browser that joined comes back to its participation with the same link (its
+  cookie, or its session while logged in); the resume link brings the participant back
+  on any device.
+- A crowd id (Prolific's PROLIFIC_PID, MTurk's workerId, ``pid``) is never a key:
+  a second device arriving with it gets a new, empty participation marked
+  ``duplicate`` for the researchers, never the first one's data.
+- Prolific gives a new SESSION_ID when an earlier session was returned or timed out: on
+  the same browser the participation continues under it. MTurk pays each assignment:
+  the same worker on another assignment is refused (``AlreadyTookPart``).
+- The join page's form carries a candidate secret signed with a timestamp
+  (``django.core.signing``), so only secrets this server issued are accepted and the
+  same form posted twice (a double click) makes one participation.
+- The portal's sign-up page admits to a study only where its owner turned open sign-up
+  on (``Study.open_signup``, off by default; ``signup_study``).
+- Participations made before secrets (``secret_hash`` null) resume only in a session
+  that already holds them, which then gets a secret (``issue_secret``); elsewhere
+  their crowd id makes a duplicate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import uuid
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core import signing
+from django.db import IntegrityError, transaction
+
+from annotation.errors import AlreadyTookPart, InvalidLink, SignupClosed, StudyClosed
+from annotation.models import AnnotatorProfile
+from annotation.models.studies import DEFAULT_STUDY_SLUG, Participation, Study
+from annotation.participants.recruitment import Arrival, external_id_hash
+from annotation.rankings.exports import pseudonym
+
+log = logging.getLogger(__name__)
+
+SECRET_BYTES = 32
+FORM_SALT = "stereorank.participants.join-form"
+FORM_MAX_AGE = 24 * 60 * 60
+"""Seconds a join page's form stays valid (then the link is opened again)."""
+
+
+def new_secret() -> str:
+    return secrets.token_urlsafe(SECRET_BYTES)
+
+
+def secret_hash(secret: str) -> str:
+    """The stored form of a secret: SHA-256, hex."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def form_token() -> str:
+    """A join page's candidate secret, signed with the time it was issued."""
+    return signing.TimestampSigner(salt=FORM_SALT).sign(new_secret())
+
+
+def secret_of_form(token: str) -> str:
+    """The secret a join form carries; ``InvalidLink`` when it was not issued here, was
+    changed, or is older than ``FORM_MAX_AGE``."""
+    try:
+        return signing.TimestampSigner(salt=FORM_SALT).unsign(token, max_age=FORM_MAX_AGE)
+    except signing.BadSignature:  # SignatureExpired included
+        raise InvalidLink("This page is out of date: please open the study's link again.") from None
+
+
+def by_secret(study: Study, secret: str) -> Participation | None:
+    """The participation in ``study`` whose secret this is; None for any other string."""
+    if not secret:
+        return None
+    return (
+        Participation.objects.select_related("annotator__user", "study")
+        .filter(study=study, secret_hash=secret_hash(secret))
+        .first()
+    )
+
+
+def matches(participation: Participation | None, study: Study, arrival: Arrival) -> bool:
+    """Whether ``participation`` is this study's and came with this arrival's crowd id."""
+    return (
+        participation is not None
+        and participation.study_id == study.pk
+        and participation.external_id_hash == external_id_hash(study.platform, arrival.external_id)
+    )
+
+
+def continue_session(participation: Participation, arrival: Arrival) -> Participation:
+    """A returning participant's platform session: another Prolific session continues (the
+    new id recorded while taking part); another MTurk assignment is ``AlreadyTookPart``."""
+    if participation.session_id == arrival.session_id:
+        return participation
+    if participation.study.platform != Study.Platform.PROLIFIC:
+        raise AlreadyTookPart("You have already taken part in this study: thank you.")
+    if participation.outcome == Participation.Outcome.TAKING_PART:
+        participation.session_id = arrival.session_id
+        participation.save(update_fields=["session_id"])
+    return participation
+
+
+def returning(study: Study, arrival: Arrival, *held: str) -> tuple[Participation, str] | None:
+    """The participation one of the ``held`` secrets opens in ``study`` for this crowd id,
+    with that secret; None when none does (a secret of another crowd id opens nothing:
+    another person on a shared browser)."""
+    for secret in held:
+        found = by_secret(study, secret)
+        if matches(found, study, arrival):
+            return continue_session(found, arrival), secret
+    return None
+
+
+def _first(study: Study, crowd_hash: str) -> Participation | None:
+    return Participation.objects.filter(
+        study=study, external_id_hash=crowd_hash, duplicate=False
+    ).first()
+
+
+def check_newcomer(study: Study, arrival: Arrival) -> None:
+    """What refuses a newcomer before they read the consent: a study that is not open
+    (``StudyClosed``), an MTurk worker on another assignment (``AlreadyTookPart``)."""
+    if not study.is_open:
+        raise StudyClosed("This study is closed: thank you for your interest.")
+    if study.platform == Study.Platform.MTURK:
+        first = _first(study, external_id_hash(study.platform, arrival.external_id))
+        if first is not None and first.session_id != arrival.session_id:
+            raise AlreadyTookPart("You have already taken part in this study: thank you.")
+
+
+def enroll(study: Study, arrival: Arrival, secret: str | None = None) -> Participation:
+    """A new pseudonymous annotator (random name, no password) holding ``secret`` (a new
+    one when None): a ``duplicate`` when the crowd id has a participation in the study
+    already. The same secret twice (a double click) gives one participation. Refused as
+    ``check_newcomer`` says."""
+    check_newcomer(study, arrival)
+    secret = secret or new_secret()
+    crowd_hash = external_id_hash(study.platform, arrival.external_id)
+    for duplicate in (_first(study, crowd_hash) is not None, True):
+        try:
+            participation = _create(study, arrival, crowd_hash, secret_hash(secret), duplicate)
+        except IntegrityError:
+            same = by_secret(study, secret)
+            if same is not None:
+                return same  # the same form, posted twice at once
+            if duplicate:
+                raise
+            # else another device with this crowd id came first, just now: a duplicate
+        else:
+            break
+    name = pseudonym(participation.annotator.user_id)
+    if duplicate:
+        log.warning("study %s: participant %s enrolled as a duplicate crowd id", study.slug, name)
+    else:
+        log.info("study %s: participant %s enrolled", study.slug, name)
+    return participation
+
+
+def _create(
+    study: Study, arrival: Arrival, crowd_hash: str, key: str, duplicate: bool
+) -> Participation:
+    with transaction.atomic():
+        user = get_user_model().objects.create_user(f"p-{uuid.uuid4().hex[:16]}")
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+        quota = study.tasks_per_participant or settings.STEREORANK["ANNOTATOR_QUOTA"]
+        profile = AnnotatorProfile.objects.create(user=user, quota=quota, study=study)
+        return Participation.objects.create(
+            study=study,
+            annotator=profile,
+            external_id_hash=crowd_hash,
+            secret_hash=key,
+            duplicate=duplicate,
+            session_id=arrival.session_id,
+            platform_study_id=arrival.platform_study_id,
+        )
+
+
+def issue_secret(participation: Participation) -> str | None:
+    """A secret for a participation made before secrets, given to the session that holds
+    it; None when it has one already (two pages at once: the first one wins)."""
+    if participation.secret_hash is not None:
+        return None
+    secret = new_secret()
+    updated = Participation.objects.filter(pk=participation.pk, secret_hash__isnull=True).update(
+        secret_hash=secret_hash(secret)
+    )
+    if not updated:
+        return None
+    participation.secret_hash = secret_hash(secret)
+    return secret
+
+
+def signup_study(slug: str | None) -> Study:
+    """The study the portal's sign-up page joins: the one named, else the default one;
+    ``SignupClosed`` unless it is open and its owner turned open sign-up on (an unknown
+    slug reads the same)."""
+    study = Study.objects.filter(slug=slug or DEFAULT_STUDY_SLUG).first()
+    if study is None or not (study.open_signup and study.is_open):
+        raise SignupClosed(
+            "Sign-up is closed: this study is joined by the link the researchers sent you "
+            "(for example from Prolific), or with an account they made for you."
+        )
+    return study
