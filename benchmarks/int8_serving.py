@@ -94,9 +94,9 @@ def setup(encoder: str, occupations: int, variants: int):
     """The seed-scale study, one trained version on ``encoder``, promoted; a scoring
     user's client."""
     from django.contrib.auth import get_user_model
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
+    from annotation.accounts import tokens
     from annotation.catalogue.loading import load_catalogue, read_catalogue
     from annotation.studies.simulation import simulate
     from annotation.studies.tasks_builder import build_tasks
@@ -128,7 +128,7 @@ def setup(encoder: str, occupations: int, variants: int):
     user = get_user_model().objects.create_user("bench-scorer", password="bench-pass-123")
     roles.grant(user)
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {tokens.issue(user)[1]}")
     return checkpoint, client
 
 

@@ -252,8 +252,8 @@ def main() -> None:
         django.setup()
         from django.contrib.auth import get_user_model
         from django.core.management import call_command
-        from rest_framework.authtoken.models import Token
 
+        from annotation.accounts import tokens
         from scoring import roles, selectors
 
         call_command("migrate", verbosity=0)
@@ -281,7 +281,7 @@ def main() -> None:
 
         user = get_user_model().objects.create_user("bench-scorer", password="bench-pass-123")
         roles.grant(user)
-        token = Token.objects.create(user=user).key
+        _, token = tokens.issue(user)
         serve_and_measure(env, args, token)
         print(f"uptime load average at the end: {load()}")
 

@@ -186,16 +186,16 @@ def summary(samples: list[dict]) -> dict:
 
 def api_figures(requests: int, bar) -> dict:
     from django.db import connection
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
+    from annotation.accounts import tokens
     from annotation.models import AnnotatorProfile
 
     profiles = list(AnnotatorProfile.objects.select_related("user").order_by("pk")[:requests])
     nexts, submits = [], []
     for profile in profiles:
-        token, _ = Token.objects.get_or_create(user=profile.user)
-        client = APIClient(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Token {token.key}")
+        _, token = tokens.issue(profile.user)
+        client = APIClient(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Token {token}")
         response, figures = timed(connection, lambda c=client: c.post("/api/tasks/next/"))
         assert response.status_code == 200, response.content
         nexts.append(figures)
@@ -221,14 +221,15 @@ def dashboard_figures(tries: int = 10) -> dict:
     from django.contrib.auth import get_user_model
     from django.db import connection
     from django.test import Client
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
+
+    from annotation.accounts import tokens
 
     staff, _ = get_user_model().objects.get_or_create(username="bench-staff", is_staff=True)
     page = Client(HTTP_HOST="localhost")
     page.force_login(staff)
-    token, _ = Token.objects.get_or_create(user=staff)
-    api = APIClient(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Token {token.key}")
+    _, token = tokens.issue(staff)
+    api = APIClient(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Token {token}")
     out = {}
     for name, client, url in (
         ("page", page, "/dashboards/quality/"),

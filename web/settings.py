@@ -47,7 +47,9 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    # API tokens hashed at rest, with an expiry, one per log-in (annotation/accounts/tokens.py).
+    "knox",
+    "annotation.accounts",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
@@ -186,6 +188,13 @@ AXES_LOCKOUT_CALLABLE = "annotation.accounts.lockout.lockout_response"
 # logged: no participant's address is kept for nothing.
 AXES_DISABLE_ACCESS_LOG = True
 AXES_VERBOSE = False  # no banner on every start (commands' output stays theirs)
+# API tokens (django-rest-knox's model, annotation/accounts/tokens.py): a new one per
+# log-in, only its digest stored, valid STEREORANK_TOKEN_TTL_HOURS; never extended by
+# use (no write on the API's hot path).
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(hours=env.int("STEREORANK_TOKEN_TTL_HOURS", default=10)),
+    "AUTO_REFRESH": False,
+}
 
 # HTTPS outside the embedded mode (`manage.py check --deploy` is clean with the defaults);
 # the embedded mode serves plain http on 127.0.0.1.
@@ -209,14 +218,15 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        # DRF's TokenAuthentication, but the annotator profile comes in the same query.
+        # `Authorization: Token <key>`: a hashed knox token, found with its user and the
+        # annotator profile in one query.
         "annotation.api.auth.ProfileTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
     # The API speaks JSON (form encodings cannot send null or lists); the log-in view
-    # (DRF's ObtainAuthToken) keeps its own parsers, forms included.
+    # (annotation/api/tokens.py) keeps its own parsers, forms included.
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_PAGINATION_CLASS": "web.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 100,

@@ -43,6 +43,8 @@ class ApiRootView(APIView):
                 request,
                 {
                     "token": "api-token",
+                    "logout": "api-logout",
+                    "logout_all": "api-logout-all",
                     "me": "api-me",
                     "consent": "api-consent",
                     "next_task": "api-next-task",

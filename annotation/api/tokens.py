@@ -1,16 +1,22 @@
-"""The API's password door: ``POST /api/auth/token/`` trades a username and password for
-a token. Its refusals: wrong credentials (400), too many failures for the account or the
-address (429, ``annotation.accounts.lockout``), too many requests (429, the ``auth``
-throttle)."""
+"""The API's password door and its way out.
+
+``POST /api/auth/token/`` trades a username and password for a new token (one per
+device that logs in; the plain token is in this answer only: ``annotation.accounts.tokens``).
+Its refusals: wrong credentials (400), too many failures for the account or the address
+(429, ``annotation.accounts.lockout``), too many requests (429, the ``auth`` throttle).
+``POST /api/auth/logout/`` revokes the token it is sent with, ``/api/auth/logout/all/``
+every token of its user.
+"""
 
 from django.contrib.auth import authenticate
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import parsers, serializers
-from rest_framework.authtoken.models import Token
+from rest_framework import parsers, serializers, status
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.accounts import lockout
+from annotation.accounts import lockout, tokens
+from annotation.api.auth import ProfileTokenAuthentication
 from core.throttling import ScopedRateThrottle
 
 WRONG_CREDENTIALS = "Unable to log in with provided credentials."
@@ -24,7 +30,8 @@ class LogInSerializer(serializers.Serializer):
 
 
 class TokenSerializer(serializers.Serializer):
-    token = serializers.CharField(read_only=True)
+    token = serializers.CharField(read_only=True, help_text="Shown once: keep it secret.")
+    expiry = serializers.DateTimeField(read_only=True, allow_null=True)
 
 
 class RefusedSerializer(serializers.Serializer):
@@ -60,5 +67,37 @@ class TokenView(APIView):
             return lockout.lockout_response(request._request)
         if user is None:
             raise serializers.ValidationError({"non_field_errors": [WRONG_CREDENTIALS]})
-        token, _ = Token.objects.get_or_create(user=user)
-        return Response({"token": token.key})
+        token, plain = tokens.issue(user)
+        return Response(TokenSerializer({"token": plain, "expiry": token.expiry}).data)
+
+
+# Token authentication only (a session has no token to revoke): a missing or bad token is
+# a 401 with its challenge, not the 403 the session-first views answer.
+REVOKED = {
+    204: None,
+    401: OpenApiResponse(RefusedSerializer, description="No, or a bad, token."),
+}
+
+
+class LogoutView(APIView):
+    """Revoke the token this request is sent with."""
+
+    authentication_classes = [ProfileTokenAuthentication]
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=None, responses=REVOKED)
+    def post(self, request):
+        tokens.revoke(request.auth)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class LogoutAllView(APIView):
+    """Revoke every token of this request's user (every device)."""
+
+    authentication_classes = [ProfileTokenAuthentication]
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=None, responses=REVOKED)
+    def post(self, request):
+        tokens.revoke_all(request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -14,6 +14,8 @@ staff.register("rankings", staff_api.RankingViewSet, basename="staff-ranking")
 
 urlpatterns = [
     path("auth/token/", tokens.TokenView.as_view(), name="api-token"),
+    path("auth/logout/", tokens.LogoutView.as_view(), name="api-logout"),
+    path("auth/logout/all/", tokens.LogoutAllView.as_view(), name="api-logout-all"),
     path("tasks/next/", api.NextTaskView.as_view(), name="api-next-task"),
     path("tasks/<int:task_id>/ranking/", api.SubmitRankingView.as_view(), name="api-ranking"),
     path("me/", api.MeView.as_view(), name="api-me"),

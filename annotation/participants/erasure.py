@@ -57,7 +57,7 @@ from django.db import transaction
 from django.db.models import F
 from django.dispatch import Signal
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from annotation.errors import AlreadyErased
 from annotation.models import AnnotatorProfile, AnnotatorStatus, Ranking, RankingTask, StatusChange
@@ -131,4 +131,4 @@ def _deactivate(user: AbstractBaseUser) -> None:
     user.set_unusable_password()
     user.is_active = False
     user.save()
-    Token.objects.filter(user=user).delete()
+    AuthToken.objects.filter(user=user).delete()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from django.contrib.auth import get_user_model
 from django.core.paginator import Page, Paginator
 from django.db.models import (
     Case,
@@ -30,7 +29,6 @@ from django.db.models import (
     Value,
     When,
 )
-from rest_framework.authtoken.models import Token
 
 from annotation.models import (
     AnnotatorProfile,
@@ -45,7 +43,6 @@ from annotation.models import (
 )
 from annotation.models.studies import Erasure, Study, study_ids
 from annotation.rankings.labels import LabelRow
-from core.prepared import Param, Prepared, columns, instance
 
 
 def consent_stands(annotator: str = "annotator") -> Exists:
@@ -106,30 +103,6 @@ def excluded_message(profile: AnnotatorProfile) -> str:
         + (f" at {contact}" if contact else "")
         + ", quoting your pseudonym."
     )
-
-
-def _token_query() -> QuerySet:
-    user = get_user_model()
-    return Token.objects.filter(key=Param("key", Token._meta.pk)).values(
-        *columns(Token), *columns(user, "user__"), *columns(AnnotatorProfile, "user__annotator__")
-    )[:1]
-
-
-_TOKEN = Prepared(_token_query)
-
-
-def token_with_profile(key: str) -> Token | None:
-    """The API token ``key`` with its user and the user's annotator profile (one query,
-    compiled once: it runs on every API request)."""
-    row = _TOKEN.first(key=key)
-    if row is None:
-        return None
-    token = instance(Token, row)
-    token.user = instance(get_user_model(), row, "user__")
-    profile = instance(AnnotatorProfile, row, "user__annotator__")
-    if profile is not None:
-        token.user.annotator = profile
-    return token
 
 
 def demographic_questions() -> QuerySet[DemographicField]:

@@ -176,13 +176,14 @@ SUBMIT_QUERIES = 8
 def _queries(name, make_tasks, annotator, n, k):
     """(next-task, submit) queries for a token-authenticated annotator, without
     the transaction's BEGIN/COMMIT (which not every backend shows)."""
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
+
+    from annotation.accounts import tokens
 
     make_tasks(n, k=k)
     client = APIClient()
-    token = Token.objects.create(user=annotator(name).profile.user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    _, token = tokens.issue(annotator(name).profile.user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
 
     def count(context):
         return sum(

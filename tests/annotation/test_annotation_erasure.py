@@ -8,8 +8,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.http import HttpRequest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
+from annotation.accounts import tokens
 from annotation.assignment.next_task import next_task
 from annotation.errors import AlreadyErased
 from annotation.models import (
@@ -100,7 +101,7 @@ def _labels(snapshot, items) -> dict[str, list[float]]:
 
 def test_erasure_removes_the_person_and_their_rankings_from_everything_built_after(ranked):
     items, bob = ranked["items"], ranked["bob"]
-    Token.objects.create(user=bob.user)
+    tokens.issue(bob.user)
     before = create_snapshot(seed=0, eval_fraction=0.5)
     assert _labels(before, items) == {n: pytest.approx(WITH_BOB) for n in items}
     frozen = (before.content_hash, before.examples, before.group_labels)
@@ -115,7 +116,7 @@ def test_erasure_removes_the_person_and_their_rankings_from_everything_built_aft
     user = get_user_model().objects.get(pk=bob.user_id)
     assert bob.demographics == {} and bob.erased_at is not None
     assert not user.is_active and not user.has_usable_password()
-    assert "bob" not in user.username and not Token.objects.filter(user=user).exists()
+    assert "bob" not in user.username and not AuthToken.objects.filter(user=user).exists()
     assert not bob.consents.active().exists()
     # the rankings: gone, and each task gave its slot back (3 -> 2 of overlap 3)
     assert not Ranking.objects.filter(annotator=bob).exists()

@@ -7,9 +7,9 @@ import json
 import pytest
 from django.core.management import call_command
 from django.utils.html import escape
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from annotation.accounts import tokens
 from tests.validation_helpers import make_validation_study
 
 
@@ -74,7 +74,7 @@ def test_an_empty_study_says_what_is_missing(db, media_root, tmp_path, staff_cli
 
 def test_the_staff_api_gives_the_report(ranked, staff_client):
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=staff_client.user).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {tokens.issue(staff_client.user)[1]}")
     body = api.get("/api/staff/studies/val/validation/?n_boot=100").json()
     report = command_report()
     assert body["welch"] == report["welch"] and body["annotators"] == report["annotators"]

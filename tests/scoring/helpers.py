@@ -2,9 +2,9 @@
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from annotation.accounts import tokens
 from scoring import roles
 
 ENCODER = "all-MiniLM-L6-v2"
@@ -27,7 +27,7 @@ def scoring_user(name: str = "scorer", grant: bool = True):
 def token_client(user) -> APIClient:
     """An API client sending ``user``'s token."""
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {tokens.issue(user)[1]}")
     return client
 
 
