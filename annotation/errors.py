@@ -106,3 +106,24 @@ class UnknownKey(AnnotationError, NotFound):
 
 class SignupClosed(AnnotationError, Forbidden):
     """The study takes no sign-ups: it is joined by its entry link or a staff-made account."""
+
+
+class NotVisible(AnnotationError, NotFound):
+    """An object of a study the viewer has no role in, or none at all: the two read the
+    same (no existence oracle), so the message says nothing of which."""
+
+    def __init__(self, message: str = "Not found."):
+        super().__init__(message)
+
+
+class RoleRefused(AnnotationError, Forbidden):
+    """The viewer's role in this study does not allow this."""
+
+
+class InvalidMembership(AnnotationError):
+    """A role that cannot be granted as asked (an unknown role or account, a non-staff
+    account, the demographics permission on a viewer, the study's last owner)."""
+
+
+class UnknownAccount(AnnotationError, NotFound):
+    """No account has this username."""

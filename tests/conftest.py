@@ -22,6 +22,7 @@ from annotation.models import (
     TaskItem,
 )
 from annotation.participants import services
+from tests.staff import give_role
 
 ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
@@ -118,6 +119,12 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
     if database["ENGINE"].endswith("sqlite3"):
         folder = tmp_path_factory.mktemp("sqlite")
         database.setdefault("TEST", {})["NAME"] = str(folder / "test.sqlite3")
+    elif database["ENGINE"].endswith("postgresql"):
+        # One name per pytest run (its controlling process), so two runs at once on one
+        # server never drop each other's test database.
+        test = database.setdefault("TEST", {})
+        run = os.getppid() if "PYTEST_XDIST_WORKER" in os.environ else os.getpid()
+        test["NAME"] = f"{test.get('NAME') or 'test_' + database['NAME']}_{run}"
 
 
 @pytest.fixture(autouse=True)
@@ -199,6 +206,8 @@ def make_tasks(db):
 
 def _make_profile(name: str, consent: bool, staff: bool, synthetic: bool) -> AnnotatorProfile:
     user = get_user_model().objects.create_user(name, password="pw-123456", is_staff=staff)
+    if staff:  # a staff member owns the default study (tests/staff.py), never a superuser
+        give_role(user)
     profile = services.get_profile(user)
     if synthetic:
         profile.is_synthetic = True
@@ -210,7 +219,8 @@ def _make_profile(name: str, consent: bool, staff: bool, synthetic: bool) -> Ann
 
 @pytest.fixture
 def annotator(db):
-    """annotator(name, consent=True, staff=False, synthetic=False) -> logged-in APIClient."""
+    """annotator(name, consent=True, staff=False, synthetic=False) -> logged-in APIClient;
+    a staff one owns the default study, with the demographics permission."""
 
     def make(name: str, consent: bool = True, staff: bool = False, synthetic: bool = False):
         profile = _make_profile(name, consent, staff, synthetic)

@@ -502,3 +502,10 @@ CONTENT_SECURITY_POLICY = csp_settings.policy(env, STORAGES)
 SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"] = ["rest_framework.permissions.IsAdminUser"]
 # The dashboards' own script (web/ is not an app: its static folder is named here).
 STATICFILES_DIRS = [BASE_DIR / "web" / "static"]
+
+# ---- Issue 30: who may see what (annotation/access/) ----
+# Per-study roles and the demographics permission: memberships and the access log are
+# the access app's; its backend answers user.has_perm(capability, study) (after the
+# backends above, which grant nothing per object).
+INSTALLED_APPS.append("annotation.access")
+AUTHENTICATION_BACKENDS.append("annotation.access.backend.StudyRoleBackend")

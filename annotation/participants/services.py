@@ -58,12 +58,13 @@ def get_profile(user, study: Study | None = None) -> AnnotatorProfile:
 @transaction.atomic
 def create_annotator(username: str, password: str, *, staff: bool, consent: bool) -> bool:
     """Create an annotator account, or set the password of an existing one; with ``staff``
-    it gets staff and admin access, with ``consent`` a consent to the newest text.
+    it is a staff account (not a superuser: it sees the studies it is granted a role in,
+    ``manage.py grant``), with ``consent`` a consent to the newest text.
     True when the account is new."""
     user, created = get_user_model().objects.get_or_create(username=username)
     user.set_password(password)
     if staff:
-        user.is_staff = user.is_superuser = True
+        user.is_staff = True
     user.save()
     profile = get_profile(user)
     if consent:

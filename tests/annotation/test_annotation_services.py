@@ -102,7 +102,7 @@ def test_create_annotator_command_creates_then_updates():
     )
     user = get_user_model().objects.get(username="ada")
     assert out.getvalue().strip() == "created ada"
-    assert user.is_staff and user.is_superuser and user.check_password("pw-1")
+    assert user.is_staff and not user.is_superuser and user.check_password("pw-1")
     assert selectors.has_consent(user.annotator)
     call_command("create_annotator", "bob", "--password", "pw-2", stdout=out)
     bob = get_user_model().objects.get(username="bob")

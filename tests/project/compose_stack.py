@@ -163,6 +163,7 @@ def check_worker_round_trip(stack: RunningStack, http: httpx.Client) -> None:
         ["build_tasks"],
         ["simulate_annotators", "--count", "6", "--tasks-per-annotator", "7"],
         ["create_annotator", STAFF[0], "--password", STAFF[1], "--consent", "--staff"],
+        ["grant", STAFF[0], "default", "--role", "researcher"],  # staff see their studies only
     ):
         done = stack.manage(*argv)
         assert done.returncode == 0, done.stdout + done.stderr
