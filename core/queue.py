@@ -1,11 +1,31 @@
 """Celery tasks by name: services queue work without importing ``training.tasks``
-(which imports them), and a task sent from a transaction leaves only once it commits."""
+(which imports them), and work that must follow a commit goes through the outbox
+(``core.models.OutboxMessage``): never lost when the broker is down, never sent for a
+transaction that rolled back, and never a wait on the broker in a request.
+"""
 
 from __future__ import annotations
+
+import logging
+import time
 
 from celery import current_app
 from celery.canvas import Signature
 from django.db import transaction
+from kombu import Connection
+from kombu.exceptions import OperationalError
+
+log = logging.getLogger(__name__)
+
+SEND_TIMEOUT = 0.5
+"""Seconds a send may wait for the broker's connection or reply: a request never waits on
+the broker longer (the outbox keeps what was not sent)."""
+
+RELAY_EVERY = 20.0
+"""Seconds between two relays of the outbox (``core.outbox``): a row whose send failed
+goes within this long of the broker's return."""
+
+_last_warning = 0.0
 
 
 def task(name: str, *args) -> Signature:
@@ -13,10 +33,45 @@ def task(name: str, *args) -> Signature:
     return current_app.signature(name, args, immutable=True)
 
 
-def after_commit(name: str, *args, robust: bool = False) -> None:
-    """Send the named task once the caller's transaction commits (at once outside one).
+def after_commit(name: str, *args) -> None:
+    """Send the named task once the caller's transaction commits (at once outside one),
+    through the outbox: its row is written now, in the caller's transaction, and deleted
+    once the broker took the task; a send that fails leaves it for the relay
+    (``core.outbox``). ``args`` must be JSON values. The task must be idempotent."""
+    from core.models import OutboxMessage
 
-    ``robust``: a send that fails (the broker down) is logged, not raised: for a send
-    that only refreshes derived data, after a commit the caller must not see fail.
-    """
-    transaction.on_commit(task(name, *args).apply_async, robust=robust)
+    message = OutboxMessage.objects.create(task=name, args=list(args))
+    transaction.on_commit(lambda: send_message(message), robust=True)
+
+
+def send_message(message) -> bool:
+    """Send one outbox row's task and delete the row; False (row kept) if the broker did
+    not take it."""
+    if not send_now(message.task, message.args):
+        return False
+    type(message).objects.filter(pk=message.pk).delete()
+    return True
+
+
+def send_now(name: str, args) -> bool:
+    """Publish the task once: no retries, ``SEND_TIMEOUT`` at most, no result subscription
+    (fire and forget). False, and a warning at most once a minute per process, if the
+    broker is unreachable."""
+    global _last_warning
+    options = {
+        **(current_app.conf.broker_transport_options or {}),
+        "max_retries": 0,
+        "socket_connect_timeout": SEND_TIMEOUT,
+        "socket_timeout": SEND_TIMEOUT,
+    }
+    try:
+        with Connection(
+            current_app.conf.broker_url, connect_timeout=SEND_TIMEOUT, transport_options=options
+        ) as connection:
+            task(name, *args).apply_async(connection=connection, retry=False, ignore_result=True)
+    except (OperationalError, OSError) as error:  # the broker unreachable: the outbox keeps it
+        if time.monotonic() - _last_warning > 60:
+            _last_warning = time.monotonic()
+            log.warning("broker unreachable, %s left in the outbox: %s", name, error)
+        return False
+    return True

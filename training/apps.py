@@ -38,7 +38,7 @@ def _every_n_rankings(sender, ranking_id: int, study_id: int, **kwargs) -> None:
 
     every = settings.STEREORANK["SAMPLER"]["EVERY"]
     if every and ranking_id % every == 0:
-        after_commit(TASK, study_id, robust=True)
+        after_commit(TASK, study_id)
 
 
 def _study_saved(sender, instance, **kwargs) -> None:
@@ -48,4 +48,4 @@ def _study_saved(sender, instance, **kwargs) -> None:
     from training.registry.sampling import TASK
 
     if instance.sampler == instance.Sampler.ACTIVE:
-        after_commit(TASK, instance.pk, robust=True)
+        after_commit(TASK, instance.pk)

@@ -8,6 +8,7 @@ from celery import Celery
 from celery.signals import beat_init, worker_ready, worker_shutdown
 from kombu import Queue
 
+from core.queue import RELAY_EVERY
 from web.heartbeat import start_heartbeat, stop_heartbeat
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "web.settings")
@@ -29,6 +30,10 @@ app.conf.update(
     task_track_started=True,
     broker_connection_retry_on_startup=True,
     worker_hijack_root_logger=False,
+    # The outbox's relay (core.outbox): what a send after a commit could not hand over.
+    beat_schedule={
+        "relay-outbox": {"task": "core.tasks.relay_outbox", "schedule": RELAY_EVERY},
+    },
 )
 app.autodiscover_tasks()
 
@@ -41,6 +46,14 @@ def _worker_heartbeat(sender, **kwargs) -> None:
     start_heartbeat([f"worker:{q}" for q in queues])
 
 
+@worker_ready.connect
+def _relay_outbox(sender, **kwargs) -> None:
+    """A worker that starts sends what the outbox holds (a broker that was down)."""
+    from core.outbox import relay
+
+    relay()
+
+
 @beat_init.connect
 def _beat_heartbeat(sender, **kwargs) -> None:
     """Beat beats once started: ``celery beat``, or embedded in a worker (``worker -B``,
@@ -51,3 +64,15 @@ def _beat_heartbeat(sender, **kwargs) -> None:
 @worker_shutdown.connect
 def _stop_heartbeat(sender, **kwargs) -> None:
     stop_heartbeat()
+
+
+# Once a day: expired sessions and log-in attempts past their cool-off are deleted
+# (annotation.participants.traces.forget_expired; docs/privacy.md says how long each is kept).
+FORGET_EXPIRED_EVERY = 24 * 60 * 60
+app.conf.beat_schedule = {
+    **(app.conf.beat_schedule or {}),
+    "forget-expired": {
+        "task": "annotation.tasks.forget_expired",
+        "schedule": FORGET_EXPIRED_EVERY,
+    },
+}

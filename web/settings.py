@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "core",  # the outbox (core/models.py)
     "annotation",
     "training",
     "scoring",

@@ -1,8 +1,9 @@
 """Adaptive overlap, the service: a task whose rankings disagree gets one more annotator.
 
 When a ranking fills the last slot of a task ranked by two or more annotators,
-``queue_if_full`` sends ``annotation.tasks.adapt_overlap`` once the submit commits (a
-queue send, no query, on the request path); the task (default queue) runs ``adapt``:
+``queue_if_full`` sends ``annotation.tasks.adapt_overlap`` once the submit commits
+(through the outbox, ``core.queue.after_commit``: one row written with the submit, so a
+broker outage loses no check); the task (default queue) runs ``adapt``:
 Kendall's W of the task's rankings that count, and ``overlap + 1`` when W is below
 ``STEREORANK["ADAPTIVE_OVERLAP"]["CUT"]`` and the overlap below its ``CAP``
 (``annotation.stats.overlap``). The task opens again, as part of the agreement
@@ -11,13 +12,12 @@ subset, so the agreement pacing brings it a ranking soon.
 
 from __future__ import annotations
 
-from celery import current_app
 from django.conf import settings
-from django.db import transaction
 from django.db.models import F
 
 from annotation.models import RankingTask
 from annotation.rankings.selectors import counted_rankings
+from core.queue import after_commit
 
 TASK = "annotation.tasks.adapt_overlap"
 
@@ -28,8 +28,7 @@ def queue_if_full(task: RankingTask, rankings: int) -> None:
     cap = settings.STEREORANK["ADAPTIVE_OVERLAP"]["CAP"]
     if task.is_gold or task.overlap < 2 or rankings != task.overlap or task.overlap >= cap:
         return
-    send = current_app.signature(TASK, (task.pk,)).apply_async
-    transaction.on_commit(send, robust=True)
+    after_commit(TASK, task.pk)
 
 
 def adapt(task_id: int) -> bool:

@@ -23,19 +23,20 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
-from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.core.paginator import Page, Paginator
 from django.db import transaction
 from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from annotation.models import AnnotatorProfile, StatusChange, default_study
 from annotation.models.reports import QualityAnnotatorRow, QualityReport
 from annotation.models.studies import Study
 from annotation.quality import selectors as quality_selectors
 from annotation.rankings import selectors
+from core.queue import after_commit
 
 REFRESH_TASK = "annotation.tasks.refresh_quality_report"
 # One refresh queued per kind and data version within this time (a lost one is retried).
@@ -158,17 +159,17 @@ def current_statuses(rows: list[dict]) -> list[dict]:
 
 
 def queue_refresh(study: Study, include_synthetic: bool, n_boot: int, version: str) -> None:
-    """Queue ``refresh`` on the default queue once the caller's transaction commits, once
-    per study, kind and data version (a cache lock; it expires, so a lost task is queued again)."""
-
-    def send() -> None:
-        key = f"quality-refresh:{study.pk}:{int(include_synthetic)}:{n_boot}:{version}"
-        if cache.add(key, 1, REFRESH_LOCK_SECONDS):
-            args = (include_synthetic, n_boot, study.pk)
-            signature = current_app.signature(REFRESH_TASK, args)
-            signature.apply_async()
-
-    transaction.on_commit(send)
+    """Queue ``refresh`` on the default queue once the caller's transaction commits
+    (through the outbox), once per study, kind and data version (a cache lock; it expires,
+    so a refresh is queued again; with the cache down, every request queues one: the task
+    is idempotent)."""
+    key = f"quality-refresh:{study.pk}:{int(include_synthetic)}:{n_boot}:{version}"
+    try:
+        first = cache.add(key, 1, REFRESH_LOCK_SECONDS)
+    except (RedisError, OSError):  # the cache unreachable: queue anyway
+        first = True
+    if first:
+        after_commit(REFRESH_TASK, include_synthetic, n_boot, study.pk)
 
 
 def refresh(include_synthetic: bool, n_boot: int, study: Study | None = None) -> QualityReport:

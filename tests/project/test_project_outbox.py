@@ -1,0 +1,123 @@
+"""The outbox (issue 33): work that follows a commit is written with it, sent after it
+without waiting on the broker, and relayed when the send failed.
+
+The live broker here is Kombu's filesystem transport in a temporary folder (a message
+is a file: what was published can be counted); the dead one is a Redis URL on a port
+nothing listens on.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from celery import current_app
+from django.db import transaction
+from django.utils import timezone
+
+from core.models import OutboxMessage
+from core.outbox import relay
+from core.queue import RELAY_EVERY, after_commit
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TASK = "annotation.tasks.adapt_overlap"
+
+
+@pytest.fixture
+def broker(tmp_path):
+    """A live filesystem broker; ``broker.dead()`` points the app at a dead port instead,
+    ``broker.published()`` counts the messages the live one holds."""
+    conf = current_app.conf
+    before = conf.broker_url, conf.broker_transport_options
+    folder = tmp_path / "queue"
+    folder.mkdir()
+    live = {"data_folder_in": str(folder), "data_folder_out": str(folder)}
+
+    class Broker:
+        def live(self):
+            conf.broker_url, conf.broker_transport_options = "filesystem://", live
+
+        def dead(self):
+            conf.broker_url, conf.broker_transport_options = "redis://127.0.0.1:9/0", {}
+
+        def published(self) -> int:
+            return len(list(folder.iterdir()))
+
+    broker = Broker()
+    broker.live()
+    yield broker
+    conf.broker_url, conf.broker_transport_options = before
+
+
+def _age(seconds: float) -> None:
+    OutboxMessage.objects.update(created_at=timezone.now() - timedelta(seconds=seconds))
+
+
+def test_a_send_after_commit_is_published_and_its_row_deleted(broker):
+    with transaction.atomic():
+        after_commit(TASK, 7)
+        assert OutboxMessage.objects.get().args == [7]  # written with the transaction
+        assert broker.published() == 0  # nothing leaves before the commit
+    assert broker.published() == 1
+    assert not OutboxMessage.objects.exists()
+
+
+def test_a_rolled_back_transaction_sends_nothing_and_leaves_no_row(broker):
+    with pytest.raises(RuntimeError), transaction.atomic():
+        after_commit(TASK, 7)
+        raise RuntimeError("the caller's work failed")
+    assert broker.published() == 0
+    assert not OutboxMessage.objects.exists()
+
+
+def test_with_the_broker_down_the_send_fails_fast_and_the_relay_sends_it_later(broker, caplog):
+    broker.dead()
+    started = time.perf_counter()
+    with transaction.atomic():
+        after_commit(TASK, 1)
+        after_commit(TASK, 2)
+    waited = time.perf_counter() - started
+    print(f"two sends with the broker down: {waited * 1000:.0f} ms")  # figures: benchmarks/
+    assert list(OutboxMessage.objects.values_list("args", flat=True)) == [[1], [2]]
+    assert "broker unreachable" in caplog.text
+    assert relay(grace=timedelta(0)) == (0, 2)  # still down: kept, the first one counted
+    assert list(OutboxMessage.objects.values_list("attempts", flat=True)) == [1, 0]
+
+    broker.live()
+    assert relay() == (0, 2)  # younger than the grace: their requests may still send them
+    _age(60)
+    assert relay() == (2, 0)
+    assert broker.published() == 2
+    assert relay() == (0, 0)  # nothing is sent twice by the relay
+
+
+def test_a_submit_that_fills_a_task_is_stored_with_the_broker_down(
+    broker, make_tasks, annotator, store_ranking, settings
+):
+    settings.STEREORANK = {
+        **settings.STEREORANK,
+        "ADAPTIVE_OVERLAP": {"CUT": 0.5, "CAP": 3},
+        "SAMPLER": {**settings.STEREORANK["SAMPLER"], "EVERY": 0},  # no other send
+    }
+    (task,) = make_tasks(1, k=3, overlap=2)
+    order = list(task.task_items.values_list("item_id", flat=True))
+    broker.dead()
+    store_ranking(annotator("a").profile, task, order)
+    ranking = store_ranking(annotator("b").profile, task, order[::-1])  # the last slot
+    assert ranking.pk is not None
+    assert list(OutboxMessage.objects.values_list("task", "args")) == [(TASK, [task.pk])]
+    broker.live()
+    _age(60)
+    assert relay() == (1, 0) and broker.published() == 1
+
+
+def test_beat_relays_the_outbox_and_a_worker_finds_the_task():
+    from web.celery import app
+
+    entry = app.conf.beat_schedule["relay-outbox"]
+    assert entry == {"task": "core.tasks.relay_outbox", "schedule": RELAY_EVERY}
+    assert RELAY_EVERY * 3 <= 60  # a row whose send failed goes within a minute
+    app.loader.import_default_modules()  # what a starting worker does: autodiscovery
+    assert "core.tasks.relay_outbox" in app.tasks
