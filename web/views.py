@@ -1,14 +1,24 @@
-"""Project-level views: the API's root and the plain 404/500 pages.
+"""Project-level views: the API's root and the plain 404/500/503 pages.
 
 The error handlers answer JSON under ``/api/`` (what an API client can read) and
-the portal's plain pages elsewhere; neither shows routes or tracebacks.
+the portal's plain pages elsewhere; neither shows routes or tracebacks. An outage (the
+database or the broker unreachable, a deadlock, a connection lost) is a 503 with
+``Retry-After``, saying nothing was saved, instead of a 500: the request's transaction
+rolled back, so trying again is safe.
 """
 
+import sys
+
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template import loader
 from django.urls import reverse
 from django.views import defaults
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from kombu.exceptions import OperationalError as BrokerError
+from redis.exceptions import ConnectionError as CacheConnectionError
+from redis.exceptions import TimeoutError as CacheTimeoutError
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -93,8 +103,30 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
     return defaults.page_not_found(request, exception)
 
 
+OUTAGES = (OperationalError, InterfaceError, BrokerError, CacheConnectionError, CacheTimeoutError)
+"""Errors of a service that is briefly unavailable, not of the code."""
+RETRY_AFTER = 15
+"""Seconds an outage's answer asks the client to wait (``Retry-After``)."""
+UNAVAILABLE = "The study is briefly unavailable; nothing was saved. Please try again in a moment."
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
-    """500: JSON under /api/, else templates/500.html (the traceback goes to the log)."""
+    """500: JSON under /api/, else templates/500.html (the traceback goes to the log).
+    The error an outage raised: 503 with ``Retry-After`` (templates/503.html)."""
+    if isinstance(sys.exc_info()[1], OUTAGES):
+        return unavailable(request)
     if request.path.startswith(API_PREFIX):
         return JsonResponse({"detail": "Server error."}, status=500)
     return defaults.server_error(request)
+
+
+def unavailable(request: HttpRequest) -> HttpResponse:
+    """503: the API's error shape, or a page rendered without the database (no request
+    context: no session, no user) that sends a participant back to their task."""
+    if request.path.startswith(API_PREFIX):
+        response = JsonResponse({"detail": UNAVAILABLE}, status=503)
+    else:
+        page = loader.get_template("503.html").render({"message": UNAVAILABLE})
+        response = HttpResponse(page, status=503)
+    response["Retry-After"] = str(RETRY_AFTER)
+    return response

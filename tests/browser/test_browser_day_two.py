@@ -11,10 +11,12 @@ import os
 from pathlib import Path
 
 import pytest
+from django.db import OperationalError
 from django.urls import reverse
 
 from annotation.models import Ranking, RankingTask, check_instruction
 from annotation.models.studies import Participation, Study
+from annotation.participants import services
 from annotation.quality import standing
 from annotation.stats.gold import AttentionCheck
 from tests.browser.support import (
@@ -193,6 +195,40 @@ def test_a_ranking_stored_before_its_answer_was_lost_is_never_offered_again(
     assert driver.find_element("name", "task_id").get_attribute("value") != first
     assert Ranking.objects.filter(annotator=profile).count() == 1
     assert Ranking.objects.get(annotator=profile).order == stored.order
+
+
+def _outage(*args, **kwargs):
+    raise OperationalError("the database is restarting")
+
+
+def test_an_order_sent_during_an_outage_comes_back_and_is_stored_when_sent_again(
+    driver, live_server, transactional_db, media_root, make_tasks, portal_client, monkeypatch
+):
+    """The submit meets an outage (a 503 page that says nothing was saved); the way back
+    to the task shows the participant's order again, and sending it stores it."""
+    make_tasks(2, k=4, images=media_root)
+    profile = portal_client().profile
+    sign_in(driver, live_server.url, profile.user)
+    driver.get(live_server.url + reverse("portal:rank"))
+    task = driver.find_element("name", "task_id").get_attribute("value")
+    driver.find_element("css selector", ".rank-card button.move[data-move='down']").click()
+    ordered = shown(driver)
+
+    monkeypatch.setattr(services, "submit_ranking", _outage)
+    submit_order(driver)
+    assert driver.title.startswith("Briefly unavailable")
+    assert "nothing was saved" in driver.page_source
+    assert not Ranking.objects.exists()
+    monkeypatch.undo()
+
+    html = driver.find_element("tag name", "html")
+    driver.find_element("link text", "Back to your task").click()
+    wait_replaced(driver, html)
+    assert driver.find_element("name", "task_id").get_attribute("value") == task
+    assert shown(driver) == ordered  # kept in the tab, put back
+    submit_order(driver)
+    assert driver.find_element("css selector", ".messages").text.startswith("Ranking saved.")
+    assert Ranking.objects.get(annotator=profile).order == [int(i) for i in ordered]
 
 
 @pytest.fixture

@@ -184,6 +184,34 @@
     });
   }
 
+  /* An order sent but not saved (the study briefly unavailable: the 503 page) is kept in
+     this tab and put back when the same task shows again, so trying again costs no work. */
+  var taskInput = form.querySelector("input[name=task_id]");
+  var KEPT = "stereorank-kept-order";
+
+  function keep() {
+    if (!taskInput) return;
+    try {
+      sessionStorage.setItem(KEPT, JSON.stringify({ task: taskInput.value, order: orderInput.value }));
+    } catch (error) { /* storage off: the order is simply not kept */ }
+  }
+
+  function restore() {
+    var kept = null;
+    try { kept = JSON.parse(sessionStorage.getItem(KEPT) || "null"); } catch (error) { return; }
+    if (!kept || !taskInput || kept.task !== taskInput.value) {
+      try { sessionStorage.removeItem(KEPT); } catch (error) { /* nothing kept */ }
+      return;
+    }
+    var byId = {};
+    cards().forEach(function (card) { byId[card.dataset.itemId] = card; });
+    var ids = String(kept.order).split(",");
+    if (ids.length !== cards().length || !ids.every(function (id) { return byId[id]; })) return;
+    ids.forEach(function (id) { list.appendChild(byId[id]); });
+    refresh();
+    say("Your order from before is back: review it and submit it again.");
+  }
+
   form.addEventListener("submit", function (event) {
     if (!panel.open) { event.preventDefault(); openPanel(); return; }
     refresh();
@@ -195,6 +223,7 @@
     secondsInput.value = ((Date.now() - started) / 1000).toFixed(1);
     /* The layout the order was made in (which cards sat where, which text was shown). */
     if (widthInput) widthInput.value = String(Math.round(window.innerWidth));
+    keep();
   });
 
   /* A page restored from the back-forward cache may show a task already ranked (its
@@ -205,4 +234,5 @@
 
   refresh();
   shownOrder = orderInput.value;
+  restore();
 })();
