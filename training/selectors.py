@@ -297,8 +297,8 @@ def perspective_reports_of(
 
 
 def alignment_across_versions(field: str, snapshot: DatasetSnapshot | None = None) -> list[tuple]:
-    """``(version, group, alignment)`` of every computed group of ``field``, oldest version
-    first: all on ``snapshot``, else each version on its own snapshot."""
+    """``(version, group, alignment, annotators)`` of every computed group of ``field``,
+    oldest version first: all on ``snapshot``, else each version on its own snapshot."""
     rows = PerspectiveReport.objects.filter(field=field, status=PerspectiveReport.Status.COMPUTED)
     if snapshot is not None:
         rows = rows.filter(snapshot=snapshot)
@@ -306,7 +306,7 @@ def alignment_across_versions(field: str, snapshot: DatasetSnapshot | None = Non
         rows = rows.filter(snapshot=F("checkpoint__snapshot"))
     return list(
         rows.order_by("checkpoint__version", "group").values_list(
-            "checkpoint__version", "group", "alignment"
+            "checkpoint__version", "group", "alignment", "figures__n_annotators"
         )
     )
 

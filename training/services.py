@@ -10,6 +10,7 @@ stored perspective report as JSON. Reads are in ``training.selectors``, refusals
 ``training.errors``.
 """
 
+from training.perspectives.export import across_versions as alignment_across_versions
 from training.perspectives.export import report as perspective_report
 from training.perspectives.services import (
     compare_versions,
@@ -34,6 +35,7 @@ from training.snapshots.steering import parse as parse_steering
 
 __all__ = [
     "NONE",
+    "alignment_across_versions",
     "RELIABILITY",
     "WEIGHTINGS",
     "ScheduleSettings",

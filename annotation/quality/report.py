@@ -6,7 +6,7 @@ It reads the database through the selectors and computes with the Django-free
 
 * ``agreement``: ``breakdown.breakdown`` over the rankings that count (check
   cards dropped): overall, per occupation, within and between the groups of each
-  active demographic field (groups under ``GROUP_K`` annotators suppressed).
+  active demographic field (groups under ``GROUP_K`` annotators hidden, only counted).
 * ``position_bias``: per task size K, over the same rankings.
 * ``annotators``: one row per annotator with consenting rankings: the figures
   the policy reads (since their last reinstatement, gold tasks included), their

@@ -56,12 +56,19 @@ SORTABLE = (
 )
 
 
+# The stored report's shape: a report stored in an older one is never served (its groups
+# under k were named then), and its data version no longer matches, so it is recomputed.
+REPORT_FORMAT = 2
+
+
 def data_version(study: Study) -> str:
     """The version of everything the study's report reads:
     ``quality_selectors.quality_data_version`` of the study plus a hash of the active
-    demographic fields and the settings."""
+    demographic fields, the settings and ``REPORT_FORMAT``."""
     fields = list(selectors.demographic_questions().values_list("key", flat=True))
-    described = json.dumps([fields, settings.STEREORANK], sort_keys=True, default=str)
+    described = json.dumps(
+        [fields, settings.STEREORANK, REPORT_FORMAT], sort_keys=True, default=str
+    )
     digest = hashlib.sha256(described.encode()).hexdigest()[:12]
     return f"{quality_selectors.quality_data_version(study)}-{digest}"
 
@@ -120,12 +127,23 @@ def stored(study: Study, include_synthetic: bool, n_boot: int) -> QualityReport 
     ).first()
 
 
+def servable(report: dict) -> bool:
+    """Whether a stored report may be shown: of this ``REPORT_FORMAT`` (an older one named
+    its groups under k), and computed with a k no smaller than today's
+    (``STEREORANK_GROUP_K`` raised since: groups it kept may be under k now)."""
+    agreement = report.get("agreement", {})
+    k = int(settings.STEREORANK["GROUP_K"])
+    return "hidden_groups" in agreement and agreement.get("k", 0) >= k
+
+
 def served_report(include_synthetic: bool, n_boot: int, *, study: Study | None = None) -> Served:
     """The study's (the default one unless given) stored report, never computed here; a
     refresh is queued when it is missing or describes older data."""
     study = study or default_study()
     version = data_version(study)
     row = stored(study, include_synthetic, n_boot)
+    if row is not None and not servable(row.report):
+        row = None  # computed again, as the data version says (it moved on)
     fresh = row is not None and row.data_version == version
     if not fresh:
         queue_refresh(study, include_synthetic, n_boot, version)

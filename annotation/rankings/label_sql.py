@@ -29,6 +29,7 @@ from django.db import connection, transaction
 from annotation.models import AnnotatorProfile, RankedItem, Ranking, RankingTask, Study
 from annotation.rankings.selectors import counted_rankings
 from annotation.stats.records import PREFER_NOT_TO_SAY, group_of
+from core.small_groups import keep_groups
 
 WHITESPACE = " \t\n\r\x0b\x0c"
 WORK_MEM = "64MB"
@@ -144,9 +145,13 @@ def aggregated_labels(
             acc[1] += rows
     labels = {i: s / c for i, (s, c) in sorted(sums.pop(None, {}).items())}
     groups: dict[str, dict[str, dict[int, float]]] = {f: {} for f in fields}
-    members = _members(rankings, fields) if group_k > 1 else None
+    kept = set(sums)
+    if group_k > 1:  # core.small_groups: a group of fewer than k keeps no labels
+        members = _members(rankings, fields)
+        sizes = {(i, value): len(members[(fields[i], value)]) for i, value in sums}
+        kept = set(keep_groups(sizes, group_k).groups)
     for (i, value), per_item in sorted(sums.items()):
-        if members is None or len(members[(fields[i], value)]) >= group_k:
+        if (i, value) in kept:
             groups[fields[i]][value] = {item: s / c for item, (s, c) in sorted(per_item.items())}
     return AggregatedLabels(labels, groups, count, last)
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from annotation.stats.records import RankingRecord, group_of
+from core.small_groups import keep_groups
 
 
 @dataclass(frozen=True)
@@ -109,10 +110,7 @@ def group_labels(
             value = group_of(r.demographics, field)
             if value is not None:
                 by_value[value].append(r)
-        groups = {
-            value: item_labels(by_value[value])
-            for value in sorted(by_value)
-            if len({r.annotator for r in by_value[value]}) >= k
-        }
-        out[field] = groups
+        ordered = {value: by_value[value] for value in sorted(by_value)}
+        shown = keep_groups(ordered, k, size=lambda rs: len({r.annotator for r in rs}))
+        out[field] = {value: item_labels(rs) for value, rs in shown.groups.items()}
     return out

@@ -15,9 +15,10 @@
   W down; read it beside the within-group figures.
 
 Privacy: a group with fewer than ``k`` distinct annotators in the records
-given is suppressed: it gets ``{"suppressed": True, "reason": ...}`` and no
-figure, and takes no part in the between-group comparison. Unanswered fields
-and "prefer not to say" form no group (as in ``annotation/rankings/labels.py``).
+given is hidden (``core.small_groups.keep_groups``): no figure, no name, and no
+part in the between-group comparison; only how many groups of each field were
+hidden is reported. Unanswered fields and "prefer not to say" form no group (as
+in ``annotation/rankings/labels.py``).
 """
 
 from __future__ import annotations
@@ -30,32 +31,15 @@ import numpy as np
 from scipy import stats
 
 from core.json import AsDict
+from core.small_groups import KeptGroups, keep_groups
 
 from .agreement import Agreement, agreement, agreement_from_blocks
 from .records import RankingRecord, group_of, shared_tasks
 
 
-@dataclass(frozen=True)
-class Suppressed:
-    """A group too small to report (fewer than ``k`` distinct annotators)."""
-
-    reason: str
-
-    def as_dict(self) -> dict:
-        """Plain dict (for JSON)."""
-        return {"suppressed": True, "reason": self.reason}
-
-
-def _check_k(k: int) -> None:
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-
-
-def _groups(
-    records: Sequence[RankingRecord], field: str, k: int
-) -> tuple[dict[str, list[RankingRecord]], dict[str, Suppressed]]:
-    """Records per group of ``field``: the groups of ``k`` or more annotators, and the rest."""
-    _check_k(k)
+def _groups(records: Sequence[RankingRecord], field: str, k: int) -> KeptGroups:
+    """Records per group of ``field``, the groups of ``k`` or more annotators only, and how
+    many were hidden (``core.small_groups``)."""
     members: dict[str, list[RankingRecord]] = defaultdict(list)
     seen: dict[int, str | None] = {}  # an annotator's rankings usually share one dict
     for r in records:
@@ -65,13 +49,8 @@ def _groups(
         value = seen[key]
         if value is not None:
             members[value].append(r)
-    kept, suppressed = {}, {}
-    for value in sorted(members):
-        if len({r.annotator for r in members[value]}) >= k:
-            kept[value] = members[value]
-        else:
-            suppressed[value] = Suppressed(f"fewer than {k} annotators")
-    return kept, suppressed
+    ordered = {value: members[value] for value in sorted(members)}
+    return keep_groups(ordered, k, size=lambda rs: len({r.annotator for r in rs}))
 
 
 def per_occupation(
@@ -91,13 +70,12 @@ def within_groups(
     k: int = 5,
     n_boot: int = 1000,
     seed: int = 0,
-) -> dict[str, Agreement | Suppressed]:
-    """``{group: Agreement}`` from each group's own rankings; small groups suppressed."""
-    kept, suppressed = _groups(list(records), field, k)
-    out: dict[str, Agreement | Suppressed] = dict(suppressed)
-    for value, rs in kept.items():
-        out[value] = agreement(rs, n_boot=n_boot, seed=seed)
-    return dict(sorted(out.items()))
+) -> KeptGroups[Agreement]:
+    """``{group: Agreement}`` from each group's own rankings, groups of ``k`` or more
+    annotators only, and how many smaller ones were hidden."""
+    shown = _groups(list(records), field, k)
+    figures = {value: agreement(rs, n_boot=n_boot, seed=seed) for value, rs in shown.groups.items()}
+    return KeptGroups(figures, shown.hidden, k)
 
 
 @dataclass(frozen=True)
@@ -135,7 +113,7 @@ def between_groups(
     """W and alpha of the group consensus orders on tasks two or more groups ranked
     (``consensus_block`` of each, computed for all tasks at once: ``_consensus_blocks``)."""
     records = list(records)
-    kept, _ = _groups(records, field, k)
+    kept = _groups(records, field, k).groups
     tasks, annotators = [], set()
     if len(kept) >= 2:  # else no task is ranked by two groups
         group_by_record = {id(r): g for g, rs in kept.items() for r in rs}
@@ -199,20 +177,22 @@ def breakdown(
 ) -> dict:
     """Everything as plain dicts: overall, per occupation, and per field within/between.
 
-    ``{"overall": ..., "per_occupation": {occ: ...}, "within_groups": {field:
-    {group: ... | {"suppressed": True, ...}}}, "between_groups": {field: ...},
-    "k": k}``; every agreement is ``Agreement.as_dict()``.
+    ``{"overall": ..., "per_occupation": {occ: ...}, "within_groups": {field: {group:
+    ...}}, "hidden_groups": {field: n}, "between_groups": {field: ...}, "k": k}``: groups
+    of ``k`` or more annotators only, ``hidden_groups`` counting the smaller ones; every
+    agreement is ``Agreement.as_dict()``.
     """
     records = list(records)
     opts = {"n_boot": n_boot, "seed": seed}
     group_opts = {"k": k, **opts}
+    within = {f: within_groups(records, f, **group_opts) for f in fields}
     return {
         "overall": agreement(records, **opts).as_dict(),
         "per_occupation": {o: a.as_dict() for o, a in per_occupation(records, **opts).items()},
         "within_groups": {
-            f: {g: a.as_dict() for g, a in within_groups(records, f, **group_opts).items()}
-            for f in fields
+            f: {g: a.as_dict() for g, a in shown.groups.items()} for f, shown in within.items()
         },
+        "hidden_groups": {f: shown.hidden for f, shown in within.items()},
         "between_groups": {f: between_groups(records, f, **group_opts).as_dict() for f in fields},
         "k": k,
     }

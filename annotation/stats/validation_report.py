@@ -7,10 +7,11 @@ occupation and per demographic group, with the power analysis, as one JSON-safe 
   the probability of superiority with two-way cluster bootstrap intervals
   (within one occupation only annotators vary), and the paired t. Occupations'
   paired p come with Benjamini-Hochberg q-values (``scipy.stats.false_discovery_control``).
-* **k-anonymity**: a group with fewer than ``k`` annotators is withheld
-  (``breakdown.Suppressed``, as in the agreement breakdowns and the perspective
-  reports). The per-annotator means in the report carry the pseudonym only,
-  never the group, so a withheld group cannot be recomputed from them.
+* **k-anonymity**: a group with fewer than ``k`` annotators is hidden
+  (``core.small_groups.keep_groups``, as in the agreement breakdowns and the
+  perspective reports): ``per_group`` names none, ``hidden_groups`` counts them per
+  field. The per-annotator means in the report carry the pseudonym only, never the
+  group, so a hidden group cannot be recomputed from them.
 * **Power** (``power.py``): the paired t at the study's ``d_z`` and Welch's at
   its difference and SDs: the achieved power and the annotators needed for
   ``target_power`` at ``alpha``.
@@ -24,9 +25,9 @@ import numpy as np
 from scipy import stats
 
 from core.json import json_safe
+from core.small_groups import KeptGroups, keep_groups
 
 from . import power
-from .breakdown import Suppressed
 from .records import Annotator, group_of
 from .validation import (
     Study,
@@ -73,22 +74,24 @@ def per_occupation(s: Study, *, n_boot: int = 2000, seed: int = 0) -> dict[str, 
 
 def per_group(
     s: Study, groups: Mapping[Annotator, Mapping], *, k: int, n_boot: int = 2000, seed: int = 0
-) -> dict[str, dict[str, dict]]:
-    """``{field: {group: figures | withheld}}``; groups of fewer than ``k`` annotators withheld."""
+) -> dict[str, KeptGroups[dict]]:
+    """``{field: KeptGroups({group: figures})}``: groups of ``k`` or more annotators only,
+    with how many smaller ones were hidden."""
     if k < 1:
         raise ValidationDataError(f"k must be >= 1, got {k}")
     fields = sorted({f for g in groups.values() for f in g})
-    out: dict[str, dict[str, dict]] = {}
+    out: dict[str, KeptGroups[dict]] = {}
     for f in fields:
         member = np.array([group_of(groups.get(a, {}), f) for a in s.annotators], dtype=object)
-        out[f] = {}
-        for value in sorted({v for v in member if v is not None}):
-            ids = np.flatnonzero(member == value)
-            if ids.size < k:
-                out[f][value] = Suppressed(f"fewer than {k} annotators").as_dict()
-            else:
-                keep = np.isin(s.ann, ids)
-                out[f][value] = _figures(s.subset(keep), n_boot=n_boot, seed=seed)
+        members = {
+            v: np.flatnonzero(member == v) for v in sorted({v for v in member if v is not None})
+        }
+        shown = keep_groups(members, k, size=lambda ids: int(ids.size))
+        figures = {
+            value: _figures(s.subset(np.isin(s.ann, ids)), n_boot=n_boot, seed=seed)
+            for value, ids in shown.groups.items()
+        }
+        out[f] = KeptGroups(figures, shown.hidden, k)
     return out
 
 
@@ -120,6 +123,7 @@ def report(
     sb, st = summary(base), summary(treat)
     effects = effect_sizes(s, n_boot=n_boot, seed=seed)
     boot = cluster_bootstrap(s, n_boot=n_boot, seed=seed)
+    groups = per_group(s, _groups(records), k=k, n_boot=n_boot, seed=seed)
     return json_safe(
         {
             "orientation": "rank = position + 1, 1..K; higher = less stereotypical",
@@ -143,7 +147,9 @@ def report(
                 "probability_of_superiority": boot["probability_of_superiority"].as_dict(),
             },
             "per_occupation": per_occupation(s, n_boot=n_boot, seed=seed),
-            "per_group": per_group(s, _groups(records), k=k, n_boot=n_boot, seed=seed),
+            "per_group": {f: shown.groups for f, shown in groups.items()},
+            "hidden_groups": {f: shown.hidden for f, shown in groups.items()},
+            "group_k": k,
             "power": {
                 "paired_t": power.paired(
                     effects["d_z"].value, base.size, alpha=alpha, target=target_power

@@ -118,14 +118,16 @@ def test_groups_best_aligned_first_and_none_under_k_shown(registry_rows, staff_c
     shown = [g["group"] for g in page.context["report"]["groups"]]
     assert shown == ["65-74", "45-54", "18-24"]
     assert html.index('data-group="65-74"') < html.index('data-group="18-24"')
-    assert 'data-group="75+"' not in html
-    assert "Fewer than k = 5 annotators, not shown:\n    75+." in html
+    assert "75+" not in html  # under k: not named, only counted
+    assert "1 group below k = 5 hidden." in html
     assert "0.800 <small>[0.750, 0.850]</small>" in html
     query = {"version": 1, "field": "age_band"}
     chart = staff_client.get(reverse("dashboards:perspectives-groups"), query)
     assert chart.status_code == 200 and chart["Content-Type"] == "image/svg+xml"
+    assert b"75+" not in chart.content
     lines = staff_client.get(reverse("dashboards:perspectives-versions"), {"field": "age_band"})
     assert lines.status_code == 200 and lines["Content-Type"] == "image/svg+xml"
+    assert b"75+" not in lines.content
     missing = staff_client.get(reverse("dashboards:perspectives-groups"), {**query, "field": "x"})
     assert missing.status_code == 400
 

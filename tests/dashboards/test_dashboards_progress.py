@@ -31,8 +31,9 @@ def test_annotator_is_refused(annotator_client):
 
 
 def test_staff_sees_occupations_annotators_and_demographics(
-    staff_client, make_tasks, annotator, rank
+    staff_client, make_tasks, annotator, rank, settings
 ):
+    settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 1}
     make_tasks(n=4, k=3, overlap=2)
     DemographicField.objects.create(key="gender", label="Gender", choices=["woman", "man"])
     alice, bob = annotator("alice"), annotator("bob")
@@ -58,13 +59,17 @@ def test_staff_sees_occupations_annotators_and_demographics(
 
 
 def test_demographic_counts_orders_choices_then_free_text():
-    field = DemographicField(key="age", label="Age", choices=["18-29", "30-49"])
+    field = DemographicField(key="age", label="Age", choices=["18-29", "30-49", "50+"])
     answers = [{"age": "30-49"}, {"age": "30-49"}, {"age": "prefer not to say"}, {}, {"x": 1}]
-    [out] = demographic_counts([field], answers)
-    assert out["counts"] == [("18-29", 0), ("30-49", 2), ("prefer not to say", 1)]
-    assert out["unanswered"] == 2
+    answers += [{"age": "50+"}]
+    [out] = demographic_counts([field], answers, k=1)
+    assert out["counts"] == [("30-49", 2), ("50+", 1), ("prefer not to say", 1)]  # no 18-29
+    assert out["unanswered"] == 2 and out["hidden"] == ""
+    [out] = demographic_counts([field], answers, k=2)
+    assert out["counts"] == [("30-49", 2)]
+    assert out["hidden"] == "2 groups below k = 2 hidden" and out["unanswered"] == 2
     free = DemographicField(key="lang", label="Language", choices=[])
-    [out] = demographic_counts([free], [{"lang": "fr"}, {"lang": "de"}, {"lang": "fr"}])
+    [out] = demographic_counts([free], [{"lang": "fr"}, {"lang": "de"}, {"lang": "fr"}], k=1)
     assert out["counts"] == [("fr", 2), ("de", 1)]
 
 
@@ -107,9 +112,12 @@ def test_the_page_says_which_sampler_each_study_uses(staff_client, db):
     assert "150 open tasks scored (20 by exploration)" in staff_client.get(URL).content.decode()
 
 
-def test_the_tables_count_the_chosen_study_alone(staff_client, make_tasks, annotator, rank):
+def test_the_tables_count_the_chosen_study_alone(
+    staff_client, make_tasks, annotator, rank, settings
+):
     """Two studies with rankings: the occupations, annotators, statuses and demographics
     of the page are the chosen study's, not both pooled."""
+    settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 1}
     from django.contrib.auth import get_user_model
 
     from annotation.models import Study
@@ -151,7 +159,7 @@ def test_the_tables_count_the_chosen_study_alone(staff_client, make_tasks, annot
         "occupations": {"pilot": (2, 2, 2, 2)},
         "totals": 2,
         "annotators": {"carol": 2},
-        "gender": {"woman": 0, "man": 1, "prefer not to say": 0},
+        "gender": {"man": 1},
         "unanswered": 0,
         "n_people": 1,
         "active": 1,
@@ -160,7 +168,7 @@ def test_the_tables_count_the_chosen_study_alone(staff_client, make_tasks, annot
         "occupations": {"nurse": (4, 8, 4, 0)},
         "totals": 4,
         "annotators": {"alice": 3, "bob": 1},
-        "gender": {"woman": 1, "man": 0, "prefer not to say": 0},
+        "gender": {"woman": 1},
         "unanswered": 1,
         "n_people": 2,
         "active": 2,

@@ -1,4 +1,5 @@
-"""Agreement per occupation, within groups (small ones suppressed) and between groups."""
+"""Agreement per occupation, within groups (small ones hidden, only counted) and between
+groups."""
 
 import json
 
@@ -6,7 +7,6 @@ import pytest
 
 from annotation.stats.agreement import agreement
 from annotation.stats.breakdown import (
-    Suppressed,
     between_groups,
     breakdown,
     per_occupation,
@@ -34,26 +34,26 @@ def test_per_occupation_is_agreement_on_that_occupations_rankings():
     assert got["nurse"] == agreement(records[:2], n_boot=0)
 
 
-def test_within_groups_uses_only_the_groups_rankings_and_suppresses_small_groups():
+def test_within_groups_uses_only_the_groups_rankings_and_hides_small_groups():
     records = [
         # women agree perfectly on task 1; the men disagree there
         rec(1, "w1", "xyz", "f"),
         rec(1, "w2", "xyz", "f"),
         rec(1, "m1", "xyz", "m"),
         rec(1, "m2", "zyx", "m"),
-        rec(1, "n1", "zxy", "nonbinary"),  # a group of one: suppressed at k = 2
+        rec(1, "n1", "zxy", "nonbinary"),  # a group of one: hidden at k = 2
         rec(1, "p1", "yxz", "Prefer not to say"),  # no group
         rec(1, "q1", "yzx"),  # field unanswered: no group
     ]
-    got = within_groups(records, "gender", k=2, n_boot=0)
-    assert set(got) == {"f", "m", "nonbinary"}
+    shown = within_groups(records, "gender", k=2, n_boot=0)
+    got = shown.groups
+    assert set(got) == {"f", "m"} and (shown.hidden, shown.k) == (1, 2)
     assert got["f"].kendall_w.value == pytest.approx(1.0)
     assert got["m"].kendall_w.value == pytest.approx(0.0)
     assert got["f"].n_annotators == 2
-    assert isinstance(got["nonbinary"], Suppressed)
-    assert got["nonbinary"].as_dict() == {"suppressed": True, "reason": "fewer than 2 annotators"}
     # the same group passes at k = 1 (but has no shared task of its own: no figure)
-    assert within_groups(records, "gender", k=1, n_boot=0)["nonbinary"].n_tasks == 0
+    one = within_groups(records, "gender", k=1, n_boot=0)
+    assert one.groups["nonbinary"].n_tasks == 0 and one.hidden == 0
 
 
 def test_between_groups_is_w_of_the_group_consensus_orders():
@@ -65,7 +65,7 @@ def test_between_groups_is_w_of_the_group_consensus_orders():
         rec(1, "m1", "xyz", "m"),
         rec(1, "m2", "yxz", "m"),
         rec(2, "w1", "uvw", "f"),  # only one group ranked task 2: not shared
-        rec(1, "n1", "zyx", "nonbinary"),  # suppressed at k = 2: takes no part
+        rec(1, "n1", "zyx", "nonbinary"),  # hidden at k = 2: takes no part
     ]
     got = between_groups(records, "gender", k=2, n_boot=0)
     assert got.groups == ("f", "m")
@@ -95,10 +95,8 @@ def test_breakdown_is_plain_json_with_every_part():
     json.dumps(out)
     assert out["k"] == 3
     assert out["overall"]["n_tasks"] == 2
-    assert out["within_groups"]["gender"]["f"] == {
-        "suppressed": True,
-        "reason": "fewer than 3 annotators",
-    }
+    assert out["within_groups"] == {"gender": {}} and out["hidden_groups"] == {"gender": 2}
+    assert "f" not in json.dumps(out["within_groups"])
     assert out["between_groups"]["gender"]["groups"] == ()
     between = breakdown(records, ["gender"], k=2, n_boot=0)["between_groups"]["gender"]
     assert between["groups"] == ("f", "m")

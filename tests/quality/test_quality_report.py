@@ -142,12 +142,15 @@ def test_annotator_table(study):
     assert bad["consensus_rho"] == pytest.approx(expected)
 
 
-def test_groups_under_k_annotators_are_suppressed(study, settings):
-    within = quality_report(n_boot=0)["agreement"]["within_groups"]["age_band"]
-    assert within["18-24"]["n_annotators"] == 3  # GROUP_K = 3 in the fixture
+def test_groups_under_k_annotators_are_hidden_and_counted(study, settings):
+    agreement = quality_report(n_boot=0)["agreement"]
+    assert agreement["within_groups"]["age_band"]["18-24"]["n_annotators"] == 3  # GROUP_K = 3
+    assert agreement["hidden_groups"]["age_band"] == 0
     settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 4}
-    within = quality_report(n_boot=0)["agreement"]["within_groups"]["age_band"]
-    assert within == {"18-24": {"suppressed": True, "reason": "fewer than 4 annotators"}}
+    agreement = quality_report(n_boot=0)["agreement"]
+    assert agreement["within_groups"]["age_band"] == {}
+    assert agreement["hidden_groups"]["age_band"] == 1
+    assert "18-24" not in json.dumps(agreement)
 
 
 def run(*args) -> str:

@@ -190,14 +190,16 @@ def test_per_occupation_finds_the_occupation_where_the_optimiser_failed():
     assert occ["failing"]["paired_t"]["q"] < 0.05
 
 
-def test_groups_under_k_annotators_are_withheld():
+def test_groups_under_k_annotators_are_hidden_and_counted():
     sim = validation_sim.simulate(np.random.default_rng(4), effect=0.5)
     records = validation_sim.records(
         sim,
         groups={"age_band": ["18-24", "18-24", "18-24", "65+"], "gender": ["prefer not to say"]},
     )
-    groups = report(records, k=6, n_boot=100)["per_group"]
-    assert groups["age_band"]["65+"] == {"suppressed": True, "reason": "fewer than 6 annotators"}
+    out = report(records, k=6, n_boot=100)
+    groups = out["per_group"]
+    assert "65+" not in groups["age_band"] and "65+" not in json.dumps(out)
+    assert out["hidden_groups"] == {"age_band": 1, "gender": 0} and out["group_k"] == 6
     assert groups["age_band"]["18-24"]["n_annotators"] == 15
     assert groups["gender"] == {}  # "prefer not to say" forms no group
     assert report(records, k=5, n_boot=100)["per_group"]["age_band"]["65+"]["n_annotators"] == 5

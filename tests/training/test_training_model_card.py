@@ -133,7 +133,7 @@ def test_every_figure_of_the_card_is_its_source(trained):
     shown = {b: n for b, n in bands.items() if n >= K}
     assert 0 < bands["25-34"] < K and shown == {"18-24": bands["18-24"]}
     assert age["groups"] == [{"group": "18-24", "annotators": bands["18-24"]}]
-    assert age["withheld_groups"] == len(bands) - len(shown)
+    assert age["hidden_groups"] == len(bands) - len(shown)
     assert all(g["annotators"] >= K for f in data["demographics"] for g in f["groups"])
     assert "25-34" not in card
 
@@ -144,7 +144,7 @@ def test_every_figure_of_the_card_is_its_source(trained):
     ).order_by("alignment")[0]
     assert persp["least_aligned"]["group"] == row.group
     assert persp["least_aligned"]["alignment"] == row.alignment
-    assert persp["fewer_than_k"] == 1  # 25-34, named nowhere on the card
+    assert persp["hidden_groups"] == 1  # 25-34, named nowhere on the card
 
     # no validation study is linked to a version yet
     assert s["validation"] == []

@@ -46,7 +46,7 @@ def test_the_command_computes_what_is_missing_and_prints_it(version):
     (field,) = data["fields"]
     assert (data["version"], field["field"], field["k"]) == (1, "age_band", 5)
     assert [g["group"] for g in field["groups"]] == ["18-24"]
-    assert field["fewer_than_k"] == ["25-34"]
+    assert field["hidden_groups"] == 1 and "25-34" not in out.getvalue()
     assert "per_prompt" not in field["groups"][0]
     stored = PerspectiveReport.objects.get(checkpoint=version, group="18-24")
     assert field["groups"][0]["alignment"] == stored.alignment
@@ -54,26 +54,26 @@ def test_the_command_computes_what_is_missing_and_prints_it(version):
     call_command("perspectives", "1", "--field", "age_band", stdout=text)
     lines = text.getvalue()
     assert f"{stored.alignment:.3f} [" in lines
-    assert "fewer than k = 5 annotators: 25-34" in lines
+    assert "1 group below k = 5 hidden" in lines and "25-34" not in lines
     table = io.StringIO()
     call_command("perspectives", "1", "--field", "age_band", "--csv", stdout=table)
     rows = list(csv.DictReader(io.StringIO(table.getvalue())))
-    assert [(r["group"], r["status"]) for r in rows] == [
-        ("18-24", "computed"),
-        ("25-34", "fewer_than_k"),
-    ]
+    assert [(r["group"], r["status"]) for r in rows] == [("18-24", "computed"), ("", "hidden")]
+    assert "25-34" not in table.getvalue()
     low, high = stored.figures["alignment_ci"]
     assert float(rows[0]["alignment_low"]) == pytest.approx(low)
     assert float(rows[0]["alignment_high"]) == pytest.approx(high)
     assert int(rows[0]["n_annotators"]) == stored.figures["n_annotators"]
-    # under k: the name and status only, every figure and count empty
+    # under k: how many groups were hidden, no name, every figure and count empty
     assert {k for k, v in rows[1].items() if v} == {
         "version",
         "snapshot",
         "field",
-        "group",
         "status",
+        "hidden_groups",
+        "k",
     }
+    assert rows[1]["hidden_groups"] == "1"
 
 
 def test_the_command_refuses_with_one_line(version):
@@ -102,11 +102,11 @@ def test_the_api_queues_what_is_missing_then_answers_from_the_stored_rows(
     # what the schema documents is what is sent
     assert set(field) == set(FieldReportSerializer().fields)
     assert set(field["groups"][0]) == set(GroupFiguresSerializer().fields)
-    assert field["fewer_than_k"] == ["25-34"]
+    assert field["hidden_groups"] == 1 and "25-34" not in r.content.decode()
     r = staff_client.get(url, {"field": "age_band", "format": "csv"})
     assert r.status_code == 200 and r["Content-Type"] == "text/csv"
     rows = list(csv.DictReader(io.StringIO(r.content.decode())))
-    assert [r["group"] for r in rows] == ["18-24", "25-34"]
+    assert [r["group"] for r in rows] == ["18-24", ""]
     newer = create_snapshot(include_synthetic=True, seed=4)
     with django_capture_on_commit_callbacks() as callbacks:
         r = staff_client.get(url, {"field": "age_band", "snapshot": newer.pk})

@@ -372,7 +372,9 @@ class FieldReportSerializer(serializers.Serializer):
     n_annotators = serializers.IntegerField()
     created_at = serializers.DateTimeField()
     groups = GroupFiguresSerializer(many=True)
-    fewer_than_k = serializers.ListField(child=serializers.CharField())
+    hidden_groups = serializers.IntegerField(
+        help_text="How many groups of fewer than k annotators were hidden (never named)."
+    )
     friedman = serializers.DictField(allow_null=True)
     divergence = serializers.ListField(child=serializers.DictField())
 
@@ -401,9 +403,10 @@ class PerspectivesView(StaffView):
         description=(
             "Whose opinions the version rewards: per demographic group, alignment and "
             "Spearman's rho with 95% intervals beside the human baseline, on its own "
-            "snapshot or ``?snapshot=``. Groups under k are named only. Reports not stored "
-            "yet are queued on the default queue and the answer is 202 with the pending fields: "
-            "ask again shortly. ``?format=csv``: one row per group."
+            "snapshot or ``?snapshot=``. Groups under k are hidden, only counted "
+            "(``hidden_groups``). Reports not stored yet are queued on the default queue and "
+            "the answer is 202 with the pending fields: ask again shortly. ``?format=csv``: one "
+            "row per group."
         ),
     )
     def get(self, request, version: int):

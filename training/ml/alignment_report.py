@@ -1,6 +1,7 @@
 """Perspective report for one checkpoint and one demographic field, and paired comparisons.
 
-Per group with at least k annotators (fewer: named, never computed):
+Per group with at least k annotators (``core.small_groups``; fewer: never computed, listed
+in ``fewer_than_k`` for the store only, which no surface names):
 * alignment: mean over prompts of ``1 - W1 / L`` between the group's position
   distribution and the model's Plackett-Luce one (``training.ml.alignment``);
 * human baseline: the same between the group and everyone else (leave the
@@ -28,6 +29,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy import stats
+
+from core.small_groups import keep_groups
 
 from .alignment import (
     PositionDistributions,
@@ -199,16 +202,18 @@ def perspective_report(
     grid = grid_size(rankings)
     kwargs = dict(temperature=temperature, prompts=prompts, grid=grid)
     values = sorted({r.group for r in rankings if r.group is not None})
-    kept: dict[str, PositionDistributions] = {}
+    distributions = {
+        value: position_distributions(
+            [r for r in rankings if r.group == value], item_prompt, scores, **kwargs
+        )
+        for value in values
+    }
+    shown = keep_groups(distributions, k, size=lambda d: len(d.annotators))
+    kept: dict[str, PositionDistributions] = shown.groups
+    small = [value for value in values if value not in kept]
     out: list[GroupPerspective] = []
-    small: list[str] = []
-    for value in values:
+    for value, d in kept.items():
         mine = [r for r in rankings if r.group == value]
-        d = position_distributions(mine, item_prompt, scores, **kwargs)
-        if len(d.annotators) < k:
-            small.append(value)
-            continue
-        kept[value] = d
         a = d.per_prompt_alignment()
         others = [r for r in rankings if r.group != value]
         # the rest on this group's prompts only, so its counts are those behind the baseline

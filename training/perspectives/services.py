@@ -36,6 +36,7 @@ from annotation.models import DemographicField
 from annotation.stats.records import group_of
 from core import queue
 from core.json import json_safe
+from core.small_groups import keep_groups
 from training import selectors
 from training.errors import PerspectiveError, PerspectivesPending, UnknownField
 from training.models import Checkpoint, DatasetSnapshot, PerspectiveReport, PerspectiveSummary
@@ -220,7 +221,8 @@ def store(checkpoint, snapshot, field: str, report, ranked) -> PerspectiveSummar
 def compare_versions(
     a: Checkpoint, b: Checkpoint, snapshot: DatasetSnapshot, field: str, *, n_boot: int = 1000
 ) -> list[dict]:
-    """Per group computed in both reports: A's and B's alignment and the paired difference
+    """Per group computed in both reports (of today's k or more annotators in each, hidden
+    otherwise: ``core.small_groups``): A's and B's alignment and the paired difference
     A - B over the prompts both hold (95% interval, p-value), and the verdict: ``gained``
     when the interval is above 0, ``lost`` when below, else ``no clear change``.
 
@@ -236,11 +238,15 @@ def compare_versions(
         status=PerspectiveReport.Status.COMPUTED
     )
     by = {(r.checkpoint_id, r.group): r.figures for r in rows}
+    both = {
+        group: (by[(a.pk, group)], by[(b.pk, group)])
+        for group in sorted({g for _, g in by})
+        if (a.pk, group) in by and (b.pk, group) in by
+    }
+    # Groups under today's k hidden (k may have been raised since either was computed).
+    shown = keep_groups(both, k_anonymity(), size=lambda p: min(f["n_annotators"] for f in p))
     out = []
-    for group in sorted({g for _, g in by}):
-        fa, fb = by.get((a.pk, group)), by.get((b.pk, group))
-        if fa is None or fb is None:
-            continue
+    for group, (fa, fb) in shown.groups.items():
         diff, ci, p_value, n = paired_per_prompt(
             fa["per_prompt"], fb["per_prompt"], n_boot=n_boot, seed=snapshot.split_seed
         )

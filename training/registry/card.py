@@ -6,8 +6,9 @@ recipe, metrics with their intervals, threshold and its basis), its snapshot (ha
 counts, split, exclusions, label weighting), its run (per-epoch history, the
 augmentation and how much of the training data it made), the annotators behind the
 snapshot's rankings as they count today (demographic counts, k-anonymous: a group of
-fewer than ``STEREORANK_GROUP_K`` annotators is neither named nor counted), and the
-stored perspective report (least- and best-aligned groups; never computed here).
+fewer than ``STEREORANK_GROUP_K`` annotators is neither named nor counted, only how
+many were hidden: ``core.small_groups``), and the stored perspective report (least- and
+best-aligned groups of k or more; never computed here).
 Nothing is typed by hand; what the platform does not hold (validation studies for
 now) is said to be missing. The front matter carries every figure under
 ``stereorank`` beside the hub's own keys (``base_model``, ``model-index``); the
@@ -33,6 +34,7 @@ from annotation.rankings.selectors import demographic_labels
 from annotation.stats.records import group_of
 from annotation.validation import results as validation_results
 from core.json import json_safe
+from core.small_groups import keep_groups
 from training import selectors
 from training.errors import RegistryError
 from training.models import Checkpoint, DatasetSnapshot, TrainingRun
@@ -55,19 +57,18 @@ def demographic_counts(
     demographics: Mapping[int, Mapping], fields: Mapping[str, str], k: int
 ) -> list[dict]:
     """Per field: annotators per group, groups of ``k`` or more only (largest first), and
-    how many groups were withheld; ``fields`` is ``{key: label}``."""
+    how many groups were hidden; ``fields`` is ``{key: label}``."""
     out = []
     for key, label in fields.items():
         counts = Counter(group_of(d, key) or NOT_STATED for d in demographics.values())
-        shown = sorted(
-            ((g, n) for g, n in counts.items() if n >= k), key=lambda gn: (-gn[1], gn[0])
-        )
+        shown = keep_groups(dict(counts), k)
+        largest = sorted(shown.groups.items(), key=lambda gn: (-gn[1], gn[0]))
         out.append(
             {
                 "field": key,
                 "label": label,
-                "groups": [{"group": g, "annotators": n} for g, n in shown],
-                "withheld_groups": len(counts) - len(shown),
+                "groups": [{"group": g, "annotators": n} for g, n in largest],
+                "hidden_groups": shown.hidden,
             }
         )
     return out
@@ -169,7 +170,7 @@ def _perspectives(checkpoint: Checkpoint, snapshot: DatasetSnapshot | None) -> l
                 "field": field["field"],
                 "k": field["k"],
                 "groups": len(groups),
-                "fewer_than_k": len(field["fewer_than_k"]),
+                "hidden_groups": field["hidden_groups"],
                 "least_aligned": {n: groups[-1].get(n) for n in keep} if groups else None,
                 "best_aligned": {n: groups[0].get(n) for n in keep} if groups else None,
             }

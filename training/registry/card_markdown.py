@@ -6,6 +6,8 @@ the data (nothing is computed here but formatting). Plain Python: no Django, no 
 
 from __future__ import annotations
 
+from core.small_groups import hidden_note
+
 
 def num(value, digits: int = 4) -> str:
     """A figure to ``digits`` decimals, or "n/a" when there is none."""
@@ -228,27 +230,29 @@ def _limitations(d: dict) -> list[str]:
         return [*lines, "- No snapshot is recorded: the annotator pool is unknown.", ""]
     lines.append(
         f"- Annotator pool: {data['annotators']} annotators. Counts per group below; groups "
-        f"of fewer than {k} annotators are withheld (neither named nor counted)."
+        f"of fewer than {k} annotators are hidden (neither named nor counted)."
     )
     for field in data["demographics"]:
         groups = "; ".join(f"{g['group']}: {g['annotators']}" for g in field["groups"])
-        withheld = field["withheld_groups"]
+        hidden = hidden_note(field["hidden_groups"], k)
         lines.append(
             f"  - {field['label']}: {groups or 'no group of ' + str(k) + ' or more'}"
-            + (f" ({withheld} smaller group{'s' * (withheld > 1)} withheld)" if withheld else "")
+            + (f" ({hidden})" if hidden else "")
         )
     if d["perspectives"]:
         lines.append("- Whose opinions it rewards (perspective report, alignment 0 to 1):")
         for f in d["perspectives"]:
             low, best = f["least_aligned"], f["best_aligned"]
+            hidden = hidden_note(f["hidden_groups"], f["k"])
+            hidden = f" ({hidden})" if hidden else ""
             if low is None:
-                lines.append(f"  - {f['field']}: no group of {f['k']} or more annotators")
+                lines.append(f"  - {f['field']}: no group of {f['k']} or more annotators{hidden}")
                 continue
             lines.append(
                 f"  - {f['field']}: least aligned {low['group']} at "
                 f"{with_ci(low['alignment'], low['alignment_ci'], 3)} (human baseline "
                 f"{with_ci(low['human_baseline'], low['human_baseline_ci'], 3)}); best aligned "
-                f"{best['group']} at {with_ci(best['alignment'], best['alignment_ci'], 3)}"
+                f"{best['group']} at {with_ci(best['alignment'], best['alignment_ci'], 3)}{hidden}"
             )
     else:
         lines.append("- Whose opinions it rewards: no perspective report is stored yet.")

@@ -2,8 +2,8 @@
 beside the human baseline; each group across versions; one version against another.
 
 Reads stored reports only: a missing one is queued on the default queue (on commit)
-and the page says so; nothing is scored in a request. Groups under k are named,
-never shown with a figure; no figure is about one person.
+and the page says so; nothing is scored in a request. Groups under k are hidden (the
+page says how many: ``core.small_groups``); no figure is about one person.
 """
 
 from urllib.parse import urlencode
@@ -12,6 +12,7 @@ from django import forms
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 from annotation.rankings import selectors as annotation_selectors
+from core.small_groups import hidden_note
 from training import selectors, services
 from training.errors import PerspectiveError, PerspectivesPending
 from training.models import Checkpoint, DatasetSnapshot
@@ -102,7 +103,8 @@ def perspectives(request: HttpRequest) -> HttpResponse:
     if selectors.perspectives_missing(checkpoint, snapshot, [field]):
         context["pending"] = _pending(checkpoint, snapshot)
         return page(request, "dashboards/perspectives.html", context)
-    (context["report"],) = services.perspective_report(checkpoint, snapshot, [field])["fields"]
+    (report,) = services.perspective_report(checkpoint, snapshot, [field])["fields"]
+    context.update(report=report, hidden=hidden_note(report["hidden_groups"], report["k"]))
     against = data.get("against")
     if against is not None and against != checkpoint:
         context["against"] = against
@@ -166,7 +168,7 @@ def versions_chart(request: HttpRequest) -> HttpResponse:
     if not form.is_valid() or not form.cleaned_data["field"]:
         return HttpResponseBadRequest(form_errors(form) or "Name a field.")
     field, snapshot = form.cleaned_data["field"], form.cleaned_data["snapshot"]
-    rows = selectors.alignment_across_versions(field, snapshot)
+    rows = services.alignment_across_versions(field, snapshot)
     versions = sorted({v for v, _, _ in rows})
     series: dict[str, list[float | None]] = {}
     for version, group, value in rows:

@@ -2,12 +2,15 @@
 group quotas and demographic counts.
 
 Only annotators whose consent stands are listed and counted; withdrawn and erased
-ones appear as totals.
+ones appear as totals. The demographic counts and the quotas' fill are group figures:
+a group of fewer than ``STEREORANK_GROUP_K`` annotators is hidden there, only how many
+were hidden is said (``core.small_groups``).
 """
 
 from collections import Counter
 from collections.abc import Iterable
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
@@ -17,6 +20,7 @@ from annotation.participants import consent
 from annotation.rankings import selectors
 from annotation.rankings.exports import pseudonym
 from annotation.studies import lifecycle as studies
+from core.small_groups import keep_groups
 
 from . import learning
 from .base import chosen_study, page, percent, staff_only
@@ -24,8 +28,11 @@ from .base import chosen_study, page, percent, staff_only
 ANNOTATORS_PER_PAGE = 50
 
 
-def demographic_counts(fields: Iterable[DemographicField], answers: Iterable[dict]) -> list[dict]:
-    """Per field: how many annotators gave each answer, and how many left it blank."""
+def demographic_counts(
+    fields: Iterable[DemographicField], answers: Iterable[dict], k: int
+) -> list[dict]:
+    """Per field: how many annotators gave each answer (answers of ``k`` or more only; the
+    note says how many were hidden), and how many left it blank."""
     answers = list(answers)
     out = []
     for field in fields:
@@ -34,15 +41,28 @@ def demographic_counts(fields: Iterable[DemographicField], answers: Iterable[dic
         ordered = [(o, counts.pop(o, 0)) for o in options] if field.choices else []
         ordered += sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         answered = sum(n for _, n in ordered)
+        shown = keep_groups(dict(ordered), k)
         out.append(
             {
                 "key": field.key,
                 "label": field.label,
-                "counts": ordered,
+                "counts": list(shown.groups.items()),
+                "hidden": shown.note,
                 "unanswered": len(answers) - answered,
             }
         )
     return out
+
+
+def quota_rows(quotas: list[dict], k: int) -> tuple[list[dict], str]:
+    """The quotas with their fill, those filled by 1 to ``k - 1`` annotators hidden (an empty
+    one is no group); the note that says how many were."""
+    shown = keep_groups({str(q["pk"]): q for q in quotas}, k, size=lambda q: q["filled"])
+    return [
+        {**q, "percent": percent(q["filled"], q["target"])}
+        for q in quotas
+        if not q["filled"] or str(q["pk"]) in shown.groups
+    ], shown.note
 
 
 @staff_only
@@ -66,8 +86,10 @@ def progress(request: HttpRequest) -> HttpResponse:
         }
         for p in page_obj.object_list
     ]
+    k = settings.STEREORANK["GROUP_K"]
     answers = selectors.demographic_answers(study)
-    demographics = demographic_counts(selectors.demographic_questions(), answers)
+    demographics = demographic_counts(selectors.demographic_questions(), answers, k)
+    quota_table, quotas_hidden = quota_rows(quotas.quota_fill(timezone.now(), study), k)
     totals = {
         key: sum(row[key] for row in occupations)
         for key in ("n_tasks", "slots", "rankings", "complete")
@@ -88,13 +110,12 @@ def progress(request: HttpRequest) -> HttpResponse:
                 for row in studies.progress()
             ],
             "statuses": selectors.annotator_status_counts(study),
-            "quotas": [
-                {**q, "percent": percent(q["filled"], q["target"])}
-                for q in quotas.quota_fill(timezone.now(), study)
-            ],
+            "quotas": quota_table,
+            "quotas_hidden": quotas_hidden,
             "learning": learning.context(),
             "samplers": selectors.study_samplers(),
             "consent_warnings": consent.incomplete_open_studies(),
+            "group_k": k,
             "section": "progress",
         },
     )

@@ -25,6 +25,7 @@ from annotation.quality import standing
 from annotation.quality import store as quality_store
 from annotation.rankings import selectors
 from annotation.rankings.exports import pseudonym
+from core.small_groups import hidden_note
 
 from . import base
 from .base import chosen_study, form_errors, found, staff_action, staff_only
@@ -102,9 +103,15 @@ def quality(request: HttpRequest) -> HttpResponse:
         (name, a) for name, a in data["agreement"]["per_occupation"].items() if a["n_tasks"]
     ]
     labels = selectors.demographic_labels()
+    agreement = data["agreement"]
     within = [
-        (field, labels.get(field, field), groups)
-        for field, groups in data["agreement"]["within_groups"].items()
+        (
+            field,
+            labels.get(field, field),
+            groups,
+            hidden_note(agreement["hidden_groups"].get(field, 0), agreement["k"]),
+        )
+        for field, groups in agreement["within_groups"].items()
     ]
     study_query = urlencode({"study": study.slug})
     synthetic = request.GET.get("synthetic") == "1"

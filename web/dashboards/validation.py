@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse
 
 from annotation.errors import ConditionError
 from annotation.models import Ranking, Study
+from core.small_groups import hidden_note
 
 from .base import found, page, staff_only
 from .charts import IntervalPoint, chart_response, estimates_with_intervals
@@ -35,7 +36,9 @@ def report(study: Study) -> dict | None:
     rankings = Ranking.objects.filter(task__study=study)
     last = rankings.order_by("-pk").values_list("pk", flat=True).first()
     n_boot = settings.STEREORANK["QUALITY_N_BOOT"]
-    key = f"validation-report:{study.pk}:{rankings.count()}:{last}:{n_boot}"
+    # The report's shape (v2: groups under k hidden, not named) and k are in the key.
+    k = settings.STEREORANK["GROUP_K"]
+    key = f"validation-report:v2:{study.pk}:{rankings.count()}:{last}:{n_boot}:{k}"
     data = cache.get(key)
     if data is None:
         try:
@@ -74,7 +77,10 @@ def validation_study(request: HttpRequest, slug: str) -> HttpResponse:
             baseline_name=base,
             treatment_name=treat,
             occupations=sorted(data["per_occupation"].items()),
-            groups=sorted(data["per_group"].items()),
+            groups=[
+                (field, values, hidden_note(data["hidden_groups"].get(field, 0), data["group_k"]))
+                for field, values in sorted(data["per_group"].items())
+            ],
         )
     return page(request, "dashboards/validation.html", context)
 

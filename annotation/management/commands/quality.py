@@ -6,6 +6,7 @@ from django.core.management.base import CommandError
 from annotation.quality import standing
 from annotation.studies import lifecycle as studies
 from core.commands import ServiceCommand
+from core.small_groups import hidden_note
 
 
 def fmt(estimate: dict | None) -> str:
@@ -83,12 +84,14 @@ class Command(ServiceCommand):
                     f"  {name:<26} {a['n_tasks']:>5}  {fmt(a['kendall_w']):<22} "
                     f"{fmt(a['alpha_ordinal'])}"
                 )
-        out += ["", f"Groups (fewer than {agreement['k']} annotators suppressed):"]
+        out += ["", f"Groups (those of fewer than {agreement['k']} annotators hidden):"]
         for field, groups in agreement["within_groups"].items():
             out.append(f"  {field}:")
             for group, a in groups.items():
-                figure = a["reason"] if a.get("suppressed") else f"W {fmt(a['kendall_w'])}"
-                out.append(f"    {group:<24} {figure}")
+                out.append(f"    {group:<24} W {fmt(a['kendall_w'])}")
+            hidden = hidden_note(agreement["hidden_groups"].get(field, 0), agreement["k"])
+            if hidden:
+                out.append(f"    ({hidden})")
             between = agreement["between_groups"][field]["agreement"]
             out.append(f"    between groups           W {fmt(between['kendall_w'])}")
         out += ["", "Position bias (shown vs submitted order):"]

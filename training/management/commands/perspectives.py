@@ -1,6 +1,7 @@
 import json
 
 from core.commands import ServiceCommand
+from core.small_groups import hidden_note
 from training import services
 from training.management.commands._common import fmt_ci, get_snapshot
 from training.perspectives import export as perspective_export
@@ -59,8 +60,8 @@ class Command(ServiceCommand):
                     f"{fmt_ci(g['spearman'], g['spearman_ci']):<26} "
                     f"{g['n_annotators']:>10} {g['n_rankings']:>8}"
                 )
-            if f["fewer_than_k"]:
-                out.write(f"  fewer than k = {f['k']} annotators: {', '.join(f['fewer_than_k'])}")
+            if f["hidden_groups"]:
+                out.write(f"  {hidden_note(f['hidden_groups'], f['k'])}")
             if f["friedman"]:
                 fr = f["friedman"]
                 out.write(
