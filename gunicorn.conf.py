@@ -20,3 +20,7 @@ threads = int(os.environ.get("GUNICORN_THREADS", 4))
 keepalive = 5
 reuse_port = True
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "warning")
+# An access log (none unless asked for, e.g. --access-logfile) names nobody: no client
+# address, no query string (an entry link's carries the platform's participant id), no
+# referrer, no user agent (docs/privacy.md).
+access_log_format = '%(t)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms'

@@ -27,3 +27,12 @@ def adapt_overlap(task_id: int) -> bool:
     from annotation.assignment.overlap import adapt
 
     return adapt(task_id)
+
+
+@shared_task(name="annotation.tasks.forget_expired", acks_late=True)
+def forget_expired() -> dict:
+    """Delete expired sessions and log-in attempts past their cool-off (daily, by beat:
+    ``annotation.participants.traces.forget_expired``); how many of each went."""
+    from annotation.participants.traces import forget_expired as forget
+
+    return forget()

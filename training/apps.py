@@ -13,7 +13,7 @@ class TrainingConfig(AppConfig):
         from annotation.participants.services import ranking_stored
 
         annotator_erased.connect(
-            _forget_in_snapshots, dispatch_uid="training.snapshots.services.forget"
+            _forget_in_snapshots, dispatch_uid="training.snapshots.erasure.forget_annotator"
         )
         ranking_stored.connect(_every_n_rankings, dispatch_uid="training.registry.sampling.every")
         post_save.connect(
@@ -21,11 +21,15 @@ class TrainingConfig(AppConfig):
         )
 
 
-def _forget_in_snapshots(sender, pseudonym: str, **kwargs) -> None:
-    """An erased annotator's pseudonym leaves every snapshot's lineage."""
-    from training.snapshots.services import forget
+def _forget_in_snapshots(
+    sender, pseudonym: str, annotator: int, demographics: dict | None = None, **kwargs
+) -> None:
+    """An erased annotator leaves what training stored: the pseudonym every snapshot's
+    lineage, labels that pooled fewer than k annotators the snapshots, and the perspective
+    reports that read their rankings go (``training.snapshots.erasure``)."""
+    from training.snapshots.erasure import forget_annotator
 
-    forget(pseudonym)
+    forget_annotator(pseudonym, annotator, demographics)
 
 
 def _every_n_rankings(sender, ranking_id: int, study_id: int, **kwargs) -> None:

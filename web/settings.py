@@ -510,3 +510,29 @@ STATICFILES_DIRS = [BASE_DIR / "web" / "static"]
 # backends above, which grant nothing per object).
 INSTALLED_APPS.append("annotation.access")
 AUTHENTICATION_BACKENDS.append("annotation.access.backend.StudyRoleBackend")
+
+# ---- Issue 30, part 5: erasure that erases; log lines that name nobody ----
+# Log lines carry pseudonyms, never usernames, crowd ids or addresses: request lines lose
+# their query strings (an entry link carries the platform's participant id there), on the
+# development server's logger and on the console (core/log_filters.py); django-axes names
+# the account by pseudonym and the address by a keyed hash
+# (annotation/participants/log_names.py).
+LOGGING["filters"] = {"no_query_strings": {"()": "core.log_filters.NoQueryStrings"}}
+LOGGING["formatters"] = {
+    "server": {
+        "()": "django.utils.log.ServerFormatter",
+        "format": "[{server_time}] {message}",
+        "style": "{",
+    }
+}
+LOGGING["handlers"]["console"]["filters"] = ["no_query_strings"]
+LOGGING["handlers"]["server"] = {"class": "logging.StreamHandler", "formatter": "server"}
+LOGGING["loggers"] = {
+    "django.server": {
+        "handlers": ["server"],
+        "level": "INFO",
+        "propagate": False,
+        "filters": ["no_query_strings"],
+    }
+}
+AXES_CLIENT_STR_CALLABLE = "annotation.participants.log_names.axes_client"

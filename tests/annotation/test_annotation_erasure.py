@@ -67,12 +67,15 @@ def _rank_all(profile, orders: dict[int, list[int]]) -> None:
 
 
 @pytest.fixture
-def ranked(db):
+def ranked(db, settings):
     """Alice, Bob and Carol rank both tasks; a, b, c are each task's items in id order.
 
     Orders (most to least stereotypical), the same on both tasks:
-    alice [a, b, c], bob [c, a, b], carol [b, a, c].
+    alice [a, b, c], bob [c, a, b], carol [b, a, c]. k = 3: each item's label pools
+    three annotators, so a snapshot frozen with them keeps it through an erasure
+    (test_annotation_erasure_traces.py erases from labels of fewer than k).
     """
+    settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 3}
     DemographicField.objects.create(key="gender", label="Gender", choices=["woman", "man"])
     items = _two_occupations()
     people = {

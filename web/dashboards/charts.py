@@ -3,7 +3,9 @@
 Drawing functions take plain data and return a matplotlib ``Figure``; they use
 ``Figure`` directly, never ``pyplot``, so there is no global state shared across
 threads. ``chart_response`` renders SVG (or PNG), cached by the content hash of the
-data: the same data is drawn once and answered with ``304`` to a matching ETag.
+data: the same data is drawn once and answered with ``304`` to a matching ETag. A chart
+may name a group or an annotator, so it is cached in ``core.personal_cache``'s namespace,
+which an erasure sweeps.
 
 Charts are drawn at the size they are shown: one inch is 96 CSS pixels, the pages
 show an image at its own width (``wide``: as drawn, about 670 px; ``narrow``:
@@ -27,6 +29,8 @@ from typing import TYPE_CHECKING
 
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
+
+from core import personal_cache
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -358,13 +362,13 @@ def chart_response(
     etag = f'"{key}"'
     if request.headers.get("If-None-Match") == etag:
         return HttpResponseNotModified(headers={"ETag": etag})
-    body = cache.get(f"chart:{key}")
+    body = cache.get(personal_cache.key(f"chart:{key}"))
     if body is None:
         fig = draw()
         if SIZES[size]:
             fig.set_figwidth(SIZES[size] / PX_PER_INCH)
         body = render(fig, fmt)
-        cache.set(f"chart:{key}", body, CACHE_SECONDS)
+        cache.set(personal_cache.key(f"chart:{key}"), body, CACHE_SECONDS)
     response = HttpResponse(body, content_type=FORMATS[fmt])
     response["ETag"] = etag
     response["Cache-Control"] = "private, max-age=0, must-revalidate"

@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse
 
 from annotation.errors import ConditionError
 from annotation.models import Ranking, Study
+from core import personal_cache
 from core.small_groups import hidden_note
 
 from .base import found, page, staff_only
@@ -39,13 +40,13 @@ def report(study: Study) -> dict | None:
     # The report's shape (v2: groups under k hidden, not named) and k are in the key.
     k = settings.STEREORANK["GROUP_K"]
     key = f"validation-report:v2:{study.pk}:{rankings.count()}:{last}:{n_boot}:{k}"
-    data = cache.get(key)
+    data = cache.get(personal_cache.key(key))  # it names annotators by pseudonym
     if data is None:
         try:
             data = validation_results.report(study, n_boot=n_boot)
         except ConditionError as error:
             data = {"missing": error.message}
-        cache.set(key, data, CACHE_SECONDS)
+        cache.set(personal_cache.key(key), data, CACHE_SECONDS)
     return data
 
 

@@ -1,0 +1,37 @@
+"""Logging filters that keep identifiers out of log lines.
+
+``NoQueryStrings`` cuts the query string from every path a record carries: a crowd
+platform's entry link holds the participant's platform id there
+(``?PROLIFIC_PID=...``), and the development server (``django.server``) logs each
+request line as it came. ``web/settings.py``'s ``LOGGING`` puts it on that logger and
+on the console handler.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+# A path followed by its query string: "/join/x/?PROLIFIC_PID=..." up to a space or quote.
+_QUERY = re.compile(r"(/[^\s?\"']*)\?[^\s\"']*")
+REMOVED = "?[query removed]"
+
+
+def without_query(text: str) -> str:
+    """``text`` with the query string of every path in it replaced by ``REMOVED``."""
+    return _QUERY.sub(lambda m: m.group(1) + REMOVED, text)
+
+
+class NoQueryStrings(logging.Filter):
+    """Rewrites a record's message and string arguments without query strings."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = without_query(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(without_query(a) if isinstance(a, str) else a for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {
+                k: without_query(a) if isinstance(a, str) else a for k, a in record.args.items()
+            }
+        return True
