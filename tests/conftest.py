@@ -65,6 +65,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
+@pytest.fixture(scope="session")
+def quant_models(tmp_path_factory) -> Path:
+    """One folder of exported encoders for the whole run, shared by the xdist workers
+    (exports are keyed by what they hold and land atomically), so the MiniLM ONNX int8
+    copy that three modules use is exported once, not once per worker
+    (``tests.model_exports.exported_once``)."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "quant-models"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _a_broker_and_cache_per_xdist_worker():
     """Under pytest-xdist, each pytest worker queues Celery tasks on a Redis database of

@@ -16,6 +16,7 @@ import pytest
 from ml_fakes import CountingEncoder
 from scipy.stats import rankdata
 
+from tests.model_exports import exported_once
 from training.ml.cache import EmbeddingCache
 from training.ml.calibration import calibrate
 from training.ml.checkpoints import Checkpoint
@@ -180,11 +181,9 @@ def test_gate_refuses_bad_input():
 
 
 @pytest.fixture(scope="session")
-def quant_dir(tmp_path_factory):
-    """One model directory per session (the training tests export into it too)."""
-    folder = tmp_path_factory.getbasetemp() / "quant-models"
-    folder.mkdir(exist_ok=True)
-    return folder
+def quant_dir(quant_models):
+    """The run's model directory (the training and scoring tests export into it too)."""
+    return quant_models
 
 
 def _no_network(monkeypatch):
@@ -201,13 +200,14 @@ def onnx_int8(quant_dir, minilm):
     mp = pytest.MonkeyPatch()
     _no_network(mp)
     try:
-        return load_encoder(
-            "all-MiniLM-L6-v2",
-            model_dir=quant_dir,
-            device="cpu",
-            backend="onnx",
-            quantization="int8",
-        )
+        with exported_once(quant_dir, "onnx-int8"):
+            return load_encoder(
+                "all-MiniLM-L6-v2",
+                model_dir=quant_dir,
+                device="cpu",
+                backend="onnx",
+                quantization="int8",
+            )
     finally:
         mp.undo()
 

@@ -18,6 +18,7 @@ from django.urls import reverse
 from training_study import make_study, register_head
 
 from scoring.checks import serving_encoder
+from tests.model_exports import exported_once
 from training import services
 from training.errors import QuantizationRefused
 from training.snapshots.services import EVAL, create_snapshot, rows_of
@@ -61,14 +62,14 @@ def staff_client(db) -> Client:
 
 
 @pytest.fixture
-def version(db, settings, tmp_path, tmp_path_factory):
-    """v1, active: a seeded head on a snapshot; the onnx int8 copy in a session-wide model
+def version(db, settings, tmp_path, quant_models):
+    """v1, active: a seeded head on a snapshot; the onnx int8 copy in the run's model
     directory (exported once); tolerances loose enough for MiniLM int8 to pass."""
     for module in ("onnxruntime", "onnxscript"):
         __import__(module) if ON_CI else pytest.importorskip(module)
-    model_dir = tmp_path_factory.getbasetemp() / "quant-models"
-    model_dir.mkdir(exist_ok=True)
-    settings.TRAINING = {**settings.TRAINING, "MODEL_DIR": model_dir}
+    settings.TRAINING = {**settings.TRAINING, "MODEL_DIR": quant_models}
+    with exported_once(quant_models, "onnx-int8"):
+        encoders.encoder("all-MiniLM-L6-v2", backend="onnx", quantization="int8")
     _tolerate(settings, 0.5, 1.0)
     make_study(tmp_path)
     snapshot = create_snapshot(include_synthetic=True)

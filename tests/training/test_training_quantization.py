@@ -14,6 +14,7 @@ from django.core.management.base import CommandError
 from scipy.stats import rankdata, spearmanr
 from training_study import ENCODER, FAST
 
+from tests.model_exports import exported_once
 from training.errors import QuantizationError, QuantizationRefused
 from training.models import Checkpoint, EncoderGate
 from training.runs.augmentation import request_augmentation, run_augmentation
@@ -27,15 +28,13 @@ ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
 @pytest.fixture
-def quant_settings(settings, tmp_path, tmp_path_factory):
-    """The [quant] extra (required on CI), a model directory shared by the session."""
+def quant_settings(settings, tmp_path, quant_models):
+    """The [quant] extra (required on CI), the model directory shared by the run."""
     for module in ("onnxruntime", "onnxscript"):
         __import__(module) if ON_CI else pytest.importorskip(module)
-    model_dir = tmp_path_factory.getbasetemp() / "quant-models"
-    model_dir.mkdir(exist_ok=True)
     settings.TRAINING = {
         **settings.TRAINING,
-        "MODEL_DIR": model_dir,
+        "MODEL_DIR": quant_models,
         # Fresh per test: each test encodes its eval split once, into its own cache.
         "EMBEDDING_CACHE": tmp_path / "embeddings",
         "QUANT_MAX_RHO_DRIFT": 0.01,
@@ -61,7 +60,8 @@ def version(study, quant_settings):
     checkpoint = Checkpoint.objects.get(version=1)
     texts = [r["text"] for r in rows_of(snapshot, EVAL)]
     files = load(checkpoint.path)
-    copy = encoders.encoder(ENCODER, backend="onnx", quantization="int8")
+    with exported_once(quant_settings.TRAINING["MODEL_DIR"], "onnx-int8"):
+        copy = encoders.encoder(ENCODER, backend="onnx", quantization="int8")
     cache = encoders.embedding_cache()
     ref = files.to_model(encoders.encoder(ENCODER, device="cpu")).score(texts, cache=cache)
     quant = files.to_model(copy, allow_other_backend=True).score(texts, cache=cache)
@@ -182,7 +182,8 @@ def test_the_augmentation_filter_runs_on_the_backend_settings_name(study, quant_
     snapshot = create_snapshot(include_synthetic=True)
     augmentation, _ = request_augmentation(snapshot, "offline", n=2)
     augmentation = run_augmentation(augmentation.pk, ENCODER)
-    copy = encoders.encoder(ENCODER, backend="onnx", quantization="int8")
+    with exported_once(quant_settings.TRAINING["MODEL_DIR"], "onnx-int8"):
+        copy = encoders.encoder(ENCODER, backend="onnx", quantization="int8")
     assert augmentation.stats["filter_encoder_backend"] == "onnx/int8"
     assert augmentation.stats["filter_encoder_key"] == copy.identity.key
     # Kept cosines are the copy's, within int8 noise of the fp32 encoder's own.
