@@ -69,3 +69,16 @@ def study_for(user, slug: str | None, capability: str = roles.ANY_ROLE) -> Study
 def may(user, capability: str, study) -> bool:
     """Whether ``user`` may ``capability`` in ``study`` (Django's ``has_perm``)."""
     return is_staff(user) and user.has_perm(capability, study)
+
+
+# A report's per-person parts: the quality report's annotator table, a validation
+# report's annotators' means. A viewer reads the rest (the aggregates).
+PER_PERSON = ("annotators",)
+
+
+def report_for(user, study, report: dict) -> dict:
+    """``report`` as ``user`` may read it: whole for a role that reads rows
+    (``roles.VIEW_DATA``), else without its per-person parts (a viewer's aggregates)."""
+    if may(user, roles.VIEW_DATA, study):
+        return report
+    return {**report, **{key: [] for key in PER_PERSON if key in report}}

@@ -19,6 +19,9 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.access import log as access_log
+from annotation.access import roles, scope
+from annotation.assignment import blinding
 from annotation.assignment import next_task as assignment
 from annotation.assignment import selectors as task_selectors
 from annotation.errors import ConsentRequired
@@ -28,19 +31,22 @@ from annotation.participants import services
 from annotation.participants.erasure import erase_annotator
 from annotation.rankings import selectors
 from annotation.rankings.exports import csv_lines, jsonl_lines, pair_rows, ranking_rows
-from annotation.studies import lifecycle as studies
 from core.throttling import ScopedRateThrottle
 
 
 class ItemSerializer(serializers.Serializer):
-    """One card (``task_selectors.Card``): an attention-check card's prompt is its instruction."""
+    """One card (``task_selectors.Card``): an attention-check card's prompt is its instruction.
+    On a blinded task (a validation study's) ``id`` and ``image_url`` are the participant's
+    own opaque names for the card (``annotation.assignment.blinding``)."""
 
-    id = serializers.IntegerField(source="item.id")
+    id = serializers.IntegerField(
+        source="name", help_text="The id to rank the card by: the item's, or its blinded name."
+    )
     prompt = serializers.CharField(source="text")
     image_url = serializers.SerializerMethodField()
 
     def get_image_url(self, card: task_selectors.Card) -> str:
-        return self.context["request"].build_absolute_uri(card.item.image.url)
+        return self.context["request"].build_absolute_uri(card.src)
 
 
 class TaskSerializer(serializers.Serializer):
@@ -124,7 +130,11 @@ class SubmitRankingView(APIView):
             data.validated_data.get("seconds_spent"),
             data.validated_data.get("viewport_width"),
         )
-        return Response(RankingOutSerializer(ranking).data, status=201 if created else 200)
+        out = RankingOutSerializer(ranking).data
+        if blinding.blinded(ranking.task):  # the order as the participant named the cards
+            out["order"] = blinding.names(ranking.task, profile.pk, ranking.order)
+            out["shown_order"] = blinding.names(ranking.task, profile.pk, ranking.shown_order)
+        return Response(out, status=201 if created else 200)
 
 
 class MeView(APIView):
@@ -248,13 +258,16 @@ STUDY = OpenApiParameter("study", str, description="The study's slug (default: t
     )
 )
 class ExportView(APIView):
-    """Staff only: one study's pseudonymous rows with demographics, streamed."""
+    """Staff only: one study's pseudonymous rows, streamed; with demographics for a member
+    who holds the demographics permission (``annotation.access``). Each export is logged."""
 
     permission_classes = [IsAdminUser]
     formats = {"jsonl": (jsonl_lines, "application/jsonl"), "csv": (csv_lines, "text/csv")}
+    kind = "rankings"
 
-    def rows(self, request, synthetic: bool, study: Study) -> Iterator[dict]:
-        return ranking_rows(synthetic, bool(query_flag(request, "include_left_out")), study)
+    def rows(self, request, synthetic: bool, study: Study, demographics: bool) -> Iterator[dict]:
+        left_out = bool(query_flag(request, "include_left_out"))
+        return ranking_rows(synthetic, left_out, study, demographics=demographics)
 
     def get(self, request):
         fmt = request.query_params.get("format", "jsonl")
@@ -264,9 +277,15 @@ class ExportView(APIView):
                 status=400,
             )
         synthetic = bool(query_flag(request, "include_synthetic"))
-        study = studies.resolve(request.query_params.get("study"))
+        study = scope.study_for(request.user, request.query_params.get("study"), roles.VIEW_DATA)
+        demographics = scope.may(request.user, roles.VIEW_DEMOGRAPHICS, study)
         render, content_type = self.formats[fmt]
-        rows = self.rows(request, synthetic, study)
+        rows = self.rows(request, synthetic, study, demographics)
+        with_or_not = "with" if demographics else "without"
+        what = f"{self.kind} export ({fmt}, {with_or_not} demographics)"
+        access_log.record(
+            request.user, study, access_log.Surface.API, access_log.Action.EXPORT, what
+        )
         return StreamingHttpResponse(render(rows), content_type=content_type)
 
 
@@ -287,12 +306,14 @@ class PairsExportView(ExportView):
     """Staff only: chosen/rejected pairs with ``margin``, ready for TRL's RewardTrainer."""
 
     formats = {"jsonl": ExportView.formats["jsonl"]}
+    kind = "pairs"
 
-    def rows(self, request, synthetic: bool, study: Study) -> Iterator[dict]:
+    def rows(self, request, synthetic: bool, study: Study, demographics: bool) -> Iterator[dict]:
         storage = Item._meta.get_field("image").storage
         return pair_rows(
             synthetic,
             keep_identical_texts=bool(query_flag(request, "keep_identical_texts")),
             image_url=lambda name: request.build_absolute_uri(storage.url(name)),
             study=study,
+            demographics=demographics,
         )

@@ -3,7 +3,9 @@ and two writes: reinstatement (an annotator back to ``ok`` with a recorded reaso
 study's sampler.
 
 Annotators are pseudonymous here as in the exports; demographics are only in the
-exports. Every list runs a fixed number of queries whatever its length.
+exports. Each view reads only the studies the viewer has a role in (``annotation.access``):
+another study's object is a 404, as one that does not exist. Every list runs a fixed
+number of queries whatever its length.
 """
 
 from django.db.models import QuerySet
@@ -15,11 +17,12 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.access import roles, scope
 from annotation.api.params import MAX_ID, MAX_N_BOOT, MAX_PAGE, int_param, n_boot_param
 from annotation.api.participants import query_flag
 from annotation.assignment import selectors as task_selectors
-from annotation.errors import StudyNotFound
 from annotation.models import (
+    AnnotatorProfile,
     AnnotatorStatus,
     Item,
     Occupation,
@@ -125,7 +128,7 @@ class OccupationViewSet(StaffViewSet):
     serializer_class = OccupationSerializer
 
     def get_queryset(self) -> QuerySet:
-        return task_selectors.occupations_with_prompts()
+        return task_selectors.occupations_with_prompts(self.request.user)
 
 
 @extend_schema_view(list=extend_schema(parameters=[OCCUPATION, PROMPT_TYPE]))
@@ -140,7 +143,8 @@ class ItemViewSet(StaffViewSet):
             raise ParseError(
                 f"prompt_type: '{prompt_type}' is not one of {', '.join(PromptType.values)}."
             )
-        return task_selectors.items(self.request.query_params.get("occupation"), prompt_type)
+        occupation = self.request.query_params.get("occupation")
+        return task_selectors.items(self.request.user, occupation, prompt_type)
 
 
 @extend_schema_view(list=extend_schema(parameters=[OCCUPATION]))
@@ -150,7 +154,7 @@ class TaskViewSet(StaffViewSet):
     serializer_class = StaffTaskSerializer
 
     def get_queryset(self) -> QuerySet:
-        return task_selectors.tasks(self.request.query_params.get("occupation"))
+        return task_selectors.tasks(self.request.user, self.request.query_params.get("occupation"))
 
 
 @extend_schema_view(list=extend_schema(parameters=[OCCUPATION, TASK, SYNTHETIC]))
@@ -161,6 +165,7 @@ class RankingViewSet(StaffViewSet):
 
     def get_queryset(self) -> QuerySet:
         return task_selectors.rankings(
+            self.request.user,
             self.request.query_params.get("occupation"),
             int_param(self.request, "task"),
             query_flag(self.request, "synthetic"),
@@ -271,16 +276,14 @@ class QualityView(APIView):
         n_boot = n_boot_param(request)
         page = int_param(request, "page", 1, MAX_PAGE) or 1
         synthetic = bool(query_flag(request, "include_synthetic"))
-        try:
-            study = studies.resolve(request.query_params.get("study"))
-        except StudyNotFound as error:
-            raise ParseError(f"study: {error}") from None
+        study = scope.study_for(request.user, request.query_params.get("study"))
         served = quality_store.served_report(synthetic, n_boot, study=study)
         if served.report is None:
             detail = "The quality report is being computed; ask again shortly."
             body = {"detail": detail, **served.as_dict()}
             return Response(body, status=status.HTTP_202_ACCEPTED)
-        return Response(served.as_dict(served.annotator_page(page)))
+        report = served.as_dict(served.annotator_page(page))
+        return Response(scope.report_for(request.user, study, report))
 
 
 class ValidationReportView(APIView):
@@ -305,7 +308,9 @@ class ValidationReportView(APIView):
             results as validation_results,  # scipy: not with the URL conf
         )
 
-        return Response(validation_results.report(studies.resolve(slug), n_boot=n_boot))
+        study = scope.study_for(request.user, slug)
+        report = validation_results.report(study, n_boot=n_boot)
+        return Response(scope.report_for(request.user, study, report))
 
 
 class ReinstateSerializer(serializers.Serializer):
@@ -336,7 +341,8 @@ class ReinstateView(APIView):
     def post(self, request, name: str):
         data = ReinstateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        profile = annotator_for_pseudonym(name)
+        among = scope.in_scope(AnnotatorProfile.objects.all(), request.user, roles.RUN_STUDY)
+        profile = annotator_for_pseudonym(name, among)
         change = standing.reinstate(profile, request.user, data.validated_data["reason"])
         return Response(
             StatusChangeSerializer(
@@ -369,11 +375,12 @@ class SamplerView(APIView):
 
     @extend_schema(responses=SamplerSerializer)
     def get(self, request, slug: str):
-        return Response(SamplerSerializer(studies.resolve(slug)).data)
+        return Response(SamplerSerializer(scope.study_for(request.user, slug)).data)
 
     @extend_schema(request=SamplerSerializer, responses=SamplerSerializer)
     def put(self, request, slug: str):
         data = SamplerSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        study = studies.set_sampler(studies.resolve(slug), data.validated_data["sampler"])
+        study = scope.study_for(request.user, slug, roles.RUN_STUDY)
+        study = studies.set_sampler(study, data.validated_data["sampler"])
         return Response(SamplerSerializer(study).data)

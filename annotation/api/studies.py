@@ -3,12 +3,15 @@ and move one through its lifecycle (open, close, archive). Thin: ``annotation.st
 does the work and says what is refused (400 invalid, 404 unknown, 409 a move the
 lifecycle does not allow or a slug taken)."""
 
+from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.access import roles, scope
+from annotation.access import services as access
 from annotation.models import Study
 from annotation.studies import lifecycle as studies
 
@@ -105,19 +108,23 @@ class TransitionSerializer(serializers.Serializer):
 
 
 class StudiesView(APIView):
-    """Every study with its progress (GET); a new study, a draft (POST)."""
+    """Every study the viewer has a role in, with its progress (GET); a new study, a draft,
+    owned by whoever made it (POST)."""
 
     permission_classes = [IsAdminUser]
 
     @extend_schema(responses=StudyProgressSerializer(many=True))
     def get(self, request):
-        return Response(StudyProgressSerializer(studies.progress(), many=True).data)
+        return Response(StudyProgressSerializer(studies.progress(request.user), many=True).data)
 
     @extend_schema(request=CreateStudySerializer, responses={201: StudySerializer})
     def post(self, request):
         data = CreateStudySerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        study = studies.create_study(**data.validated_data)
+        with transaction.atomic():
+            study = studies.create_study(**data.validated_data)
+            if not request.user.is_superuser:  # the installation's account sees all anyway
+                access.grant(study, request.user.get_username(), roles.OWNER, by=request.user)
         return Response(StudySerializer(study).data, status=status.HTTP_201_CREATED)
 
 
@@ -130,5 +137,6 @@ class StudyTransitionView(APIView):
     def post(self, request, slug: str):
         data = TransitionSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        study = studies.transition(studies.resolve(slug), data.validated_data["status"])
+        study = scope.study_for(request.user, slug, roles.RUN_STUDY)
+        study = studies.transition(study, data.validated_data["status"])
         return Response(StudySerializer(study).data)

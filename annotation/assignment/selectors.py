@@ -1,5 +1,6 @@
 """Reads of the catalogue and the tasks: what holds a task's slots, what an assignment
-shows, and the staff API's lists (each a fixed number of queries whatever its length).
+shows, and the staff API's lists (each a fixed number of queries whatever its length;
+each takes the viewer and holds only the studies they may read: ``annotation.access``).
 
 Reads of annotators and their rankings are in ``annotation.rankings.selectors``.
 """
@@ -8,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
+from annotation.access import scope
 from annotation.models import (
     Assignment,
     Item,
@@ -82,39 +84,59 @@ def _by_occupation(queryset: QuerySet, occupation: str | None, field: str) -> Qu
     return queryset.filter(**{f"{field}__slug": occupation})
 
 
-def occupations_with_prompts() -> QuerySet[Occupation]:
-    """The catalogue: occupations with all their prompts (originals and paraphrases)."""
-    return Occupation.objects.prefetch_related(
-        Prefetch("prompts", queryset=Prompt.objects.order_by("prompt_type", "id"))
+def visible_prompts(viewer) -> QuerySet[Prompt]:
+    """The catalogue's prompts ``viewer`` may read: those no study's item uses yet (the
+    shared catalogue) and those an item of a study they may read uses; a prompt that
+    only another study's items use (imported by it) is that study's."""
+    items_of = Item.objects.filter(prompt=OuterRef("pk"))
+    seen = scope.in_scope(items_of, viewer)
+    return Prompt.objects.filter(Q(Exists(seen)) | ~Q(Exists(items_of)))
+
+
+def occupations_with_prompts(viewer) -> QuerySet[Occupation]:
+    """The catalogue as ``viewer`` may read it: occupations with their prompts (originals
+    and paraphrases), each prompt and occupation only if ``visible_prompts`` holds one."""
+    prompts = visible_prompts(viewer)
+    has_prompts = Prompt.objects.filter(occupation=OuterRef("pk"))
+    shown = Exists(prompts.filter(occupation=OuterRef("pk"))) | ~Exists(has_prompts)
+    return Occupation.objects.filter(shown).prefetch_related(
+        Prefetch("prompts", queryset=prompts.order_by("prompt_type", "id"))
     )
 
 
-def items(occupation: str | None = None, prompt_type: str | None = None) -> QuerySet[Item]:
-    """Items with their prompts and occupations, by id; of one occupation (slug or id)
-    and prompt type when given."""
-    found = Item.objects.select_related("prompt__occupation").order_by("id")
+def items(viewer, occupation: str | None = None, prompt_type: str | None = None) -> QuerySet[Item]:
+    """The items of the studies ``viewer`` may read, with their prompts and occupations,
+    by id; of one occupation (slug or id) and prompt type when given."""
+    found = scope.in_scope(Item.objects.select_related("prompt__occupation"), viewer)
+    found = found.order_by("id")
     found = _by_occupation(found, occupation, "prompt__occupation")
     if prompt_type:
         found = found.filter(prompt__prompt_type=prompt_type)
     return found
 
 
-def tasks(occupation: str | None = None) -> QuerySet[RankingTask]:
-    """Ranking tasks with their occupations and item links, by id; of one occupation
-    (slug or id) when given."""
+def tasks(viewer, occupation: str | None = None) -> QuerySet[RankingTask]:
+    """The ranking tasks of the studies ``viewer`` may read, with their occupations and
+    item links, by id; of one occupation (slug or id) when given."""
     links = TaskItem.objects.only("task_id", "item_id").order_by("id")
     found = RankingTask.objects.select_related("occupation").prefetch_related(
         Prefetch("task_items", queryset=links)
     )
+    found = scope.in_scope(found, viewer)
     return _by_occupation(found.order_by("id"), occupation, "occupation")
 
 
 def rankings(
-    occupation: str | None = None, task: int | None = None, synthetic: bool | None = None
+    viewer,
+    occupation: str | None = None,
+    task: int | None = None,
+    synthetic: bool | None = None,
 ) -> QuerySet[Ranking]:
-    """Rankings with their annotators and tasks, by id; of one occupation (slug or id),
-    one task, only synthetic or only real annotators' when given."""
+    """The rankings of the studies ``viewer`` may read, with their annotators and tasks, by
+    id; of one occupation (slug or id), one task, only synthetic or only real annotators'
+    when given."""
     found = Ranking.objects.select_related("annotator", "task__occupation").order_by("id")
+    found = scope.in_scope(found, viewer, path="task__study")
     found = _by_occupation(found, occupation, "task__occupation")
     if task is not None:
         found = found.filter(task_id=task)

@@ -29,13 +29,15 @@ def pseudonym(user_id: int) -> str:
     return "a-" + hmac.new(key, str(user_id).encode(), hashlib.sha256).hexdigest()[:12]
 
 
-def annotator_for_pseudonym(name: str) -> AnnotatorProfile:
+def annotator_for_pseudonym(name: str, among=None) -> AnnotatorProfile:
     """The annotator behind an export's pseudonym (an HMAC cannot be inverted, so every
-    profile's pseudonym is computed: fine for the thousands of a study)."""
+    profile's pseudonym is computed: fine for the thousands of a study); only ``among``
+    (a queryset of profiles, e.g. the viewer's studies') when given."""
     name = name.strip()
     if not PSEUDONYM.fullmatch(name):
         raise UnknownAnnotator(f"'{name}' is not a pseudonym (a- and 12 hex digits).")
-    for profile in AnnotatorProfile.objects.select_related("user").order_by("pk").iterator():
+    profiles = AnnotatorProfile.objects.all() if among is None else among
+    for profile in profiles.select_related("user").order_by("pk").iterator():
         if hmac.compare_digest(pseudonym(profile.user_id), name):
             return profile
     raise UnknownAnnotator(f"No annotator has the pseudonym '{name}'.")
@@ -76,9 +78,13 @@ RANKING_COLUMNS = (
 
 
 def ranking_rows(
-    include_synthetic: bool = False, include_left_out: bool = False, study: Study | None = None
+    include_synthetic: bool = False,
+    include_left_out: bool = False,
+    study: Study | None = None,
+    demographics: bool = True,
 ) -> Iterator[dict]:
-    """One row per ranking that counts; demographics as ``demographics`` (one key per field).
+    """One row per ranking that counts; demographics as ``demographics`` (one key per
+    field), left out (not even read) without ``demographics``.
 
     Each row carries its annotator's status and its quality flags: ``gold`` (and the
     ranking's ``gold_score``), the attention check's card, position and whether it
@@ -90,7 +96,7 @@ def ranking_rows(
     cursor; each annotator's pseudonym and answers are worked out once, up front (memory
     grows with the annotators, not the rankings).
     """
-    keys = list(DemographicField.objects.values_list("key", flat=True))
+    keys = list(DemographicField.objects.values_list("key", flat=True)) if demographics else None
     rankings = consented_rankings if include_left_out else counted_rankings
     rows = rankings(include_synthetic, _scope(study)).order_by("id").values_list(*RANKING_COLUMNS)
     annotators = _annotators(rows.values("annotator_id"), keys)
@@ -116,18 +122,18 @@ def ranking_rows(
             "check_position": card_position,
             "check_passed": _check_passed(card, card_position, order) if card else None,
             "created_at": created.isoformat(),
-            "demographics": dict(annotator[3]),
+            **({"demographics": dict(annotator[3])} if demographics else {}),
         }
 
 
-def _annotators(ids, keys: list[str]) -> dict[int, tuple]:
-    """``{id: (pseudonym, status, synthetic, answers)}`` of the annotators ``ids`` names."""
-    found = AnnotatorProfile.objects.filter(pk__in=ids).values_list(
-        "pk", "user_id", "status", "is_synthetic", "demographics"
-    )
+def _annotators(ids, keys: list[str] | None) -> dict[int, tuple]:
+    """``{id: (pseudonym, status, synthetic, answers)}`` of the annotators ``ids`` names;
+    no answers (none read) when ``keys`` is None."""
+    columns = ["pk", "user_id", "status", "is_synthetic"] + (["demographics"] if keys else [])
+    found = AnnotatorProfile.objects.filter(pk__in=ids).values_list(*columns)
     return {
-        pk: (pseudonym(user), status, synthetic, {k: (answers or {}).get(k, "") for k in keys})
-        for pk, user, status, synthetic, answers in found.iterator(chunk_size=2000)
+        pk: (pseudonym(user), status, synthetic, {k: (a[0] or {}).get(k, "") for k in keys or ()})
+        for pk, user, status, synthetic, *a in found.iterator(chunk_size=2000)
     }
 
 
@@ -136,16 +142,17 @@ def pair_rows(
     keep_identical_texts: bool = False,
     image_url: Callable[[str], str] | None = None,
     study: Study | None = None,
+    demographics: bool = True,
 ) -> Iterator[dict]:
     """The rankings that count as chosen/rejected pairs (chosen: the less stereotypical).
 
     Columns for TRL's ``RewardTrainer``: ``chosen``, ``rejected`` (prompt texts) and
     ``margin = (position of chosen - position of rejected) / (K - 1)`` in (0, 1];
     beside them item ids, image URLs (``image_url(file name)``, default the storage's
-    URL), prompt types, task, occupation, annotator and demographics. An attention-
-    check card is left out (K counts the other cards). Pairs of two images of one
-    prompt (identical texts) teach a text model nothing and are left out unless
-    ``keep_identical_texts``.
+    URL), prompt types, task, occupation, annotator and (``demographics``) their
+    answers. An attention-check card is left out (K counts the other cards). Pairs of
+    two images of one prompt (identical texts) teach a text model nothing and are left
+    out unless ``keep_identical_texts``.
     """
     url = image_url or Item._meta.get_field("image").storage.url
     items = {  # each image's URL made once, not once per pair
@@ -154,7 +161,7 @@ def pair_rows(
             study__in=study_ids(_scope(study))
         ).values_list("id", "prompt__text", "prompt__prompt_type", "image")
     }
-    for row in ranking_rows(include_synthetic, study=study):
+    for row in ranking_rows(include_synthetic, study=study, demographics=demographics):
         order = [i for i in row["order"] if i != row["check_item"]]
         k = len(order)
         for (i, earlier), (j, later) in combinations(enumerate(order), 2):
@@ -175,7 +182,7 @@ def pair_rows(
                 "task": row["task"],
                 "occupation": row["occupation"],
                 "annotator": row["annotator"],
-                "demographics": row["demographics"],
+                **({"demographics": row["demographics"]} if demographics else {}),
             }
 
 
@@ -193,7 +200,7 @@ def csv_lines(rows: Iterator[dict]) -> Iterator[str]:
         flat = {k: v for k, v in row.items() if k != "demographics"}
         flat["order"] = json.dumps(flat["order"])
         flat["shown_order"] = json.dumps(flat["shown_order"])
-        flat.update(row["demographics"])
+        flat.update(row.get("demographics", {}))
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=list(flat))
         if header is None:

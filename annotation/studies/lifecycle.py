@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 
+from annotation.access import roles, scope
 from annotation.errors import InvalidStudy, StudyConflict, StudyNotFound
 from annotation.models import AnnotatorProfile
 from annotation.models.studies import DEFAULT_STUDY_SLUG, Study, default_study
@@ -191,21 +192,35 @@ def _count(queryset) -> Subquery:
     )
 
 
-def progress() -> list[dict]:
-    """Per study (newest first): slug, name, kind, status, participants (non-staff
-    annotators whose consent stands), tasks, slots, rankings and complete tasks (gold
-    tasks, which ignore overlap, left out); one query."""
+def progress(viewer) -> list[dict]:
+    """Per study ``viewer`` has a role in (newest first): slug, name, kind, status,
+    participants (non-staff annotators whose consent stands), tasks, slots, rankings and
+    complete tasks (gold tasks, which ignore overlap, left out); one query."""
     participants = AnnotatorProfile.objects.filter(
         consent_stands("pk"), study=OuterRef("pk"), user__is_staff=False
     )
     ordinary = Q(tasks__is_gold=False)
-    rows = Study.objects.annotate(
-        participants=_count(participants),
-        n_tasks=Count("tasks", filter=ordinary),
-        slots=Sum("tasks__overlap", filter=ordinary, default=0),
-        rankings=Sum("tasks__ranking_count", filter=ordinary, default=0),
-        complete=Count("tasks", filter=ordinary & Q(tasks__ranking_count__gte=F("tasks__overlap"))),
-    ).values(
-        "slug", "name", "kind", "status", "participants", "n_tasks", "slots", "rankings", "complete"
+    rows = (
+        scope.visible_studies(viewer, roles.ANY_ROLE)
+        .annotate(
+            participants=_count(participants),
+            n_tasks=Count("tasks", filter=ordinary),
+            slots=Sum("tasks__overlap", filter=ordinary, default=0),
+            rankings=Sum("tasks__ranking_count", filter=ordinary, default=0),
+            complete=Count(
+                "tasks", filter=ordinary & Q(tasks__ranking_count__gte=F("tasks__overlap"))
+            ),
+        )
+        .values(
+            "slug",
+            "name",
+            "kind",
+            "status",
+            "participants",
+            "n_tasks",
+            "slots",
+            "rankings",
+            "complete",
+        )
     )
     return list(rows)

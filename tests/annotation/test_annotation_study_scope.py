@@ -24,6 +24,7 @@ from annotation.models import (
 from annotation.models.studies import Participation
 from annotation.participants import consent, services
 from annotation.studies import lifecycle as studies
+from tests.staff import make_staff
 
 
 def run(*args) -> str:
@@ -161,11 +162,9 @@ def test_create_study_and_its_lifecycle_from_the_command_line(db):
 
 
 @pytest.fixture
-def staff_api(db) -> APIClient:
+def staff_api(two_studies) -> APIClient:
     client = APIClient()
-    client.force_authenticate(
-        get_user_model().objects.create_user("lab", password="pw-123456", is_staff=True)
-    )
+    client.force_authenticate(make_staff("lab", two_studies["default"], two_studies["wave-b"]))
     return client
 
 
@@ -227,8 +226,6 @@ def test_admin_actions_move_studies_and_report_refusals(two_studies):
 
 def test_progress_dashboard_shows_each_study(two_studies):
     client = Client()
-    client.force_login(
-        get_user_model().objects.create_user("lab", password="pw-123456", is_staff=True)
-    )
+    client.force_login(make_staff("lab", two_studies["default"], two_studies["wave-b"]))
     page = client.get(reverse("dashboards:progress")).content.decode()
     assert 'data-study="default"' in page and 'data-study="wave-b"' in page

@@ -7,13 +7,14 @@ from django.test import Client
 
 from annotation.assignment.next_task import next_task
 from annotation.participants import services
+from tests.staff import make_staff
 from training.models import Checkpoint, Evaluation
 
 
 @pytest.fixture
 def staff_client(db) -> Client:
-    """A browser signed in as a staff member."""
-    user = get_user_model().objects.create_user("staff", password="pw-123456", is_staff=True)
+    """A browser signed in as a staff member who owns the default study (tests/staff.py)."""
+    user = make_staff("staff")
     client = Client()
     client.force_login(user)
     client.user = user

@@ -10,6 +10,8 @@ from django.utils.html import escape
 from rest_framework.test import APIClient
 
 from annotation.accounts import tokens
+from annotation.models import Study
+from tests.staff import give_role
 from tests.validation_helpers import make_validation_study
 
 
@@ -73,6 +75,7 @@ def test_an_empty_study_says_what_is_missing(db, media_root, tmp_path, staff_cli
 
 
 def test_the_staff_api_gives_the_report(ranked, staff_client):
+    give_role(staff_client.user, Study.objects.get(slug="val"))
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {tokens.issue(staff_client.user)[1]}")
     body = api.get("/api/staff/studies/val/validation/?n_boot=100").json()

@@ -8,6 +8,7 @@ from django.core.cache import cache
 from annotation.models import QualityReport
 from annotation.participants.erasure import erase_annotator
 from annotation.quality import store as quality_store
+from tests.staff import give_role
 from web.celery import app
 
 
@@ -156,11 +157,12 @@ def test_staff_api_and_dashboard_take_a_study(ranked, second_study, annotator):
     quality_store.refresh(False, 30)
     quality_store.refresh(False, 30, study=second_study["study"])
     staff = annotator("boss", staff=True)
+    give_role(staff.profile.user, second_study["study"])
     assert staff.get("/api/staff/quality/?n_boot=30").json()["n_rankings"] == 6
     body = staff.get("/api/staff/quality/?n_boot=30&study=wave-b").json()
     assert (body["study"], body["n_rankings"]) == ("wave-b", 2)
     unknown = staff.get("/api/staff/quality/?n_boot=30&study=nope")
-    assert unknown.status_code == 400 and "nope" in unknown.json()["detail"]
+    assert unknown.status_code == 404 and unknown.json() == {"detail": "Not found."}
     browser = Client()
     browser.force_login(staff.profile.user)
     with override_n_boot(30):

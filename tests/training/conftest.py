@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 from training_study import embedding_cache, make_study, training_storage  # noqa: F401
 
 from tests.object_store import object_store, s3_server  # noqa: F401
+from tests.staff import make_staff
 
 
 @pytest.fixture
@@ -17,4 +17,5 @@ def study(db, tmp_path):
 
 @pytest.fixture
 def staff(db):
-    return get_user_model().objects.create_user("staff", password="pw-123456", is_staff=True)
+    """A staff member who owns the default study (tests/staff.py)."""
+    return make_staff("staff")

@@ -17,6 +17,7 @@ from training_study import ENCODER
 from annotation.assignment.next_task import next_task
 from annotation.models import RankingTask, Study
 from annotation.studies.lifecycle import default_study, set_sampler
+from tests.staff import make_staff
 from training.ml.checkpoints import Checkpoint as MLCheckpoint
 from training.registry.sampling import update_priorities
 from training.registry.services import register
@@ -145,8 +146,7 @@ def test_without_a_version_the_study_keeps_the_uniform_order(make_tasks, annotat
 
 
 def test_staff_switch_the_sampler_through_the_api(client, django_user_model, db):
-    staff = django_user_model.objects.create_user("boss", password="pw-123456", is_staff=True)
-    client.force_login(staff)
+    client.force_login(make_staff("boss"))
     url = "/api/staff/studies/default/sampler/"
     assert client.get(url).json()["sampler"] == "uniform"
     response = client.put(url, {"sampler": "active"}, content_type="application/json")

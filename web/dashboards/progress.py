@@ -107,7 +107,7 @@ def progress(request: HttpRequest) -> HttpResponse:
             "n_people": len(answers),
             "studies": [
                 {**row, "percent": percent(row["rankings"], row["slots"])}
-                for row in studies.progress()
+                for row in studies.progress(request.user)
             ],
             "statuses": selectors.annotator_status_counts(study),
             "quotas": quota_table,

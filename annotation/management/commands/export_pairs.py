@@ -1,5 +1,6 @@
 from urllib.parse import urlsplit
 
+from annotation.access import log
 from annotation.management.commands._output import write_lines
 from annotation.models import Item
 from annotation.rankings.exports import jsonl_lines, pair_rows
@@ -38,6 +39,8 @@ class Command(ServiceCommand):
     def handle(self, *args, out, include_synthetic, keep_identical_texts, base_url, **options):
         storage = Item._meta.get_field("image").storage
         study = studies.resolve(options["study"])
+        what = f"pairs export (jsonl, with demographics, to {out or 'standard output'})"
+        log.record(None, study, log.Surface.COMMAND, log.Action.EXPORT, what)
         rows = pair_rows(
             include_synthetic,
             keep_identical_texts=keep_identical_texts,

@@ -1,3 +1,4 @@
+from annotation.access import log
 from annotation.management.commands._output import write_lines
 from annotation.rankings.exports import csv_lines, jsonl_lines, ranking_rows
 from annotation.studies import lifecycle as studies
@@ -21,4 +22,6 @@ class Command(ServiceCommand):
     def handle(self, *args, format, out, include_synthetic, include_left_out, **options):
         render = {"jsonl": jsonl_lines, "csv": csv_lines}[format]
         study = studies.resolve(options["study"])
+        what = f"rankings export ({format}, with demographics, to {out or 'standard output'})"
+        log.record(None, study, log.Surface.COMMAND, log.Action.EXPORT, what)
         write_lines(render(ranking_rows(include_synthetic, include_left_out, study)), out)
