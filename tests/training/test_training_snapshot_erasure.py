@@ -138,9 +138,10 @@ def test_an_erasure_cut_short_still_prunes_counting_the_person_in_every_group(fr
     "curves are kept.",
     "The snapshot API and admin count the erasures since each snapshot was frozen "
     "(`erasures_after`).",
+    "A snapshot made after the erasure holds none of the erased rankings.",
 )
 def test_models_and_their_figures_stay_reports_that_read_the_person_go(frozen):
-    before, after = frozen["before"], frozen["after"]
+    before, after, items = frozen["before"], frozen["after"], frozen["items"]
 
     erase_annotator(frozen["alice"], via=Erasure.Via.STAFF)
 
@@ -153,3 +154,5 @@ def test_models_and_their_figures_stay_reports_that_read_the_person_go(frozen):
     assert marks == {before.pk: 1, after.pk: 1}
     later = create_snapshot(seed=0, eval_fraction=0.5)
     assert dict(selectors.snapshots().values_list("pk", "erasures_after"))[later.pk] == 0
+    assert later.ranking_count == 2  # Bob's and Carol's
+    assert {r["item_id"] for r in later.examples} == set(items["nurse"] + items["pilot"])
