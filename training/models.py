@@ -49,7 +49,8 @@ class DatasetSnapshot(models.Model):
     examples = models.JSONField()
     group_labels = models.JSONField(default=dict, blank=True)
     # What the snapshot did not see and why (training.snapshots.services.exclusions): pseudonymous
-    # annotators with their reason, ranking counts per reason, check cards dropped.
+    # annotators with their reason, ranking counts per reason, check cards dropped; after an
+    # erasure, "erasures": the labels it removed (training.snapshots.erasure).
     exclusions = models.JSONField(default=dict, blank=True)
     # How labels were averaged (training.snapshots.services.label_weights): {"method": "none"}, or
     # reliability weights with each pseudonymous annotator's weight and its basis.

@@ -19,7 +19,10 @@ snapshot's last, through ``counted_rankings``). So a report computed for every
 new checkpoint right after its run reads what the run trained on; one computed
 later for an old snapshot leaves out the rankings of people who withdrew since
 (and the quality policy's exclusions); and a stored report is never changed by
-a later withdrawal, as a trained checkpoint is not. A ranked item the snapshot does not
+a later withdrawal, as a trained checkpoint is not. An erasure deletes the stored
+reports that read the erased person's rankings (a group of one is named by its one
+member's answer: ``training.snapshots.erasure``); they are queued again when asked
+for, and read the rankings as they count then. A ranked item the snapshot does not
 hold (an attention-check card) is dropped and the others close up, as labels do.
 """
 

@@ -266,8 +266,9 @@ def erased_pseudonyms() -> set[str]:
 
 def forget(name: str) -> int:
     """Remove the pseudonym ``name`` from every snapshot's lineage (who was left out,
-    reliability weights), for an erasure; returns how many snapshots named it. Labels,
-    hash and split stay as frozen: they are aggregates."""
+    reliability weights), for an erasure; returns how many snapshots named it. Labels
+    are aggregates: ``training.snapshots.erasure`` removes those of fewer than k
+    annotators."""
     named = DatasetSnapshot.objects.filter(
         Q(exclusions__annotators__has_key=name) | Q(label_weighting__annotators__has_key=name)
     )
