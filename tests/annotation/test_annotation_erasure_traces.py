@@ -194,9 +194,7 @@ def person(study, make_tasks, caplog, settings):
     Client(REMOTE_ADDR="198.18.0.9", HTTP_USER_AGENT="Curious/1.0").post(
         reverse("portal:login"), {"username": user.username, "password": "wrong"}
     )
-    staff = get_user_model().objects.create_user("staffer", password="pw-123456", is_staff=True)
-    staff.is_superuser = True
-    staff.save()
+    staff = get_user_model().objects.create_superuser("staffer", password="pw-123456")
     LogEntry.objects.log_actions(
         staff.pk, [user], CHANGE, change_message="Changed email.", single_object=True
     )
@@ -347,7 +345,11 @@ def test_reports_that_read_the_person_go_and_are_made_again(
     assert "Computing the report of v1" in page.content.decode()
     queued = OutboxMessage.objects.filter(task="training.tasks.perspective_report")
     assert [m.args[1] for m in queued] == [snapshot.pk]
-    assert admin.get(reverse("dashboards:quality-chart")).status_code == 404  # being computed
+    study = person["profile"].study
+    chart = admin.get(reverse("dashboards:quality-chart"), {"study": study.slug})
+    assert chart.status_code == 404  # "The quality report is being computed."
+    refresh = OutboxMessage.objects.get(task=quality_store.REFRESH_TASK)
+    assert refresh.args == [False, 10, study.pk]
 
 
 @pytest.fixture
@@ -375,7 +377,7 @@ def test_a_validation_report_cached_with_the_persons_pseudonym_goes_with_them(
     from web.dashboards import charts, validation
 
     assert (charts.CACHE_SECONDS, validation.CACHE_SECONDS) == (24 * 60 * 60, 10 * 60)
-    staff = get_user_model().objects.create_user("staffer", password="pw-123456", is_staff=True)
+    staff = get_user_model().objects.create_superuser("staffer", password="pw-123456")
     admin = Client()
     admin.force_login(staff)
     url = reverse("dashboards:validation-study", args=[validation_study.slug])
