@@ -21,6 +21,7 @@ from rest_framework.views import APIView
 
 from annotation.access import log as access_log
 from annotation.access import roles, scope
+from annotation.assignment import blinding
 from annotation.assignment import next_task as assignment
 from annotation.assignment import selectors as task_selectors
 from annotation.errors import ConsentRequired
@@ -34,14 +35,18 @@ from core.throttling import ScopedRateThrottle
 
 
 class ItemSerializer(serializers.Serializer):
-    """One card (``task_selectors.Card``): an attention-check card's prompt is its instruction."""
+    """One card (``task_selectors.Card``): an attention-check card's prompt is its instruction.
+    On a blinded task (a validation study's) ``id`` and ``image_url`` are the participant's
+    own opaque names for the card (``annotation.assignment.blinding``)."""
 
-    id = serializers.IntegerField(source="item.id")
+    id = serializers.IntegerField(
+        source="name", help_text="The id to rank the card by: the item's, or its blinded name."
+    )
     prompt = serializers.CharField(source="text")
     image_url = serializers.SerializerMethodField()
 
     def get_image_url(self, card: task_selectors.Card) -> str:
-        return self.context["request"].build_absolute_uri(card.item.image.url)
+        return self.context["request"].build_absolute_uri(card.src)
 
 
 class TaskSerializer(serializers.Serializer):
@@ -125,7 +130,11 @@ class SubmitRankingView(APIView):
             data.validated_data.get("seconds_spent"),
             data.validated_data.get("viewport_width"),
         )
-        return Response(RankingOutSerializer(ranking).data, status=201 if created else 200)
+        out = RankingOutSerializer(ranking).data
+        if blinding.blinded(ranking.task):  # the order as the participant named the cards
+            out["order"] = blinding.names(ranking.task, profile.pk, ranking.order)
+            out["shown_order"] = blinding.names(ranking.task, profile.pk, ranking.shown_order)
+        return Response(out, status=201 if created else 200)
 
 
 class MeView(APIView):

@@ -1,11 +1,11 @@
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
+from annotation.api import cards, tokens
 from annotation.api import members as members_api
 from annotation.api import participants as api
 from annotation.api import staff as staff_api
 from annotation.api import studies as study_api
-from annotation.api import tokens
 
 staff = SimpleRouter()
 staff.register("occupations", staff_api.OccupationViewSet, basename="staff-occupation")
@@ -19,6 +19,7 @@ urlpatterns = [
     path("auth/logout/all/", tokens.LogoutAllView.as_view(), name="api-logout-all"),
     path("tasks/next/", api.NextTaskView.as_view(), name="api-next-task"),
     path("tasks/<int:task_id>/ranking/", api.SubmitRankingView.as_view(), name="api-ranking"),
+    path("cards/<int:name>/", cards.CardImageView.as_view(), name="api-card"),
     path("me/", api.MeView.as_view(), name="api-me"),
     path("me/consent/", api.ConsentView.as_view(), name="api-consent"),
     path("me/erasure/", api.ErasureView.as_view(), name="api-erasure"),

@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
+from django.utils import timezone
 
 from annotation.access import scope
+from annotation.assignment import blinding
 from annotation.models import (
     Assignment,
     Item,
@@ -42,10 +44,15 @@ def shown_items(assignment: Assignment) -> list[Item]:
 @dataclass(frozen=True)
 class Card:
     """One card as an annotator sees it: the item and its text (an attention-check
-    card shows its instruction instead of the prompt, and is otherwise alike)."""
+    card shows its instruction instead of the prompt, and is otherwise alike), the id it
+    is shown and sent back under and its image's URL path: the item's id and file on a
+    task showing prompts, an opaque name of the annotator's own on a blinded one
+    (``annotation.assignment.blinding``)."""
 
     item: Item
     text: str
+    name: int
+    src: str
 
 
 def _condition_texts(item_ids: list[int]) -> dict[int, str]:
@@ -59,7 +66,8 @@ def _condition_texts(item_ids: list[int]) -> dict[int, str]:
 def shown_cards(assignment: Assignment) -> list[Card]:
     """The assignment's cards in the order shown (no query beyond ``shown_items`` but for a
     validation task that shows its conditions' texts): each card's text is what the task's
-    ``card_text`` says, "" on a blinded card."""
+    ``card_text`` says, "" on a blinded card; a blinded task's cards carry the annotator's
+    own names for them (``blinding``)."""
     task = assignment.task
     items = shown_items(assignment)
     mode = task.card_text
@@ -72,7 +80,29 @@ def shown_cards(assignment: Assignment) -> list[Card]:
             return ""
         return texts.get(item.pk, "") if texts else item.prompt.text
 
-    return [Card(item, text(item)) for item in items]
+    if not blinding.blinded(task):
+        return [Card(item, text(item), item.pk, item.image.url) for item in items]
+    names = blinding.names(task, assignment.annotator_id, [item.pk for item in items])
+    return [
+        Card(item, text(item), name, blinding.card_path(name))
+        for item, name in zip(items, names, strict=True)
+    ]
+
+
+def card_item(annotator, name: int) -> Item | None:
+    """The item ``annotator`` sees as ``name`` on a blinded task they hold now (a live
+    reservation); None for a name of anyone else, of a task no longer theirs, or of no card."""
+    held = (
+        live_reservations(timezone.now())
+        .filter(annotator=annotator)
+        .exclude(task__card_text=RankingTask.CardText.PROMPT)
+        .values_list("shown_order", flat=True)
+    )
+    for shown in held:
+        for item_id in shown:
+            if blinding.card_name(annotator.pk, item_id) == name:
+                return Item.objects.filter(pk=item_id).first()
+    return None
 
 
 def _by_occupation(queryset: QuerySet, occupation: str | None, field: str) -> QuerySet:

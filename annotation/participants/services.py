@@ -11,7 +11,7 @@ from django.db.models import DateTimeField, F, IntegerField, OuterRef, QuerySet,
 from django.dispatch import Signal
 from django.utils import timezone
 
-from annotation.assignment import overlap
+from annotation.assignment import blinding, overlap
 from annotation.catalogue.loading import ensure_consent_text
 from annotation.errors import (
     AlreadyRanked,
@@ -171,7 +171,9 @@ def submit_ranking(
         if existing_pk is not None or assignment is None:
             existing = Ranking.objects.filter(task=task, annotator=profile).first()
             if existing:
-                if validate_order(order, set(existing.shown_order)) == existing.order:
+                shown = existing.shown_order
+                order = blinding.items_of_order(task, profile.pk, order, shown)
+                if validate_order(order, set(shown)) == existing.order:
                     return existing, False
                 raise RankedBefore("You already ranked this task differently.")
         if assignment is None:
@@ -179,6 +181,8 @@ def submit_ranking(
             # what it holds (its items are for whoever it is reserved for).
             check_order_shape(order)
             raise NotReserved("This task is not reserved for you; ask for the next task.")
+        # A blinded task's order names its cards as the participant saw them: mapped back.
+        order = blinding.items_of_order(task, profile.pk, order, assignment.shown_order)
         order = validate_order(order, set(assignment.shown_order))
         if task.ranking_count >= task.overlap and not (task.is_gold or task.check_item_id):
             raise AlreadyRanked("This task already has all the rankings it needs.")

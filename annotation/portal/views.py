@@ -212,7 +212,13 @@ def practice_task(request):
             context["rows"] = [dict(row, label=labels[row["item"].pk]) for row in feedback.rows]
     context.update(
         cards=[
-            {"item": item, "label": labels[item.pk], "position": i + 1}
+            {
+                "item": item,
+                "id": item.pk,
+                "src": item.image.url,
+                "label": labels[item.pk],
+                "position": i + 1,
+            }
             for i, item in enumerate(shown)
         ],
         k=len(shown),
@@ -301,6 +307,8 @@ def rank(request):
     cards = [
         {
             "item": card.item,
+            "id": card.name,
+            "src": card.src,
             "text": card.text,
             "blind": not card.text,
             "label": f"Image {chr(ord('A') + i)}",
@@ -317,7 +325,7 @@ def rank(request):
             "task": assignment.task,
             "cards": cards,
             "k": len(cards),
-            "order": ",".join(str(i) for i in assignment.shown_order),
+            "order": ",".join(str(card["id"]) for card in cards),
             "done": stats["done"],
             "quota": stats["quota"],
         },
