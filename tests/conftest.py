@@ -10,8 +10,10 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
+from django.test.client import ClientMixin
 from rest_framework.test import APIClient
 
+from annotation.accounts.policy import needs_second_factor
 from annotation.models import (
     AnnotatorProfile,
     Item,
@@ -22,6 +24,7 @@ from annotation.models import (
     TaskItem,
 )
 from annotation.participants import services
+from tests.second_factor_helpers import verify_session
 from tests.staff import give_role
 
 ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -143,6 +146,22 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
 def _fast_password_hashing(settings):
     """Accounts are made in many tests; a slow hasher buys nothing there."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _force_login_includes_the_second_factor(monkeypatch):
+    """``force_login`` stands for a finished log-in; for an account that needs a second
+    factor (staff: ``annotation.accounts.policy``) that includes the code, so the session
+    is also marked verified by a confirmed authenticator app (as ``django_otp.login``
+    does). The second factor's own tests log in through the pages instead."""
+    original = ClientMixin.force_login
+
+    def force_login(self, user, backend=None):
+        original(self, user, backend)
+        if needs_second_factor(user):
+            verify_session(self, user)
+
+    monkeypatch.setattr(ClientMixin, "force_login", force_login)
 
 
 def _png(colour: tuple[int, int, int]) -> bytes:

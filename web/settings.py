@@ -196,6 +196,24 @@ REST_KNOX = {
     "TOKEN_TTL": timedelta(hours=env.int("STEREORANK_TOKEN_TTL_HOURS", default=10)),
     "AUTO_REFRESH": False,
 }
+# The second factor (django-otp; annotation/accounts/second_factor.py): accounts that need
+# one (annotation/accounts/policy.py: staff and superusers) enrol an authenticator app
+# (TOTP) with recovery codes; until a session has given a code, it reaches only the pages
+# to give one (annotation/accounts/middleware.py), and the token endpoint wants one too.
+INSTALLED_APPS += [
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
+]
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
+    "django_otp.middleware.OTPMiddleware",
+)
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django_otp.middleware.OTPMiddleware") + 1,
+    "annotation.accounts.middleware.SecondFactorRequired",
+)
+OTP_TOTP_ISSUER = "stereorank"  # the name the authenticator app shows
 
 # HTTPS outside the embedded mode (`manage.py check --deploy` is clean with the defaults);
 # the embedded mode serves plain http on 127.0.0.1.

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from annotation.portal import entry_views as entry
+from annotation.portal import second_factor
 from annotation.portal import study_views as portal_study
 from annotation.portal import views as portal
 
@@ -11,6 +12,13 @@ urlpatterns = [
     path("signup/", portal.signup, name="signup"),
     path("login/", portal.PortalLoginView.as_view(), name="login"),
     path("logout/", portal_study.logout_view, name="logout"),
+    path("account/second-factor/", second_factor.verify, name="second-factor"),
+    path("account/second-factor/enrol/", second_factor.enrol, name="second-factor-enrol"),
+    path(
+        "account/second-factor/recovery-codes/",
+        second_factor.recovery_codes,
+        name="second-factor-recovery-codes",
+    ),
     path("consent/", portal.consent, name="consent"),
     path("consent/withdraw/", portal_study.withdraw, name="withdraw"),
     path("consent/decline/", portal_study.decline, name="decline"),

@@ -8,6 +8,7 @@ from django.utils.html import escape
 from annotation.models import Assignment, ConsentText, DemographicField, Ranking, Study
 from annotation.participants import services
 from annotation.rankings import selectors
+from tests.second_factor_helpers import verify_session
 
 
 def test_anonymous_users_go_to_login(client):
@@ -176,6 +177,7 @@ def test_a_next_parameter_still_wins_for_staff(client, db):
 
 def test_dashboards_link_back_to_the_portal_and_log_out_by_post(client, db):
     _log_in(client, "boss", staff=True)
+    verify_session(client, get_user_model().objects.get(username="boss"))  # its code given
     page = client.get(reverse("dashboards:progress")).content.decode()
     assert f'href="{reverse("portal:home")}"' in page
     logout = reverse("portal:logout")
@@ -191,6 +193,7 @@ def test_the_portal_links_staff_to_the_dashboards_only(portal_client, db):
     staff = portal_client("boss")
     staff.profile.user.is_staff = True
     staff.profile.user.save()
+    staff.force_login(staff.profile.user)  # staff now: a log-in with the second factor
     assert dashboards in staff.get(reverse("portal:home")).content
 
 

@@ -82,4 +82,5 @@ def test_the_schema_and_docs_refuse_anonymous_and_non_staff_users(db, path):
     assert participant.get(path).status_code == 403
     user.is_staff = True
     user.save()
+    participant.force_login(user)  # staff log in again, with their second factor
     assert participant.get(path).status_code == 200
