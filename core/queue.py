@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 
 from celery import current_app
 from celery.canvas import Signature
@@ -41,7 +42,7 @@ def after_commit(name: str, *args) -> None:
     from core.models import OutboxMessage
 
     message = OutboxMessage.objects.create(task=name, args=list(args))
-    transaction.on_commit(lambda: send_message(message), robust=True)
+    transaction.on_commit(partial(send_message, message), robust=True)
 
 
 def send_message(message) -> bool:

@@ -7,6 +7,7 @@ import pytest
 from django.urls import reverse
 
 from core.json import json_safe
+from tests.queued import queued
 from training.ml.alignment_report import GroupPerspective
 from training.models import Checkpoint, PerspectiveReport, PerspectiveSummary
 
@@ -76,11 +77,6 @@ def store(checkpoint, snapshot, groups: dict, field: str = "age_band") -> None:
             )
 
 
-def _queued(callbacks) -> list:
-    signatures = [getattr(getattr(c, "func", c), "__self__", None) for c in callbacks]
-    return [(s.name, s.args) for s in signatures if s is not None]
-
-
 def flat(value: float) -> dict:
     return dict.fromkeys(PROMPTS, value)
 
@@ -101,7 +97,7 @@ def test_a_missing_report_is_queued_not_computed(
     html = page.content.decode()
     assert f"Computing the report of v1 on snapshot {snapshot.pk}" in html
     assert "report" not in page.context
-    ((name, (checkpoint_id, snapshot_id, fields)),) = _queued(callbacks)
+    ((name, (checkpoint_id, snapshot_id, fields)),) = queued(callbacks)
     assert (name, checkpoint_id, snapshot_id) == (
         "training.tasks.perspective_report",
         v1.pk,
@@ -171,7 +167,7 @@ def test_version_against_version_names_the_groups_that_gained_or_lost(
     with django_capture_on_commit_callbacks() as callbacks:
         page = staff_client.get(reverse("dashboards:perspectives"), {"version": 2, "against": 3})
     assert f"Computing the report of v3 on snapshot {snapshot.pk}" in page.content.decode()
-    assert [args[:2] for _, args in _queued(callbacks)] == [(v3.pk, snapshot.pk)]
+    assert [args[:2] for _, args in queued(callbacks)] == [(v3.pk, snapshot.pk)]
 
 
 def test_a_version_without_a_snapshot_says_so_on_the_page(registry_rows, staff_client):

@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from training_study import ENCODER
 
+from tests.queued import queued
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, RetrainDecision, TrainingRun
 from training.snapshots.services import create_snapshot
 
@@ -319,8 +320,8 @@ def test_schedules_page_lists_tasks_and_decisions(db, staff_client):
     from django.core.management import call_command
 
     call_command("setup_schedule")
-    RetrainDecision.objects.create(
-        schedule="nightly", decision="skip", reason="only 12 new rankings, need 50"
+    RetrainDecision.objects.create(  # the default schedule's: the default study's
+        schedule="Retrain on new rankings", decision="skip", reason="only 12 new rankings, need 50"
     )
     html = staff_client.get(reverse("dashboards:schedules")).content.decode()
     assert "Retrain on new rankings" in html and "only 12 new rankings, need 50" in html
@@ -337,9 +338,9 @@ def test_compare_on_a_snapshot_not_yet_scored_queues_the_evaluations(
         )
     assert f"Evaluating v1 and v2 on snapshot {newer.pk}" in response.content.decode()
     assert "result" not in response.context
-    signatures = [c.__self__ for c in callbacks]  # each callback is Signature.apply_async
-    assert sorted(tuple(s.args) for s in signatures) == [(a.pk, newer.pk), (b.pk, newer.pk)]
-    assert {s.task for s in signatures} == {"training.tasks.evaluate_checkpoint"}
+    sent = queued(callbacks)
+    assert sorted(args for _, args in sent) == [(a.pk, newer.pk), (b.pk, newer.pk)]
+    assert {name for name, _ in sent} == {"training.tasks.evaluate_checkpoint"}
 
 
 def test_schedules_page_queries_do_not_grow_with_decisions(registry_rows, staff_client):

@@ -4,6 +4,7 @@ import pytest
 from rest_framework.test import APIClient
 from training_study import FAST
 
+from tests.queued import queued
 from training.models import Checkpoint, DatasetSnapshot, Evaluation, TrainingRun
 from training.runs.services import execute_run
 
@@ -74,7 +75,7 @@ def test_start_train_cancel_promote_compare(
     r = staff_client.post("/api/training/checkpoints/1/promote/")
     assert r.status_code == 409 and r.json()["detail"] == "v1 is already active"
     missing = staff_client.post("/api/training/checkpoints/9/promote/")
-    assert missing.status_code == 404 and missing.json()["detail"] == "there is no version 9"
+    assert missing.status_code == 404 and missing.json() == {"detail": "Not found."}
     staff_client.post("/api/training/checkpoints/2/promote/", {"reason": "x"}, format="json")
     r = staff_client.post("/api/training/checkpoints/rollback/")
     assert r.json()["version"] == 1 and Checkpoint.objects.get(version=1).status == "active"
@@ -86,10 +87,10 @@ def test_start_train_cancel_promote_compare(
     newer = staff_client.post(
         "/api/training/snapshots/", {"include_synthetic": True, "seed": 5}, format="json"
     ).json()["id"]
-    with django_capture_on_commit_callbacks() as queued:
+    with django_capture_on_commit_callbacks() as callbacks:
         r = staff_client.get(
             "/api/training/checkpoints/compare/", {"a": 1, "b": 2, "snapshot": newer}
         )
     assert r.status_code == 202 and r.json()["pending"] == [1, 2], r.json()
-    assert [c.__self__.task for c in queued] == ["training.tasks.evaluate_checkpoint"] * 2
+    assert [name for name, _ in queued(callbacks)] == ["training.tasks.evaluate_checkpoint"] * 2
     assert not Evaluation.objects.filter(snapshot_id=newer).exists()

@@ -9,6 +9,7 @@ from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 from training_study import make_perspective_study, register_head
 
+from tests.queued import queued
 from training.api.views import FieldReportSerializer, GroupFiguresSerializer
 from training.models import PerspectiveReport, PerspectiveSummary
 from training.perspectives import services as perspectives
@@ -31,11 +32,6 @@ def staff_client(staff):
     client = APIClient()
     client.force_authenticate(staff)
     return client
-
-
-def _queued(callbacks) -> list:
-    signatures = [getattr(getattr(c, "func", c), "__self__", None) for c in callbacks]
-    return [(s.name, s.args) for s in signatures if s is not None]
 
 
 def test_the_command_computes_what_is_missing_and_prints_it(version):
@@ -91,7 +87,7 @@ def test_the_api_queues_what_is_missing_then_answers_from_the_stored_rows(
         r = staff_client.get(url, {"field": "age_band"})
     assert r.status_code == 202 and r.json()["pending"] == ["age_band"], r.content
     snapshot = version.snapshot
-    assert _queued(callbacks) == [
+    assert queued(callbacks) == [
         ("training.tasks.perspective_report", (version.pk, snapshot.pk, ["age_band"]))
     ]
     assert not PerspectiveSummary.objects.exists()  # never computed inside a request
@@ -111,7 +107,7 @@ def test_the_api_queues_what_is_missing_then_answers_from_the_stored_rows(
     with django_capture_on_commit_callbacks() as callbacks:
         r = staff_client.get(url, {"field": "age_band", "snapshot": newer.pk})
     assert r.status_code == 202 and r.json()["snapshot"] == newer.pk
-    assert _queued(callbacks) == [
+    assert queued(callbacks) == [
         ("training.tasks.perspective_report", (version.pk, newer.pk, ["age_band"]))
     ]
 

@@ -14,6 +14,7 @@ from training_study import FAST, make_perspective_study, register_head
 
 from annotation.models import AnnotatorProfile, Item, RankedItem
 from annotation.participants import services as annotation_services
+from tests.queued import queued
 from training import selectors
 from training.errors import PerspectiveError, PerspectivesPending, UnknownField
 from training.ml.alignment import plackett_luce_position_marginals
@@ -204,10 +205,10 @@ def test_a_new_checkpoint_queues_its_report_on_its_own_snapshot(
     run = start_run(snapshot, hyperparameters={**FAST, "epochs": 1}, enqueue=False)
     with django_capture_on_commit_callbacks() as callbacks:
         assert execute_run(run.pk, "node-a") == "done: v1"
-    signatures = [getattr(getattr(c, "func", c), "__self__", None) for c in callbacks]
-    queued = [(s.name, s.args) for s in signatures if s is not None]
     checkpoint = run.checkpoint
-    assert queued == [("training.tasks.perspective_report", (checkpoint.pk, snapshot.pk, None))]
+    assert queued(callbacks) == [
+        ("training.tasks.perspective_report", (checkpoint.pk, snapshot.pk, None))
+    ]
     from training.tasks import perspective_report
     from web.celery import app
 
