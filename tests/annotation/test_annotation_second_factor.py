@@ -232,3 +232,16 @@ def test_who_needs_a_second_factor(db):
     assert not needs_second_factor(make("p"))
     assert needs_second_factor(make("s", is_staff=True))
     assert needs_second_factor(make("root", is_superuser=True))
+
+
+def test_the_admin_deletes_an_app_but_never_shows_its_key_nor_adds_one(admin_client, staff):
+    device = app(staff)
+    listing = admin_client.get("/admin/otp_totp/totpdevice/").content.decode()
+    assert "boss" in listing
+    page = admin_client.get(f"/admin/otp_totp/totpdevice/{device.pk}/change/").content.decode()
+    assert device.key not in page and "qrcode" not in page.lower()
+    assert admin_client.get("/admin/otp_totp/totpdevice/add/").status_code == 403
+    codes = admin_client.get("/admin/otp_static/staticdevice/add/")
+    assert codes.status_code == 403
+    deleted = admin_client.post(f"/admin/otp_totp/totpdevice/{device.pk}/delete/", {"post": "yes"})
+    assert deleted.status_code == 302 and not TOTPDevice.objects.filter(user=staff).exists()
