@@ -24,3 +24,14 @@ loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "warning")
 # address, no query string (an entry link's carries the platform's participant id), no
 # referrer, no user agent (docs/privacy.md).
 access_log_format = '%(t)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms'
+
+
+def on_starting(server) -> None:
+    """gunicorn's own loggers drop query strings and resume-link secrets too (a refused
+    path in the error log, the path in the access log): core/log_filters.py."""
+    import logging
+
+    from core.log_filters import NoQueryStrings
+
+    for name in ("gunicorn.error", "gunicorn.access"):
+        logging.getLogger(name).addFilter(NoQueryStrings())

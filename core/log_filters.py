@@ -1,10 +1,12 @@
-"""Logging filters that keep identifiers out of log lines.
+"""Logging filters that keep identifiers and secrets out of log lines.
 
-``NoQueryStrings`` cuts the query string from every path a record carries: a crowd
-platform's entry link holds the participant's platform id there
-(``?PROLIFIC_PID=...``), and the development server (``django.server``) logs each
-request line as it came. ``web/settings.py``'s ``LOGGING`` puts it on that logger and
-on the console handler.
+``NoQueryStrings`` cuts the query string from every path a record carries (a crowd
+platform's entry link holds the participant's platform id there, ``?PROLIFIC_PID=...``)
+and the secret from a participant's resume link (``/join/<study>/resume/<secret>/``,
+which opens their participation): the development server (``django.server``) logs each
+request line as it came, Django logs a refused path, gunicorn's access log the path.
+``web/settings.py``'s ``LOGGING`` puts it on that logger and on the console handler;
+``gunicorn.conf.py`` on gunicorn's loggers.
 """
 
 from __future__ import annotations
@@ -15,10 +17,15 @@ import re
 # A path followed by its query string: "/join/x/?PROLIFIC_PID=..." up to a space or quote.
 _QUERY = re.compile(r"(/[^\s?\"']*)\?[^\s\"']*")
 REMOVED = "?[query removed]"
+# A resume link's secret: "/resume/<secret>" up to a slash, space or quote.
+_SECRET = re.compile(r"(/resume/)[^/\s?\"']+")
+SECRET_REMOVED = "[secret removed]"
 
 
 def without_query(text: str) -> str:
-    """``text`` with the query string of every path in it replaced by ``REMOVED``."""
+    """``text`` with the query string of every path in it replaced by ``REMOVED`` and
+    every resume link's secret by ``SECRET_REMOVED``."""
+    text = _SECRET.sub(lambda m: m.group(1) + SECRET_REMOVED, text)
     return _QUERY.sub(lambda m: m.group(1) + REMOVED, text)
 
 

@@ -172,6 +172,37 @@ def test_gunicorn_access_lines_carry_no_address_query_referrer_or_agent():
 
 
 @says(
+    "A participant's resume link is logged without its secret, in the development server's "
+    "request lines and in gunicorn's logs."
+)
+def test_resume_links_are_logged_without_their_secret():
+    captured: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            captured.append(self.format(record))
+
+    on_starting = runpy.run_path(str(ROOT / "gunicorn.conf.py"))["on_starting"]
+    server, access = logging.getLogger("django.server"), logging.getLogger("gunicorn.access")
+    before = list(access.filters)
+    keep = Keep()
+    for logger in (server, access):
+        logger.addHandler(keep)
+    try:
+        on_starting(None)  # as gunicorn's arbiter calls it
+        line = "GET /join/w/resume/Zx9-_secretPart/ HTTP/1.1"
+        server.info('"%s" %s %s', line, "302", "0")  # the development server's form
+        access.info(f'[06/Dec/2026:10:00:00] "{line}" 302 0 3ms')  # gunicorn's: formatted
+    finally:
+        for logger in (server, access):
+            logger.removeHandler(keep)
+        access.filters[:] = before
+    assert len(captured) == 2
+    assert not any("Zx9-_secretPart" in text for text in captured)
+    assert all("/join/w/resume/[secret removed]/" in text for text in captured)
+
+
+@says(
     "stereorank writes its logs to the console only, so how long they are kept is the "
     "operator's choice."
 )
