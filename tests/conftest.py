@@ -64,6 +64,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("redis"):
             item.add_marker(pytest.mark.xdist_group("services"))
+        elif item.get_closest_marker("faults"):  # its own services: not in the line above's
+            item.add_marker(pytest.mark.xdist_group("faults"))
         else:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 

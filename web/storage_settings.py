@@ -56,7 +56,8 @@ def storages(env: Env, *, static_backend: str) -> tuple[str, dict]:
     kind = env.str("STEREORANK_STORAGE", default=LOCAL).strip().lower()
     result = {"staticfiles": {"BACKEND": static_backend}}
     if kind == LOCAL:
-        result["default"] = {"BACKEND": "django.core.files.storage.FileSystemStorage"}
+        # Django's, writing each file whole or not at all (a full disk leaves no half file).
+        result["default"] = {"BACKEND": "core.storage.FileSystemStorage"}
     elif kind == S3:
         backend = "storages.backends.s3.S3Storage"
         media = env.str("STEREORANK_S3_MEDIA_PREFIX", default="media").strip("/")

@@ -4,12 +4,12 @@ The error handlers answer JSON under ``/api/`` (what an API client can read) and
 the portal's plain pages elsewhere; neither shows routes or tracebacks. An outage (the
 database or the broker unreachable, a deadlock, a connection lost) is a 503 with
 ``Retry-After``, saying nothing was saved, instead of a 500: the request's transaction
-rolled back, so trying again is safe.
+rolled back, so trying again is safe. A database that refuses writes (read-only) is one.
 """
 
 import sys
 
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, InternalError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 from django.urls import reverse
@@ -108,12 +108,24 @@ OUTAGES = (OperationalError, InterfaceError, BrokerError, CacheConnectionError, 
 RETRY_AFTER = 15
 """Seconds an outage's answer asks the client to wait (``Retry-After``)."""
 UNAVAILABLE = "The study is briefly unavailable; nothing was saved. Please try again in a moment."
+READ_ONLY = "25006"
+"""PostgreSQL's SQLSTATE for a write refused by a read-only database (a standby, a server
+set ``default_transaction_read_only`` while its disk is repaired): an outage too, though
+Django raises it as an ``InternalError``, as it does for every error of that class."""
+
+
+def is_outage(error: BaseException | None) -> bool:
+    """Whether ``error`` says a service is unavailable for now (so a retry may succeed)."""
+    if isinstance(error, OUTAGES):
+        return True
+    cause = getattr(error, "__cause__", None)  # the driver's error, which Django wrapped
+    return isinstance(error, InternalError) and getattr(cause, "sqlstate", None) == READ_ONLY
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
     """500: JSON under /api/, else templates/500.html (the traceback goes to the log).
     The error an outage raised: 503 with ``Retry-After`` (templates/503.html)."""
-    if isinstance(sys.exc_info()[1], OUTAGES):
+    if is_outage(sys.exc_info()[1]):
         return unavailable(request)
     if request.path.startswith(API_PREFIX):
         return JsonResponse({"detail": "Server error."}, status=500)

@@ -33,6 +33,8 @@ def write_lines(lines: Iterable[str], out: str | None) -> int:
         with open(tmp, "w", encoding="utf-8", newline="") as handle:
             handle.writelines(counted())
         os.replace(tmp, target)
+    except OSError as error:  # a full disk: the error names the file asked for, not the temp
+        raise OSError(error.errno, error.strerror, out) from error
     finally:
         tmp.unlink(missing_ok=True)
     return written
