@@ -111,6 +111,7 @@ def ranking_rows(
             "annotator": annotator[0],
             "annotator_status": annotator[1],
             "synthetic": annotator[2],
+            "duplicate": annotator[4],
             "order": order,
             "shown_order": shown,
             "seconds_spent": seconds,
@@ -127,13 +128,21 @@ def ranking_rows(
 
 
 def _annotators(ids, keys: list[str] | None) -> dict[int, tuple]:
-    """``{id: (pseudonym, status, synthetic, answers)}`` of the annotators ``ids`` names;
+    """``{id: (pseudonym, status, synthetic, answers, duplicate)}`` of the annotators ``ids``
+    names (``duplicate``: their participation came second with a crowd id already seen);
     no answers (none read) when ``keys`` is None."""
-    columns = ["pk", "user_id", "status", "is_synthetic"] + (["demographics"] if keys else [])
+    columns = ["pk", "user_id", "status", "is_synthetic", "participation__duplicate"]
+    columns += ["demographics"] if keys else []
     found = AnnotatorProfile.objects.filter(pk__in=ids).values_list(*columns)
     return {
-        pk: (pseudonym(user), status, synthetic, {k: (a[0] or {}).get(k, "") for k in keys or ()})
-        for pk, user, status, synthetic, *a in found.iterator(chunk_size=2000)
+        pk: (
+            pseudonym(user),
+            status,
+            synthetic,
+            {k: (a[0] or {}).get(k, "") for k in keys or ()},
+            bool(duplicate),
+        )
+        for pk, user, status, synthetic, duplicate, *a in found.iterator(chunk_size=2000)
     }
 
 

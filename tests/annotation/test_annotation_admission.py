@@ -264,3 +264,18 @@ def test_devices_racing_with_one_crowd_id_make_one_first_participation():
     assert made[0] == made[1] and len({made[0], made[2], made[3]}) == 3
     assert Participation.objects.filter(study=study, duplicate=False).count() == 1
     assert Participation.objects.filter(study=study, duplicate=True).count() == 2
+
+
+def test_duplicates_are_flagged_in_the_exports(study, victim, make_tasks, store_ranking):
+    from annotation.rankings.exports import pseudonym, ranking_rows
+
+    _, pid = victim
+    join(Client(REMOTE_ADDR="198.51.100.9"), _link(study, pid))
+    first = Participation.objects.get(study=study, duplicate=False).annotator
+    second = Participation.objects.get(study=study, duplicate=True).annotator
+    (task,) = make_tasks(1, k=3, overlap=2, study=study)
+    order = list(task.task_items.values_list("item_id", flat=True))
+    for profile in (first, second):
+        store_ranking(profile, task, order)
+    flags = {row["annotator"]: row["duplicate"] for row in ranking_rows(study=study)}
+    assert flags == {pseudonym(first.user_id): False, pseudonym(second.user_id): True}
