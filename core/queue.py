@@ -12,7 +12,7 @@ from functools import partial
 
 from celery import current_app
 from celery.canvas import Signature
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from kombu import Connection
 from kombu.exceptions import OperationalError
 
@@ -47,10 +47,15 @@ def after_commit(name: str, *args) -> None:
 
 def send_message(message) -> bool:
     """Send one outbox row's task and delete the row; False (row kept) if the broker did
-    not take it."""
+    not take it. It never raises: it runs after the caller's commit, whose answer must not
+    fail. A sent task whose row the database cannot delete now (it went away after the
+    commit: a restart) keeps its row, and the relay sends it again (idempotent tasks)."""
     if not send_now(message.task, message.args):
         return False
-    type(message).objects.filter(pk=message.pk).delete()
+    try:
+        type(message).objects.filter(pk=message.pk).delete()
+    except DatabaseError as error:
+        log.warning("%s sent; its outbox row stays until the relay (%s)", message.task, error)
     return True
 
 
