@@ -2,6 +2,7 @@
 default study takes sign-ups only where its owner turned them on: ``Study.open_signup``)."""
 
 from django import template
+from django.db import DatabaseError
 
 from annotation.errors import SignupClosed
 from annotation.participants import admission
@@ -11,8 +12,10 @@ register = template.Library()
 
 @register.simple_tag
 def signup_open() -> bool:
+    """False when closed, and when the database cannot say (an outage, tables not made
+    yet): a header link never turns a page, a 404 or a log-in page, into an error."""
     try:
         admission.signup_study(None)
-    except SignupClosed:
+    except (SignupClosed, DatabaseError):
         return False
     return True
