@@ -253,7 +253,7 @@ class StudyAdmin(admin.ModelAdmin):
     def _warn_incomplete_consent(self, request) -> None:
         """Open studies keep running on an incomplete consent text; staff are told until
         it is filled (opening a new one is refused: ``consent.require_complete``)."""
-        for line in consent.incomplete_open_studies():
+        for line in consent.incomplete_open_studies(request.user):
             self.message_user(request, line, messages.WARNING)
 
     def changelist_view(self, request, extra_context=None):

@@ -302,7 +302,7 @@ class DatasetSnapshotAdmin(ReadOnlyAdmin):
     exclude = ["examples", "group_labels"]
 
     def get_queryset(self, request):
-        return selectors.snapshots()
+        return selectors.snapshots(request.user)  # the viewer's: their whole lineage
 
     @admin.display(description="erasures since")
     def erasures_after(self, snapshot: models.DatasetSnapshot) -> int:

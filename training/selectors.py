@@ -1,4 +1,10 @@
-"""Reads of the training side, one function per question (writes: the service modules)."""
+"""Reads of the training side, one function per question (writes: the service modules).
+
+A read of study-derived rows (snapshots, runs, checkpoints, their evaluations, events,
+schedules) takes the viewer and holds only what they may see (``training.access``: a
+snapshot's whole lineage); the commands, workers and the scoring service pass
+``annotation.access.scope.SYSTEM``.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,15 @@ from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Coalesce
 from django_celery_beat.models import PeriodicTask
 
+from annotation.access import roles, scope
 from annotation.rankings.selectors import counted_rankings, erasures_after
+from training.access import (
+    checkpoint_filter,
+    sees_schedule,
+    visible_checkpoints,
+    visible_runs,
+    visible_snapshots,
+)
 from training.models import (
     Augmentation,
     Checkpoint,
@@ -38,14 +52,14 @@ def active_version() -> int | None:
     )
 
 
-def checkpoints() -> QuerySet[Checkpoint]:
-    """Every version, newest first (the model's order): a form's choices."""
-    return Checkpoint.objects.all()
+def checkpoints(viewer, capability: str = roles.VIEW_DATA) -> QuerySet[Checkpoint]:
+    """Every version ``viewer`` may see, newest first (the model's order): a form's choices."""
+    return visible_checkpoints(viewer, capability)
 
 
-def checkpoint(version: int) -> Checkpoint | None:
-    """Version ``version``, if there is one."""
-    return Checkpoint.objects.filter(version=version).first()
+def checkpoint(version: int, viewer, capability: str = roles.VIEW_DATA) -> Checkpoint | None:
+    """Version ``version``, if there is one ``viewer`` may see."""
+    return visible_checkpoints(viewer, capability).filter(version=version).first()
 
 
 def newest_checkpoint() -> Checkpoint | None:
@@ -53,19 +67,22 @@ def newest_checkpoint() -> Checkpoint | None:
     return Checkpoint.objects.order_by("-version").first()
 
 
-def lineage(oldest_first: bool = False) -> QuerySet[Checkpoint]:
-    """Every version with its parent (the registry's table), newest first unless asked."""
+def lineage(viewer, oldest_first: bool = False) -> QuerySet[Checkpoint]:
+    """Every version ``viewer`` may see, with its parent (the registry's table), newest
+    first unless asked."""
     order = "version" if oldest_first else "-version"
-    return Checkpoint.objects.select_related("parent").order_by(order)
+    return visible_checkpoints(viewer).select_related("parent").order_by(order)
 
 
-def encoder_gates(checkpoint_id: int | None = None) -> dict[int, list[dict]]:
+def encoder_gates(checkpoint_id: int | None = None, among=None) -> dict[int, list[dict]]:
     """Every accuracy gate's verdict and figures (not its recorded scores) by checkpoint id
     (only ``checkpoint_id``'s when given), newest first: one query for the registry page."""
     out: dict[int, list[dict]] = {}
     gates = EncoderGate.objects.all()
     if checkpoint_id is not None:
         gates = gates.filter(checkpoint_id=checkpoint_id)
+    if among is not None:  # a viewer's checkpoints only
+        gates = gates.filter(checkpoint__in=among)
     rows = gates.values(
         "checkpoint_id",
         "snapshot_id",
@@ -83,20 +100,24 @@ def encoder_gates(checkpoint_id: int | None = None) -> dict[int, list[dict]]:
     return out
 
 
-def registry_events(limit: int = 20) -> QuerySet[RegistryEvent]:
-    """The latest promotions and roll-backs, newest first, with their versions and user."""
-    return RegistryEvent.objects.select_related("checkpoint", "previous", "user")[:limit]
+def registry_events(viewer, limit: int = 20) -> QuerySet[RegistryEvent]:
+    """The latest promotions and roll-backs of versions ``viewer`` may see, newest first,
+    with their versions and user."""
+    events = RegistryEvent.objects.filter(checkpoint_filter(viewer, path="checkpoint"))
+    return events.select_related("checkpoint", "previous", "user")[:limit]
 
 
-def version_metrics(snapshot: DatasetSnapshot | None = None) -> list[dict]:
-    """``{"version", "status", "metrics"}`` of every version, oldest first: each version's
-    own metrics, or with ``snapshot`` those of its evaluation there (versions not
-    evaluated on it left out)."""
+def version_metrics(viewer, snapshot: DatasetSnapshot | None = None) -> list[dict]:
+    """``{"version", "status", "metrics"}`` of every version ``viewer`` may see, oldest
+    first: each version's own metrics, or with ``snapshot`` those of its evaluation there
+    (versions not evaluated on it left out)."""
     if snapshot is None:
-        rows = Checkpoint.objects.order_by("version").values("version", "status", "metrics")
+        mine = visible_checkpoints(viewer)
+        rows = mine.order_by("version").values("version", "status", "metrics")
     else:
         rows = (
             Evaluation.objects.filter(snapshot=snapshot)
+            .filter(checkpoint_filter(viewer, path="checkpoint"))
             .order_by("checkpoint__version")
             .values("metrics", version=F("checkpoint__version"), status=F("checkpoint__status"))
         )
@@ -112,9 +133,9 @@ def per_occupation_rho(snapshot: DatasetSnapshot, *checkpoints: Checkpoint) -> d
     )
 
 
-def run(run_id: int) -> TrainingRun | None:
-    """Run ``run_id``, if there is one."""
-    return TrainingRun.objects.filter(pk=run_id).first()
+def run(run_id: int, viewer, capability: str = roles.VIEW_DATA) -> TrainingRun | None:
+    """Run ``run_id``, if there is one ``viewer`` may see (with ``capability``)."""
+    return visible_runs(viewer, capability).filter(pk=run_id).first()
 
 
 def activation_stack(events: list[tuple[str, int]]) -> list[int]:
@@ -149,15 +170,26 @@ def rollback_target(current: Checkpoint | None = None) -> Checkpoint | None:
     return Checkpoint.objects.get(pk=stack[-2])
 
 
-def runs() -> QuerySet[TrainingRun]:
-    """Training runs with their checkpoint and augmentation; not their snapshot (its
-    examples are large)."""
-    return TrainingRun.objects.select_related("checkpoint", "augmentation")
+def may_roll_back(viewer) -> bool:
+    """Whether ``viewer`` may run both the active version and the one a roll back would
+    make active (each of their lineages): a roll back changes what the platform serves."""
+    current = active_checkpoint()
+    target = rollback_target(current) if current else None
+    wanted = [c.pk for c in (current, target) if c is not None]
+    mine = visible_checkpoints(viewer, roles.RUN_STUDY).filter(pk__in=wanted)
+    return mine.count() == len(wanted)
 
 
-def snapshots() -> QuerySet[DatasetSnapshot]:
-    """Snapshots newest first, without their examples and group labels (large JSON), each
-    with ``erasures_after``: how many annotators' data were erased since it was frozen."""
+def runs(viewer) -> QuerySet[TrainingRun]:
+    """The training runs ``viewer`` may see, with their checkpoint and augmentation; not
+    their snapshot (its examples are large)."""
+    return visible_runs(viewer).select_related("checkpoint", "augmentation")
+
+
+def snapshots(viewer, capability: str = roles.VIEW_DATA) -> QuerySet[DatasetSnapshot]:
+    """The snapshots ``viewer`` may see, newest first, without their examples and group
+    labels (large JSON), each with ``erasures_after``: how many annotators' data were
+    erased since it was frozen."""
     # COUNT(*) over the erasures after this snapshot, as one correlated subquery.
     erased = (
         erasures_after(OuterRef("created_at"))
@@ -166,26 +198,28 @@ def snapshots() -> QuerySet[DatasetSnapshot]:
         .values("n")
     )
     return (
-        DatasetSnapshot.objects.defer("examples", "group_labels")
+        visible_snapshots(viewer, capability)
+        .defer("examples", "group_labels")
         .prefetch_related("studies")
         .annotate(erasures_after=Coalesce(Subquery(erased, output_field=IntegerField()), 0))
         .order_by("-id")
     )
 
 
-def latest_snapshot() -> DatasetSnapshot | None:
-    """The newest snapshot (without its examples), if any."""
-    return snapshots().first()
+def latest_snapshot(viewer) -> DatasetSnapshot | None:
+    """The newest snapshot ``viewer`` may see (without its examples), if any."""
+    return snapshots(viewer).first()
 
 
-def snapshot_choices() -> QuerySet[DatasetSnapshot]:
-    """Every snapshot, whole (examples included): an API field's choices, passed on to services."""
-    return DatasetSnapshot.objects.all()
+def snapshot_choices(viewer, capability: str = roles.VIEW_DATA) -> QuerySet[DatasetSnapshot]:
+    """The snapshots ``viewer`` may ``capability`` on, whole (examples included): an API
+    field's choices, passed on to services."""
+    return visible_snapshots(viewer, capability)
 
 
-def snapshot(snapshot_id: int) -> DatasetSnapshot | None:
-    """Snapshot ``snapshot_id``, whole (examples included), if there is one."""
-    return DatasetSnapshot.objects.filter(pk=snapshot_id).first()
+def snapshot(snapshot_id: int, viewer, capability: str = roles.VIEW_DATA) -> DatasetSnapshot | None:
+    """Snapshot ``snapshot_id``, whole (examples included), if ``viewer`` may see it."""
+    return visible_snapshots(viewer, capability).filter(pk=snapshot_id).first()
 
 
 def augmentation(augmentation_id: int) -> Augmentation | None:
@@ -193,16 +227,45 @@ def augmentation(augmentation_id: int) -> Augmentation | None:
     return Augmentation.objects.filter(pk=augmentation_id).first()
 
 
-def retrain_schedules() -> QuerySet[PeriodicTask]:
-    """The beat schedules that run the retraining step, with their timing."""
-    return PeriodicTask.objects.filter(task=TASK_NAME).select_related(
+def retrain_schedules(viewer) -> list[PeriodicTask]:
+    """The beat schedules that run the retraining step and that ``viewer`` may see (every
+    study they name: ``training.access.sees_schedule``), with their timing. Their studies
+    are in the kwargs, a text column of JSON that the database cannot filter on, so each
+    of the handful of schedules is checked here (one query each)."""
+    found = PeriodicTask.objects.filter(task=TASK_NAME).select_related(
         "interval", "crontab", "solar", "clocked"
     )
+    return [task for task in found if sees_schedule(viewer, _kwargs(task))]
 
 
-def retrain_decisions(limit: int = 50) -> QuerySet[RetrainDecision]:
-    """The schedules' latest decisions, newest first, with their checkpoint."""
-    return RetrainDecision.objects.select_related("checkpoint")[:limit]
+def _kwargs(task: PeriodicTask) -> dict:
+    import json
+
+    try:
+        kwargs = json.loads(task.kwargs or "{}")
+    except ValueError:
+        return {}
+    return kwargs if isinstance(kwargs, dict) else {}
+
+
+def retrain_decisions(viewer, limit: int = 50) -> QuerySet[RetrainDecision]:
+    """The latest decisions of the schedules ``viewer`` may see (by name: a schedule since
+    deleted, only the superuser), newest first, with their checkpoint."""
+    found = RetrainDecision.objects.all()
+    if not scope.is_superuser(viewer):  # a gone schedule's decisions: the installation's
+        found = found.filter(schedule__in=[task.name for task in retrain_schedules(viewer)])
+    return found.select_related("checkpoint")[:limit]
+
+
+def common_snapshot(viewer, a: Checkpoint, b: Checkpoint) -> DatasetSnapshot | None:
+    """The newest snapshot ``viewer`` may see on which both ``a`` and ``b`` were evaluated
+    (whole: the comparison reads its eval split), if any."""
+    both = Evaluation.objects.filter(checkpoint=b).values("snapshot_id")
+    found = Evaluation.objects.filter(
+        checkpoint=a, snapshot_id__in=both, snapshot__in=visible_snapshots(viewer)
+    )
+    evaluation = found.select_related("snapshot").order_by("-snapshot_id").first()
+    return evaluation.snapshot if evaluation else None
 
 
 def not_evaluated_on(snapshot: DatasetSnapshot, *checkpoints: Checkpoint) -> list[Checkpoint]:
@@ -258,9 +321,11 @@ def learning_curve(snapshot: DatasetSnapshot) -> LearningCurve | None:
     return LearningCurve.objects.filter(snapshot=snapshot).first()
 
 
-def latest_learning_curve() -> LearningCurve | None:
-    """The finished learning curve of the newest snapshot that has one."""
-    done = LearningCurve.objects.filter(status=LearningCurve.Status.DONE)
+def latest_learning_curve(viewer) -> LearningCurve | None:
+    """The finished learning curve of the newest snapshot ``viewer`` may see that has one."""
+    done = LearningCurve.objects.filter(
+        status=LearningCurve.Status.DONE, snapshot__in=visible_snapshots(viewer)
+    )
     return done.order_by("-snapshot_id").first()
 
 
@@ -296,10 +361,15 @@ def perspective_reports_of(
     )
 
 
-def alignment_across_versions(field: str, snapshot: DatasetSnapshot | None = None) -> list[tuple]:
-    """``(version, group, alignment, annotators)`` of every computed group of ``field``,
-    oldest version first: all on ``snapshot``, else each version on its own snapshot."""
+def alignment_across_versions(
+    viewer, field: str, snapshot: DatasetSnapshot | None = None
+) -> list[tuple]:
+    """``(version, group, alignment, annotators)`` of every computed group of ``field`` of
+    the versions ``viewer`` may see, oldest version first: all on ``snapshot``, else each
+    version on its own snapshot."""
     rows = PerspectiveReport.objects.filter(field=field, status=PerspectiveReport.Status.COMPUTED)
+    rows = rows.filter(checkpoint_filter(viewer, path="checkpoint"))
+    rows = rows.filter(snapshot__in=visible_snapshots(viewer))
     if snapshot is not None:
         rows = rows.filter(snapshot=snapshot)
     else:

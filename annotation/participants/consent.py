@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from annotation.access import roles, scope
 from annotation.catalogue.loading import ensure_consent_text, read_catalogue
 from annotation.errors import ConsentIncomplete, InvalidAnswer
 from annotation.models import ConsentText
@@ -52,11 +53,13 @@ def require_complete(study: Study) -> None:
         raise ConsentIncomplete(line.replace(": its", " cannot open: its", 1))
 
 
-def incomplete_open_studies() -> list[str]:
-    """One line for each open study whose newest consent text lacks a required field:
-    they keep running, and staff are warned until the fields are filled."""
+def incomplete_open_studies(viewer) -> list[str]:
+    """One line for each open study ``viewer`` has a role in whose newest consent text
+    lacks a required field: they keep running, and staff are warned until the fields are
+    filled."""
     lines = []
-    for study in Study.objects.filter(status=Study.Status.OPEN).order_by("slug"):
+    mine = scope.visible_studies(viewer, roles.ANY_ROLE)
+    for study in mine.filter(status=Study.Status.OPEN).order_by("slug"):
         text = ConsentText.objects.filter(study=study).first()
         if text is not None and (line := missing_line(study, text)):
             lines.append(line)

@@ -30,6 +30,7 @@ from django.db.models import (
     When,
 )
 
+from annotation.access import roles, scope
 from annotation.models import (
     AnnotatorProfile,
     AnnotatorStatus,
@@ -231,9 +232,13 @@ def annotators() -> QuerySet[AnnotatorProfile]:
     return AnnotatorProfile.objects.filter(user__is_staff=False)
 
 
-def annotator_profile(profile_id: int) -> AnnotatorProfile | None:
-    """Profile ``profile_id`` with its user (staff included), if there is one."""
-    return AnnotatorProfile.objects.select_related("user").filter(pk=profile_id).first()
+def annotator_profile(
+    profile_id: int, viewer, capability: str = roles.VIEW_DATA
+) -> AnnotatorProfile | None:
+    """Profile ``profile_id`` with its user (staff included), if there is one in a study
+    ``viewer`` may ``capability`` in."""
+    found = scope.in_scope(AnnotatorProfile.objects.select_related("user"), viewer, capability)
+    return found.filter(pk=profile_id).first()
 
 
 def active_annotators() -> QuerySet[AnnotatorProfile]:
@@ -337,13 +342,15 @@ def study(slug: str) -> Study | None:
     return Study.objects.filter(slug=slug).first()
 
 
-def study_samplers() -> QuerySet:
-    """The studies not archived, newest first, with their sampler and what an ``active``
-    one's priorities rest on (the progress dashboard's "which sampler is on")."""
+def study_samplers(viewer) -> QuerySet:
+    """The studies ``viewer`` has a role in, not archived, newest first, with their sampler
+    and what an ``active`` one's priorities rest on (the progress dashboard's "which
+    sampler is on")."""
     from annotation.models.studies import Study
 
     return (
-        Study.objects.exclude(status=Study.Status.ARCHIVED)
+        scope.visible_studies(viewer, roles.ANY_ROLE)
+        .exclude(status=Study.Status.ARCHIVED)
         .order_by("-created_at")
         .values("slug", "name", "kind", "sampler", "priorities_basis", "priorities_updated_at")
     )

@@ -12,6 +12,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
+from annotation.access.scope import SYSTEM
 from annotation.assignment.next_task import next_task
 from annotation.catalogue.loading import ensure_consent_text, read_catalogue
 from annotation.models import AnnotatorStatus, ConsentText, Ranking, RankingTask, StatusChange
@@ -96,10 +97,10 @@ def test_demo_values_are_marked_and_the_consent_page_shows_every_field(portal_cl
 def test_open_studies_with_an_incomplete_consent_are_named_for_staff(db):
     study = Study.objects.create(slug="wave-1", name="Wave 1", platform="prolific")
     ensure_consent_text(study=study)
-    lines = consent.incomplete_open_studies()
+    lines = consent.incomplete_open_studies(SYSTEM)
     assert any(line.startswith("Study 'wave-1': its consent text") for line in lines)
     consent.publish(study, FILLED)
-    assert not any("'wave-1'" in line for line in consent.incomplete_open_studies())
+    assert not any("'wave-1'" in line for line in consent.incomplete_open_studies(SYSTEM))
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from django.urls import reverse
 from annotation.models import DemographicField, Occupation, RankingTask
 from annotation.participants import services
 from annotation.rankings.exports import pseudonym
+from tests.staff import give_role
 from web.dashboards.progress import demographic_counts
 
 URL = reverse("dashboards:progress")
@@ -131,6 +132,7 @@ def test_the_tables_count_the_chosen_study_alone(
     rank(alice, 3)
     rank(bob, 1)
     wave = studies.create_study("wave-b", name="Wave B")
+    give_role(staff_client.user, wave)
     consent.publish(wave, consent.demonstration_values())
     studies.transition(wave, Study.Status.OPEN)
     make_tasks(n=2, k=3, overlap=1, occupation="pilot", study=wave)

@@ -8,13 +8,17 @@ from django.urls import reverse
 
 from annotation.models import Study
 from annotation.studies import lifecycle as studies
+from tests.staff import give_role
 from web.dashboards.base import STUDY_KEY
 
 
 @pytest.fixture
-def wave(db) -> Study:
+def wave(db, staff_client) -> Study:
+    """A second study; the staff member owns it too (tests/staff.py)."""
     studies.default_study()
-    return Study.objects.create(slug="wave-2", name="Second wave", platform="generic")
+    made = Study.objects.create(slug="wave-2", name="Second wave", platform="generic")
+    give_role(staff_client.user, made)
+    return made
 
 
 def nav_links(html: str) -> list[str]:
@@ -57,7 +61,8 @@ def test_the_snapshot_form_snapshots_the_chosen_study(staff_client, wave):
 
 
 def test_a_validation_study_is_chosen_but_never_offered_a_snapshot(staff_client, wave):
-    Study.objects.create(slug="val", name="Validation", platform="generic", kind="validation")
+    val = Study.objects.create(slug="val", name="Validation", platform="generic", kind="validation")
+    give_role(staff_client.user, val)
     html = staff_client.get(reverse("dashboards:runs"), {"study": "val"}).content.decode()
     assert 'id="no-snapshot"' in html and "snapshots/new" not in html
 

@@ -10,15 +10,15 @@ from django.utils.html import escape
 from rest_framework.test import APIClient
 
 from annotation.accounts import tokens
-from annotation.models import Study
 from tests.staff import give_role
 from tests.validation_helpers import make_validation_study
 
 
 @pytest.fixture
-def ranked(db, media_root, tmp_path, settings):
+def ranked(db, media_root, tmp_path, settings, staff_client):
     settings.STEREORANK = {**settings.STEREORANK, "QUALITY_N_BOOT": 100}
     study = make_validation_study(tmp_path)
+    give_role(staff_client.user, study)  # the staff member owns it (tests/staff.py)
     call_command(
         "simulate_annotators",
         "--study",
@@ -69,13 +69,12 @@ def test_staff_only_and_unknown_studies(ranked, annotator_client, staff_client, 
 
 
 def test_an_empty_study_says_what_is_missing(db, media_root, tmp_path, staff_client):
-    make_validation_study(tmp_path, slug="empty")
+    give_role(staff_client.user, make_validation_study(tmp_path, slug="empty"))
     html = staff_client.get("/dashboards/validation/empty/").content.decode()
     assert "has no rankings to report yet" in html
 
 
 def test_the_staff_api_gives_the_report(ranked, staff_client):
-    give_role(staff_client.user, Study.objects.get(slug="val"))
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {tokens.issue(staff_client.user)[1]}")
     body = api.get("/api/staff/studies/val/validation/?n_boot=100").json()

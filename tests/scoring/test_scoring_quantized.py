@@ -10,7 +10,6 @@ import os
 
 import numpy as np
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError, SystemCheckError
 from django.test import Client
@@ -19,6 +18,7 @@ from training_study import make_study, register_head
 
 from scoring.checks import serving_encoder
 from tests.model_exports import exported_once
+from tests.staff import make_staff
 from training import services
 from training.errors import QuantizationRefused
 from training.snapshots.services import EVAL, create_snapshot, rows_of
@@ -55,9 +55,7 @@ def _tolerate(settings, drift: float, flips: float) -> None:
 def staff_client(db) -> Client:
     """A browser signed in as a staff member (the registry page)."""
     client = Client()
-    client.force_login(
-        get_user_model().objects.create_user("staff", password="pw-123456", is_staff=True)
-    )
+    client.force_login(make_staff("staff"))  # owns the default study (tests/staff.py)
     return client
 
 

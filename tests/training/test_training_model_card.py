@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
@@ -20,6 +19,7 @@ from training_study import ENCODER, FAST, make_perspective_study, register_head
 
 from annotation.models import AnnotatorProfile, Ranking
 from annotation.stats import validation_report, validation_sim
+from tests.staff import make_staff
 from training import services
 from training.errors import RegistryError
 from training.ml.checkpoints import MANIFEST_FILE
@@ -189,7 +189,7 @@ def test_the_command_exports_api_and_registry_page_carry_the_card(study, tmp_pat
     with pytest.raises(RegistryError, match="unknown format 'onnx'"):
         services.export_checkpoint(checkpoint, "onnx", tmp_path / "x")
 
-    staff = get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
+    staff = make_staff("boss")  # owns the default study, which the version was trained on
     client = Client()
     client.force_login(staff)
     api = client.get(f"/api/training/checkpoints/{checkpoint.version}/card/")

@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from privacy_claims import says
 
+from annotation.access.scope import SYSTEM
 from annotation.models import AnnotatorProfile, DemographicField
 from annotation.models.studies import Erasure
 from annotation.participants import services
@@ -150,9 +151,9 @@ def test_models_and_their_figures_stay_reports_that_read_the_person_go(frozen):
     assert Checkpoint.objects.count() == 2
     assert Evaluation.objects.filter(snapshot=after).exists()
     assert LearningCurve.objects.filter(snapshot=after).exists()
-    marks = dict(selectors.snapshots().values_list("pk", "erasures_after"))
+    marks = dict(selectors.snapshots(SYSTEM).values_list("pk", "erasures_after"))
     assert marks == {before.pk: 1, after.pk: 1}
     later = create_snapshot(seed=0, eval_fraction=0.5)
-    assert dict(selectors.snapshots().values_list("pk", "erasures_after"))[later.pk] == 0
+    assert dict(selectors.snapshots(SYSTEM).values_list("pk", "erasures_after"))[later.pk] == 0
     assert later.ranking_count == 2  # Bob's and Carol's
     assert {r["item_id"] for r in later.examples} == set(items["nurse"] + items["pilot"])

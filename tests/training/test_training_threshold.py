@@ -5,13 +5,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
 from scipy import optimize, stats
 from training_study import FAST
 
+from tests.staff import make_staff
 from training.ml.calibration import SEED_THRESHOLD
 from training.ml.checkpoints import load
 from training.registry.services import export_checkpoint, import_checkpoint
@@ -56,7 +56,7 @@ def test_a_trained_runs_threshold_comes_from_calibration(study, training_storage
     assert f"snapshot {snapshot.pk}" in checkpoint.threshold_basis
 
     # the registry page shows the threshold with its basis
-    staff = get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
+    staff = make_staff("boss")  # owns the default study, which the version was trained on
     client = Client()
     client.force_login(staff)
     html = client.get(reverse("dashboards:registry")).content.decode()

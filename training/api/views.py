@@ -1,7 +1,8 @@
 """Staff API for the pipeline: snapshots, runs (start, cancel), the registry (promote,
 roll back, compare, model cards). Thin: every write goes through ``training.services``;
-a service error is an HTTP 400 with its message. Past 400 lines because one staff API
-keeps each serializer beside the views that use it."""
+a service error is an HTTP 400 with its message. Each view reads only what the viewer
+may see (``training.access``: a snapshot's whole lineage); another's is a 404. Past 400
+lines because one staff API keeps each serializer beside the views that use it."""
 
 from __future__ import annotations
 
@@ -13,16 +14,15 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.studies import lifecycle as annotation_studies
-from core.errors import NotFound
+from annotation.access import roles, scope
+from annotation.errors import NotVisible, RoleRefused
 from training import selectors, services
+from training.errors import RegistryError
 from training.ml.recipes import DEFAULT_RECIPE, RECIPES
 from training.models import Checkpoint, DatasetSnapshot, TrainingRun
 from training.perspectives import export as perspective_export
 from training.snapshots.services import WEIGHTINGS
 from training.snapshots.steering import parse as parse_steering
-
-
 
 # Bounds of the numbers a request may carry: a version or seed is stored in a 32-bit
 # column, which a bigger number would overflow into a 500 (a 400 names the range).
@@ -112,8 +112,20 @@ class RunSerializer(serializers.ModelSerializer):
         return checkpoint.version if checkpoint else None
 
 
+class VisibleSnapshotField(serializers.PrimaryKeyRelatedField):
+    """A snapshot id the requesting viewer may ``capability`` on; another's reads as one
+    that does not exist."""
+
+    def __init__(self, capability: str = roles.VIEW_DATA, **kwargs):
+        self.capability = capability
+        super().__init__(queryset=DatasetSnapshot.objects.none(), **kwargs)
+
+    def get_queryset(self):
+        return selectors.snapshot_choices(self.context["request"].user, self.capability)
+
+
 class RunInSerializer(serializers.Serializer):
-    snapshot = serializers.PrimaryKeyRelatedField(queryset=selectors.snapshot_choices())
+    snapshot = VisibleSnapshotField(roles.RUN_STUDY)
     encoder = serializers.CharField(required=False, allow_blank=True)
     epochs = serializers.IntegerField(required=False, min_value=1, max_value=MAX_EPOCHS)
     recipe = serializers.ChoiceField(
@@ -166,28 +178,36 @@ class ReasonSerializer(serializers.Serializer):
 class CompareSerializer(serializers.Serializer):
     a = serializers.IntegerField(min_value=1, max_value=MAX_VERSION)
     b = serializers.IntegerField(min_value=1, max_value=MAX_VERSION)
-    snapshot = serializers.PrimaryKeyRelatedField(
-        queryset=selectors.snapshot_choices(), required=False
-    )
+    snapshot = VisibleSnapshotField(required=False)
 
 
 class StaffView(APIView):
     permission_classes = [IsAdminUser]
 
 
-def _valid(serializer: type[serializers.Serializer], data) -> dict:
-    """``data`` as ``serializer`` validates it; a 400 naming what is wrong otherwise."""
-    checked = serializer(data=data)
+def _valid(serializer: type[serializers.Serializer], request, data) -> dict:
+    """``data`` as ``serializer`` validates it for ``request``'s viewer; a 400 naming what
+    is wrong otherwise."""
+    checked = serializer(data=data, context={"request": request})
     checked.is_valid(raise_exception=True)
     return checked.validated_data
 
 
-def _run(run_id: int) -> TrainingRun:
-    """Run ``run_id`` with its checkpoint and augmentation; a 404 where there is none."""
-    run = selectors.runs().filter(pk=run_id).first()
+def _run(run_id: int, viewer, capability: str = roles.VIEW_DATA) -> TrainingRun:
+    """Run ``run_id`` with its checkpoint and augmentation; a 404 where there is none
+    ``viewer`` may ``capability`` on."""
+    run = selectors.run(run_id, viewer, capability)
     if run is None:
-        raise NotFound(f"there is no run {run_id}")
+        raise NotVisible()
     return run
+
+
+def _version(version: int, viewer, capability: str = roles.VIEW_DATA) -> Checkpoint:
+    """Version ``version``; a 404 where there is none ``viewer`` may ``capability`` on."""
+    checkpoint = selectors.checkpoint(version, viewer, capability)
+    if checkpoint is None:
+        raise NotVisible()
+    return checkpoint
 
 
 # The newest 100 rows (GET), and one more made by a service (POST: 201 with it). A comment,
@@ -218,7 +238,7 @@ class ListCreateView(StaffView):
         return Response(self.serializer(self.rows()[:100], many=True).data)
 
     def post(self, request):
-        made = self.create(request, _valid(self.create_serializer, request.data))
+        made = self.create(request, _valid(self.create_serializer, request, request.data))
         return Response(self.serializer(made).data, status=status.HTTP_201_CREATED)
 
 
@@ -227,11 +247,11 @@ class SnapshotsView(ListCreateView):
     list_operation_id = "training_snapshots_list"
 
     def rows(self) -> QuerySet:
-        return selectors.snapshots()
+        return selectors.snapshots(self.request.user)
 
     def create(self, request, data: dict) -> DatasetSnapshot:
-        if "studies" in data:
-            data["studies"] = [annotation_studies.resolve(slug) for slug in data["studies"]]
+        slugs = data.get("studies") or [None]  # none named: the default study
+        data["studies"] = [scope.study_for(request.user, s, roles.RUN_STUDY) for s in slugs]
         return services.create_snapshot(user=request.user, **data)
 
 
@@ -240,7 +260,7 @@ class RunsView(ListCreateView):
     list_operation_id = "training_runs_list"
 
     def rows(self) -> QuerySet:
-        return selectors.runs()
+        return selectors.runs(self.request.user)
 
     def create(self, request, data: dict) -> TrainingRun:
         return services.start_run(
@@ -259,27 +279,28 @@ class RunsView(ListCreateView):
 class RunView(StaffView):
     @extend_schema(responses=RunSerializer, operation_id="training_run_detail")
     def get(self, request, run_id: int):
-        return Response(RunSerializer(_run(run_id)).data)
+        return Response(RunSerializer(_run(run_id, request.user)).data)
 
 
 class CancelRunView(StaffView):
     @extend_schema(request=None, responses=RunSerializer)
     def post(self, request, run_id: int):
-        run = services.cancel_run(_run(run_id), user=request.user)
+        run = services.cancel_run(_run(run_id, request.user, roles.RUN_STUDY), user=request.user)
         return Response(RunSerializer(run).data)
 
 
 class CheckpointsView(StaffView):
     @extend_schema(responses=CheckpointSerializer(many=True))
     def get(self, request):
-        return Response(CheckpointSerializer(selectors.lineage(), many=True).data)
+        return Response(CheckpointSerializer(selectors.lineage(request.user), many=True).data)
 
 
 class PromoteView(StaffView):
     @extend_schema(request=ReasonSerializer, responses=CheckpointSerializer)
     def post(self, request, version: int):
-        reason = _valid(ReasonSerializer, request.data)
-        checkpoint = services.promote(services.get_version(version), user=request.user, **reason)
+        reason = _valid(ReasonSerializer, request, request.data)
+        checkpoint = _version(version, request.user, roles.RUN_STUDY)
+        checkpoint = services.promote(checkpoint, user=request.user, **reason)
         return Response(CheckpointSerializer(checkpoint).data)
 
 
@@ -289,14 +310,17 @@ class CardView(StaffView):
         description="The version's model card: YAML front matter, then Markdown.",
     )
     def get(self, request, version: int):
-        card = services.model_card(services.get_version(version))
+        card = services.model_card(_version(version, request.user))
         return HttpResponse(card, content_type="text/markdown; charset=utf-8")
 
 
 class RollbackView(StaffView):
     @extend_schema(request=ReasonSerializer, responses=CheckpointSerializer)
     def post(self, request):
-        checkpoint = services.rollback(user=request.user, **_valid(ReasonSerializer, request.data))
+        reason = _valid(ReasonSerializer, request, request.data)
+        if not selectors.may_roll_back(request.user):
+            raise RoleRefused("You may roll back only from and to versions you may run.")
+        checkpoint = services.rollback(user=request.user, **reason)
         return Response(CheckpointSerializer(checkpoint).data)
 
 
@@ -311,21 +335,25 @@ class CompareView(StaffView):
         ),
     )
     def get(self, request):
-        v = _valid(CompareSerializer, request.query_params)
-        a, b = services.get_version(v["a"]), services.get_version(v["b"])
+        v = _valid(CompareSerializer, request, request.query_params)
+        a, b = _version(v["a"], request.user), _version(v["b"], request.user)
         snapshot = v.get("snapshot")
         missing = selectors.not_evaluated_on(snapshot, a, b) if snapshot else []
         if missing:
             services.request_evaluations(snapshot, missing)
             pending = [c.version for c in missing]
             return Response({"pending": pending, "snapshot": snapshot.pk}, status=202)
-        return Response(services.compare(a, b, snapshot=snapshot))
+        common = snapshot or selectors.common_snapshot(request.user, a, b)  # one they may see
+        if common is None:
+            raise RegistryError(
+                f"v{a.version} and v{b.version} were never evaluated on the same snapshot; "
+                "name a snapshot to evaluate both on it"
+            )
+        return Response(services.compare(a, b, snapshot=common))
 
 
 class PerspectivesQuerySerializer(serializers.Serializer):
-    snapshot = serializers.PrimaryKeyRelatedField(
-        queryset=selectors.snapshot_choices(), required=False
-    )
+    snapshot = VisibleSnapshotField(required=False)
     field = serializers.ListField(
         child=serializers.CharField(min_length=1), required=False, help_text="Demographic field(s)."
     )
@@ -410,8 +438,8 @@ class PerspectivesView(StaffView):
         ),
     )
     def get(self, request, version: int):
-        v = _valid(PerspectivesQuerySerializer, request.query_params)
-        checkpoint = services.get_version(version)
+        v = _valid(PerspectivesQuerySerializer, request, request.query_params)
+        checkpoint = _version(version, request.user)
         snapshot = services.report_snapshot(checkpoint, v.get("snapshot"))
         fields = services.report_fields(snapshot, v.get("field") or None)
         missing = selectors.perspectives_missing(checkpoint, snapshot, fields)

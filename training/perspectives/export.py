@@ -103,11 +103,12 @@ def report(checkpoint: Checkpoint, snapshot: DatasetSnapshot, fields: Sequence[s
     return json_safe({"version": checkpoint.version, "snapshot": snapshot.pk, "fields": out})
 
 
-def across_versions(field: str, snapshot: DatasetSnapshot | None = None) -> list[tuple]:
+def across_versions(viewer, field: str, snapshot: DatasetSnapshot | None = None) -> list[tuple]:
     """``(version, group, alignment)`` of ``field``'s computed groups of today's k or more,
-    oldest version first (``selectors.alignment_across_versions``)."""
+    of the versions ``viewer`` may see, oldest version first
+    (``selectors.alignment_across_versions``)."""
     k = k_anonymity()
-    rows = selectors.alignment_across_versions(field, snapshot)
+    rows = selectors.alignment_across_versions(viewer, field, snapshot)
     return [(v, g, a) for v, g, a, n in rows if keep_groups({g: n or 0}, k).groups]
 
 

@@ -1,5 +1,6 @@
-"""What the dashboard pages share: the staff gate, the chosen study, the page frame
-(``page``), and form/parameter helpers."""
+"""What the dashboard pages share: the staff gate, the chosen study (among those the
+viewer has a role in: ``annotation.access``), the page frame (``page``), and
+form/parameter helpers."""
 
 from collections.abc import Callable
 from functools import wraps
@@ -13,11 +14,10 @@ from django.shortcuts import render
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from annotation.errors import StudyNotFound
-from annotation.models.studies import Study
-from annotation.rankings import selectors as annotation_selectors
-from annotation.studies import lifecycle as studies
-from core.errors import refusals_as_messages
+from annotation.access import roles, scope
+from annotation.errors import NotVisible
+from annotation.models.studies import DEFAULT_STUDY_SLUG, Study, default_study_pk
+from core.errors import StereorankError, refusals_as_messages
 from training import selectors
 from training.models import DatasetSnapshot
 
@@ -66,7 +66,7 @@ def snapshot_param(request: HttpRequest) -> DatasetSnapshot | None:
         return None
     if not raw.isdigit():
         raise Http404("No such snapshot.")
-    return found(selectors.snapshots().filter(pk=raw).first(), "No such snapshot.")
+    return found(selectors.snapshots(request.user).filter(pk=raw).first(), "No such snapshot.")
 
 
 def found(row: T | None, message: str) -> T:
@@ -80,24 +80,45 @@ def percent(part: int | None, whole: int | None) -> int:
     return round(100 * (part or 0) / whole) if whole else 0
 
 
-def chosen_study(request: HttpRequest) -> Study:
-    """The study the dashboards show: ``?study=slug`` (then remembered in the session),
-    else the one remembered, else the default study; 404 for a slug that names none."""
+def chosen_study(request: HttpRequest, capability: str = roles.ANY_ROLE) -> Study:
+    """The study the dashboards show, among those the viewer has a role in: ``?study=slug``
+    (then remembered in the session), else the one remembered, else the default study,
+    else their first; 404 for a slug that names none of theirs (or none at all), and when
+    they have a role in no study; 403 where their role there lacks ``capability``."""
     slug = request.GET.get("study")
     if slug:
-        try:
-            study = studies.resolve(slug)
-        except StudyNotFound as error:
-            raise Http404(str(error)) from None
+        study = study_or_404(request, slug, capability)
         if request.session.get(STUDY_KEY) != study.slug:
             request.session[STUDY_KEY] = study.slug
         return study
+    default_study_pk()  # made when missing, as every study-scoped read does
+    mine = scope.visible_studies(request.user, roles.ANY_ROLE)
     remembered = request.session.get(STUDY_KEY)
-    study = annotation_selectors.study(remembered) if remembered else None
+    study = mine.filter(slug=remembered).first() if remembered else None
     if study is None:
-        request.session.pop(STUDY_KEY, None)  # a study since renamed or deleted
-        return studies.default_study()
+        request.session.pop(STUDY_KEY, None)  # since renamed, deleted or no longer theirs
+        study = mine.filter(slug=DEFAULT_STUDY_SLUG).first() or mine.order_by("slug").first()
+    if study is None:
+        raise Http404("You have a role in no study yet.")
+    if not request.user.has_perm(capability, study):
+        raise PermissionDenied(f"Your role in {study.slug} does not allow this.")
     return study
+
+
+def study_or_404(request: HttpRequest, slug: str, capability: str = roles.ANY_ROLE) -> Study:
+    """``scope.study_for`` on a page: 404 where the viewer has no role in the study (or
+    there is none), 403 where their role lacks ``capability``."""
+    try:
+        return scope.study_for(request.user, slug, capability)
+    except NotVisible:
+        raise Http404("No such study.") from None
+    except StereorankError as error:  # a role that lacks the capability
+        raise PermissionDenied(error.message) from None
+
+
+def allows(request: HttpRequest, capability: str, study: Study) -> bool:
+    """Whether the viewer's role in ``study`` allows ``capability`` (a page's optional part)."""
+    return scope.may(request.user, capability, study)
 
 
 def page(request: HttpRequest, template: str, context: dict, status: int = 200) -> HttpResponse:
@@ -108,7 +129,9 @@ def page(request: HttpRequest, template: str, context: dict, status: int = 200) 
     frame = {
         "chosen_study": chosen,
         "study_query": urlencode({"study": chosen.slug}),
-        "study_choices": Study.objects.order_by("slug").values_list("slug", "name", "kind"),
+        "study_choices": scope.visible_studies(request.user, roles.ANY_ROLE)
+        .order_by("slug")
+        .values_list("slug", "name", "kind"),
         "study_keep": keep,
     }
     return render(request, template, {**frame, **context}, status=status)

@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 from core.errors import refusals_as_messages
 from training import selectors, services
+from training.errors import RegistryError
 from training.models import Checkpoint, DatasetSnapshot
 
 from .base import form_errors, page, staff_only
@@ -18,14 +19,20 @@ from .charts import chart_response, occupations_side_by_side
 
 
 class CompareForm(forms.Form):
-    a = forms.ModelChoiceField(selectors.checkpoints(), to_field_name="version", label="A")
-    b = forms.ModelChoiceField(selectors.checkpoints(), to_field_name="version", label="B")
+    a = forms.ModelChoiceField(Checkpoint.objects.none(), to_field_name="version", label="A")
+    b = forms.ModelChoiceField(Checkpoint.objects.none(), to_field_name="version", label="B")
     snapshot = forms.ModelChoiceField(
-        selectors.snapshots(),
+        DatasetSnapshot.objects.none(),
         label="Snapshot",
         required=False,
         empty_label="newest both were evaluated on",
     )
+
+    def __init__(self, *args, viewer, **kwargs):
+        super().__init__(*args, **kwargs)  # the versions and snapshots the viewer may see
+        for name in ("a", "b"):
+            self.fields[name].queryset = selectors.checkpoints(viewer)
+        self.fields["snapshot"].queryset = selectors.snapshots(viewer)
 
     def clean(self):
         data = super().clean()
@@ -36,7 +43,7 @@ class CompareForm(forms.Form):
 
 def _pick(request: HttpRequest) -> tuple[Checkpoint, Checkpoint, DatasetSnapshot | None] | str:
     """The versions (and snapshot) asked for, or a readable error message."""
-    form = CompareForm(request.GET)
+    form = CompareForm(request.GET, viewer=request.user)
     if not form.is_valid():
         return form_errors(form)
     data = form.cleaned_data
@@ -52,7 +59,8 @@ def side_by_side(per_a: dict, per_b: dict) -> list[tuple[str, float | None, floa
 @refusals_as_messages("dashboards:compare")
 def compare(request: HttpRequest) -> HttpResponse:
     """Pick A and B: rho of each, the paired difference with interval and p-value."""
-    context: dict = {"form": CompareForm(request.GET or None), "section": "compare"}
+    form = CompareForm(request.GET or None, viewer=request.user)
+    context: dict = {"form": form, "section": "compare"}
     picked = _pick(request) if request.GET else None
     if isinstance(picked, str):
         context["error"] = picked
@@ -64,7 +72,8 @@ def compare(request: HttpRequest) -> HttpResponse:
             names = " and ".join(f"v{c.version}" for c in missing)
             context["pending"] = f"Evaluating {names} on snapshot {snapshot.pk}; reload shortly."
             return page(request, "dashboards/compare.html", context)
-        result = services.compare(a, b, snapshot)
+        # without a snapshot: the newest the viewer may see that both were evaluated on
+        result = services.compare(a, b, snapshot or _common(request, a, b))
         context.update(
             a=a,
             b=b,
@@ -73,6 +82,16 @@ def compare(request: HttpRequest) -> HttpResponse:
             chart_query=urlencode({"a": a.version, "b": b.version, "snapshot": result["snapshot"]}),
         )
     return page(request, "dashboards/compare.html", context)
+
+
+def _common(request: HttpRequest, a: Checkpoint, b: Checkpoint) -> DatasetSnapshot:
+    common = selectors.common_snapshot(request.user, a, b)
+    if common is None:
+        raise RegistryError(
+            f"v{a.version} and v{b.version} were never evaluated on the same snapshot; "
+            "name a snapshot to evaluate both on it"
+        )
+    return common
 
 
 @staff_only

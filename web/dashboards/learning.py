@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseNotFound
 from django.shortcuts import redirect
 
+from annotation.access import roles
 from training import selectors
 from training.runs import learning_curves
 
@@ -84,11 +85,11 @@ def chart_data(curve: LearningCurve) -> dict:
     }
 
 
-def context() -> dict:
-    """The progress page's learning-curve section: the newest finished curve, its lines,
-    and whether a newer snapshot has none yet."""
-    curve = selectors.latest_learning_curve()
-    latest = selectors.latest_snapshot()
+def context(viewer) -> dict:
+    """The progress page's learning-curve section: the newest finished curve of the
+    snapshots ``viewer`` may see, its lines, and whether a newer one has none yet."""
+    curve = selectors.latest_learning_curve(viewer)
+    latest = selectors.latest_snapshot(viewer)
     newer = latest if latest and (curve is None or latest.pk != curve.snapshot_id) else None
     pending = selectors.learning_curve(newer) if newer else None
     return {
@@ -102,7 +103,8 @@ def context() -> dict:
 @staff_action("dashboards:progress")
 def learning_curve_request(request: HttpRequest, snapshot_id: int) -> HttpResponse:
     """Queue a snapshot's learning curve on the default queue (a page never trains)."""
-    snapshot = found(selectors.snapshot(snapshot_id), "No such snapshot.")
+    snapshot = selectors.snapshot(snapshot_id, request.user, roles.RUN_STUDY)
+    snapshot = found(snapshot, "No such snapshot.")
     learning_curves.request(snapshot)
     messages.success(
         request,
@@ -115,7 +117,7 @@ def learning_curve_request(request: HttpRequest, snapshot_id: int) -> HttpRespon
 @staff_only
 def learning_curve_chart(request: HttpRequest, snapshot_id: int) -> HttpResponse:
     """The stored learning curve of one snapshot as a chart."""
-    snapshot = selectors.snapshot(snapshot_id)
+    snapshot = selectors.snapshot(snapshot_id, request.user)
     curve = selectors.learning_curve(snapshot) if snapshot else None
     if curve is None or curve.fit is None:
         return HttpResponseNotFound(

@@ -31,25 +31,33 @@ DEFAULT_FIELD = "age_band"
 
 class PerspectivesForm(forms.Form):
     version = forms.ModelChoiceField(
-        selectors.checkpoints(), to_field_name="version", required=False, label="Version"
+        Checkpoint.objects.none(), to_field_name="version", required=False, label="Version"
     )
     snapshot = forms.ModelChoiceField(
-        selectors.snapshots(), required=False, label="Snapshot", empty_label="the version's own"
+        DatasetSnapshot.objects.none(),
+        required=False,
+        label="Snapshot",
+        empty_label="the version's own",
     )
     field = forms.ChoiceField(required=False, label="Field")
     against = forms.ModelChoiceField(
-        selectors.checkpoints(), to_field_name="version", required=False, label="Against"
+        Checkpoint.objects.none(), to_field_name="version", required=False, label="Against"
     )
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, *args, viewer, **kwargs):
+        super().__init__(*args, **kwargs)  # the versions and snapshots the viewer may see
+        for name in ("version", "against"):
+            self.fields[name].queryset = selectors.checkpoints(viewer)
+        self.fields["snapshot"].queryset = selectors.snapshots(viewer)
         keys = annotation_selectors.demographic_fields().values_list("key", "label")
         self.fields["field"].choices = [("", "default")] + list(keys)
 
 
-def _version(picked: Checkpoint | None) -> Checkpoint | None:
-    """The version asked for, else the active one, else the newest."""
-    return picked or selectors.active_checkpoint() or selectors.newest_checkpoint()
+def _version(viewer, picked: Checkpoint | None) -> Checkpoint | None:
+    """The version asked for, else the active one, else the newest (of the viewer's)."""
+    mine = selectors.checkpoints(viewer)
+    active = mine.filter(status=Checkpoint.Status.ACTIVE).first()
+    return picked or active or mine.order_by("-version").first()
 
 
 def _field(snapshot: DatasetSnapshot, picked: str) -> str:
@@ -69,13 +77,13 @@ def _pending(checkpoint: Checkpoint, snapshot: DatasetSnapshot) -> str:
 @staff_only
 def perspectives(request: HttpRequest) -> HttpResponse:
     """One version's report for one field, across versions, and against another version."""
-    form = PerspectivesForm(request.GET or None)
+    form = PerspectivesForm(request.GET or None, viewer=request.user)
     context: dict = {"form": form, "section": "perspectives"}
     if form.is_bound and not form.is_valid():
         context["error"] = form_errors(form)
         return page(request, "dashboards/perspectives.html", context)
     data = form.cleaned_data if form.is_bound else {}
-    checkpoint = _version(data.get("version"))
+    checkpoint = _version(request.user, data.get("version"))
     if checkpoint is None:
         context["error"] = "No versions yet: train a run first."
         return page(request, "dashboards/perspectives.html", context)
@@ -86,7 +94,9 @@ def perspectives(request: HttpRequest) -> HttpResponse:
         return page(request, "dashboards/perspectives.html", context)
     field = _field(snapshot, data.get("field") or "")
     # The form names what the page shows, picked or defaulted, so the next "Show" keeps it.
-    shown = PerspectivesForm({**request.GET.dict(), "version": checkpoint.version, "field": field})
+    shown = PerspectivesForm(
+        {**request.GET.dict(), "version": checkpoint.version, "field": field}, viewer=request.user
+    )
     if shown.is_valid():
         context["form"] = shown
     query = {"version": checkpoint.version, "snapshot": snapshot.pk, "field": field}
@@ -122,7 +132,7 @@ def perspectives(request: HttpRequest) -> HttpResponse:
 
 
 def _picked(request: HttpRequest) -> tuple[Checkpoint, DatasetSnapshot | None, str] | str:
-    form = PerspectivesForm(request.GET)
+    form = PerspectivesForm(request.GET, viewer=request.user)
     if not form.is_valid():
         return form_errors(form)
     data = form.cleaned_data
@@ -164,11 +174,11 @@ def groups_chart(request: HttpRequest) -> HttpResponse:
 @staff_only
 def versions_chart(request: HttpRequest) -> HttpResponse:
     """Each group's alignment across versions (one line per group)."""
-    form = PerspectivesForm(request.GET)
+    form = PerspectivesForm(request.GET, viewer=request.user)
     if not form.is_valid() or not form.cleaned_data["field"]:
         return HttpResponseBadRequest(form_errors(form) or "Name a field.")
     field, snapshot = form.cleaned_data["field"], form.cleaned_data["snapshot"]
-    rows = services.alignment_across_versions(field, snapshot)
+    rows = services.alignment_across_versions(request.user, field, snapshot)
     versions = sorted({v for v, _, _ in rows})
     series: dict[str, list[float | None]] = {}
     for version, group, value in rows:

@@ -4,7 +4,8 @@ group quotas and demographic counts.
 Only annotators whose consent stands are listed and counted; withdrawn and erased
 ones appear as totals. The demographic counts and the quotas' fill are group figures:
 a group of fewer than ``STEREORANK_GROUP_K`` annotators is hidden there, only how many
-were hidden is said (``core.small_groups``).
+were hidden is said (``core.small_groups``). The studies are the viewer's
+(``annotation.access``); the annotator table is for a role that reads rows.
 """
 
 from collections import Counter
@@ -14,6 +15,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
+from annotation.access import roles
 from annotation.assignment import quotas
 from annotation.models import DemographicField
 from annotation.participants import consent
@@ -23,7 +25,7 @@ from annotation.studies import lifecycle as studies
 from core.small_groups import keep_groups
 
 from . import learning
-from .base import chosen_study, page, percent, staff_only
+from .base import allows, chosen_study, page, percent, staff_only
 
 ANNOTATORS_PER_PAGE = 50
 
@@ -85,6 +87,7 @@ def progress(request: HttpRequest) -> HttpResponse:
             "synthetic": p["is_synthetic"],
         }
         for p in page_obj.object_list
+        if allows(request, roles.VIEW_DATA, study)  # a viewer reads the aggregates only
     ]
     k = settings.STEREORANK["GROUP_K"]
     answers = selectors.demographic_answers(study)
@@ -112,9 +115,9 @@ def progress(request: HttpRequest) -> HttpResponse:
             "statuses": selectors.annotator_status_counts(study),
             "quotas": quota_table,
             "quotas_hidden": quotas_hidden,
-            "learning": learning.context(),
-            "samplers": selectors.study_samplers(),
-            "consent_warnings": consent.incomplete_open_studies(),
+            "learning": learning.context(request.user),
+            "samplers": selectors.study_samplers(request.user),
+            "consent_warnings": consent.incomplete_open_studies(request.user),
             "group_k": k,
             "section": "progress",
         },

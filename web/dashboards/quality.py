@@ -6,7 +6,7 @@ computed (``annotation.quality.store``): a worker on the default queue computes 
 and refreshes it in the background when the data moves on. Nothing is computed in
 a request. One study's at a time: the chosen study (``?study=slug``, remembered:
 ``base.chosen_study``; the default study until one is chosen), and no figure of another
-study in it.
+study in it. The annotator table is for a role that reads rows; a viewer reads the rest.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
+from annotation.access import roles
 from annotation.models.studies import Study
 from annotation.quality import selectors as quality_selectors
 from annotation.quality import standing
@@ -28,7 +29,7 @@ from annotation.rankings.exports import pseudonym
 from core.small_groups import hidden_note
 
 from . import base
-from .base import chosen_study, form_errors, found, staff_action, staff_only
+from .base import allows, chosen_study, form_errors, found, staff_action, staff_only
 from .charts import (
     IntervalPoint,
     chart_response,
@@ -99,6 +100,7 @@ def quality(request: HttpRequest) -> HttpResponse:
     column = request.GET.get("sort", "pseudonym")
     descending = request.GET.get("dir") == "desc"
     page = current.annotator_page(request.GET.get("page"), column, descending)
+    rows = allows(request, roles.VIEW_DATA, study)  # a viewer reads the aggregates only
     occupations = [
         (name, a) for name, a in data["agreement"]["per_occupation"].items() if a["n_tasks"]
     ]
@@ -130,7 +132,7 @@ def quality(request: HttpRequest) -> HttpResponse:
             "occupations": occupations,
             "within_groups": within,
             "gold_tasks": selectors.gold_task_count(study),
-            "annotators": page.object_list,
+            "annotators": page.object_list if rows else [],
             "page": page,
             "query": _query(request, study),
             "sort": column,
@@ -138,7 +140,7 @@ def quality(request: HttpRequest) -> HttpResponse:
             "sortable": SORTABLE,
             "changes": [
                 {"change": c, "pseudonym": pseudonym(c.annotator.user_id)}
-                for c in quality_selectors.recent_status_changes(study)
+                for c in (quality_selectors.recent_status_changes(study) if rows else [])
             ],
             "reinstate_form": ReinstateForm(),
             "section": "quality",
@@ -178,7 +180,8 @@ def quality_position_chart(request: HttpRequest, k: int) -> HttpResponse:
 @staff_action("dashboards:quality")
 def quality_reinstate(request: HttpRequest, profile_id: int) -> HttpResponse:
     """Lift a warned or excluded annotator back to ok, with a recorded reason."""
-    profile = found(selectors.annotator_profile(profile_id), "No such annotator.")
+    profile = selectors.annotator_profile(profile_id, request.user, roles.RUN_STUDY)
+    profile = found(profile, "No such annotator.")
     form = ReinstateForm(request.POST)
     if not form.is_valid():
         messages.error(request, form_errors(form))

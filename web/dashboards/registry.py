@@ -1,5 +1,7 @@
 """The registry: versions with rho and intervals, their quantized copies' accuracy gates and
-the encoder serving each; promote, roll back, export, import."""
+the encoder serving each; promote, roll back, export, import. The versions are those the
+viewer may see (``training.access``: their snapshot's whole lineage); promoting or rolling
+back needs a role that runs them."""
 
 import shutil
 import tempfile
@@ -7,10 +9,13 @@ from pathlib import Path
 
 from django import forms
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
+from annotation.access import roles, scope
+from annotation.errors import RoleRefused
 from core.errors import refusals_as_messages
 from scoring import serving
 from training import selectors, services
@@ -35,10 +40,10 @@ class ImportForm(forms.Form):
         return upload
 
 
-def rho_points(snapshot: DatasetSnapshot | None) -> list[RhoPoint]:
+def rho_points(viewer, snapshot: DatasetSnapshot | None) -> list[RhoPoint]:
     """Each version's rho with its interval: on its own snapshot, or all on one snapshot."""
     points = []
-    for row in selectors.version_metrics(snapshot):
+    for row in selectors.version_metrics(viewer, snapshot):
         metrics = row["metrics"] or {}
         if metrics.get("spearman") is None:
             continue
@@ -60,22 +65,24 @@ def registry(request: HttpRequest) -> HttpResponse:
     """Versions with their metrics, status, gates and serving encoder; promote, roll back,
     export, import."""
     snapshot = snapshot_param(request)
-    checkpoints = list(selectors.lineage())
-    gates = selectors.encoder_gates()
+    mine = selectors.lineage(request.user)
+    checkpoints = list(mine)
+    gates = selectors.encoder_gates(among=mine)
     for c in checkpoints:
         c.serving = serving.describe(c, gates.get(c.pk, []))
-    events = selectors.registry_events(20)
+    events = selectors.registry_events(request.user, 20)
     active = next((c for c in checkpoints if c.status == Checkpoint.Status.ACTIVE), None)
+    may_roll_back = active is not None and selectors.may_roll_back(request.user)
     return page(
         request,
         "dashboards/registry.html",
         {
             "checkpoints": checkpoints,
             "active": active,
-            "rollback_to": selectors.rollback_target(active),
+            "rollback_to": selectors.rollback_target(active) if may_roll_back else None,
             "events": events,
             "snapshot": snapshot,
-            "snapshots": selectors.snapshots()[:20],
+            "snapshots": selectors.snapshots(request.user)[:20],
             "import_form": ImportForm(),
             "encoder": "/".join(serving.configured()),
             "section": "registry",
@@ -87,7 +94,7 @@ def registry(request: HttpRequest) -> HttpResponse:
 def registry_chart(request: HttpRequest) -> HttpResponse:
     """Plot of rho with 95% intervals across versions (``?snapshot=`` for one snapshot)."""
     snapshot = snapshot_param(request)
-    points = rho_points(snapshot)
+    points = rho_points(request.user, snapshot)
     title = f"on snapshot {snapshot.pk}" if snapshot else "each on its own snapshot"
     return draw_response(request, "registry-rho", rho_across_versions, points=points, title=title)
 
@@ -95,7 +102,8 @@ def registry_chart(request: HttpRequest) -> HttpResponse:
 @staff_action("dashboards:registry")
 def registry_promote(request: HttpRequest, version: int) -> HttpResponse:
     """Make this version the active one."""
-    checkpoint = found(selectors.checkpoint(version), "No such version.")
+    checkpoint = selectors.checkpoint(version, request.user, roles.RUN_STUDY)
+    checkpoint = found(checkpoint, "No such version.")
     services.promote(checkpoint, user=request.user, reason=request.POST.get("reason", ""))
     messages.success(request, f"Version {version} is now active.")
     return redirect("dashboards:registry")
@@ -104,6 +112,8 @@ def registry_promote(request: HttpRequest, version: int) -> HttpResponse:
 @staff_action("dashboards:registry")
 def registry_rollback(request: HttpRequest) -> HttpResponse:
     """Make the previously active version active again."""
+    if not selectors.may_roll_back(request.user):
+        raise RoleRefused("You may roll back only from and to versions you may run.")
     checkpoint = services.rollback(user=request.user, reason=request.POST.get("reason", ""))
     messages.success(request, f"Rolled back: version {checkpoint.version} is active.")
     return redirect("dashboards:registry")
@@ -115,7 +125,7 @@ def registry_rollback(request: HttpRequest) -> HttpResponse:
 def registry_export(request: HttpRequest, version: int) -> HttpResponse:
     """Download a version: ``?format=seed`` (.pth of the seed), ``native`` (zip, its model
     card inside as README.md) or ``card`` (the model card alone, Markdown)."""
-    checkpoint = found(selectors.checkpoint(version), "No such version.")
+    checkpoint = found(selectors.checkpoint(version, request.user), "No such version.")
     fmt = request.GET.get("format", "seed")
     if fmt not in EXPORT_FORMATS:
         return HttpResponseBadRequest(f"Unknown export format '{fmt}'; use seed, native or card.")
@@ -144,7 +154,10 @@ def registry_export(request: HttpRequest, version: int) -> HttpResponse:
 
 @staff_action("dashboards:registry")
 def registry_import(request: HttpRequest) -> HttpResponse:
-    """Import a seed ``.pth`` file as a new candidate version."""
+    """Import a seed ``.pth`` file as a new candidate version (no study's: any member who
+    runs a study may)."""
+    if not scope.has_any(request.user, roles.RUN_STUDY):
+        raise PermissionDenied("Your roles allow no training.")
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
         messages.error(request, form_errors(form))

@@ -13,11 +13,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
+from annotation.access import roles
 from training import selectors, services
 from training.errors import NothingToSnapshot
 from training.ml.recipes import DEFAULT_RECIPE, RECIPES
 from training.ml.recipes import choices as recipe_choices
-from training.models import TrainingRun
+from training.models import DatasetSnapshot, TrainingRun
 from training.services import NONE, RELIABILITY, ScheduleSettings, parse_steering
 
 from .base import chosen_study, form_errors, found, page, staff_action, staff_only
@@ -30,7 +31,7 @@ RUNS_SHOWN = 30
 
 
 class RunForm(forms.Form):
-    snapshot = forms.ModelChoiceField(selectors.snapshots())
+    snapshot = forms.ModelChoiceField(DatasetSnapshot.objects.none())
     encoder = forms.CharField(required=False, max_length=300)
     recipe = forms.ChoiceField(choices=recipe_choices, required=False)
     epochs = forms.IntegerField(min_value=1, max_value=1000, required=False)
@@ -40,6 +41,10 @@ class RunForm(forms.Form):
     steer = forms.CharField(required=False, max_length=300, help_text="FIELD=VALUE")
     balance = forms.CharField(required=False, max_length=50, help_text="FIELD")
     search = forms.BooleanField(required=False)
+
+    def __init__(self, *args, viewer, **kwargs):
+        super().__init__(*args, **kwargs)  # the snapshots the viewer may train on
+        self.fields["snapshot"].queryset = selectors.snapshots(viewer, roles.RUN_STUDY)
 
 
 def augmenting(run: TrainingRun) -> str:
@@ -93,13 +98,13 @@ def run_row(run: TrainingRun) -> dict:
 @staff_only
 def runs(request: HttpRequest) -> HttpResponse:
     """Training runs with live progress; start a run, take a snapshot, cancel."""
-    shown = list(selectors.runs().order_by("-id")[:RUNS_SHOWN])
+    shown = list(selectors.runs(request.user).order_by("-id")[:RUNS_SHOWN])
     return page(
         request,
         "dashboards/runs.html",
         {
             "runs": [(run, run_row(run)) for run in shown],
-            "snapshots": selectors.snapshots()[:20],
+            "snapshots": selectors.snapshots(request.user)[:20],
             "default_encoder": settings.TRAINING["DEFAULT_ENCODER"],
             "recipes": recipe_choices(),
             "default_recipe": DEFAULT_RECIPE,
@@ -120,14 +125,15 @@ def runs_progress(request: HttpRequest) -> JsonResponse:
         return JsonResponse({"error": "ids must be comma-separated run ids."}, status=400)
     if len(ids) > RUNS_SHOWN:
         return JsonResponse({"error": f"At most {RUNS_SHOWN} ids at a time."}, status=400)
-    rows = [run_row(r) for r in selectors.runs().filter(pk__in=ids).order_by("-id")]
+    mine = selectors.runs(request.user)
+    rows = [run_row(r) for r in mine.filter(pk__in=ids).order_by("-id")]
     return JsonResponse({"runs": rows})
 
 
 @staff_action("dashboards:runs")
 def snapshot_create(request: HttpRequest) -> HttpResponse:
     """Freeze today's labels of the chosen study as a new snapshot."""
-    study = chosen_study(request)
+    study = chosen_study(request, roles.RUN_STUDY)
     include_synthetic = request.POST.get("include_synthetic") == "on"
     weighting = RELIABILITY if request.POST.get("reliability") == "on" else NONE
     try:
@@ -152,7 +158,7 @@ def snapshot_create(request: HttpRequest) -> HttpResponse:
 @staff_action("dashboards:runs")
 def run_start(request: HttpRequest) -> HttpResponse:
     """Start a training run on a snapshot (queued on the gpu queue)."""
-    form = RunForm(request.POST)
+    form = RunForm(request.POST, viewer=request.user)
     if not form.is_valid():
         messages.error(request, form_errors(form))
         return redirect("dashboards:runs")
@@ -174,7 +180,8 @@ def run_start(request: HttpRequest) -> HttpResponse:
 @staff_action("dashboards:runs")
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     """Ask a run to stop; the worker stops at its next check."""
-    run = services.cancel_run(found(selectors.run(run_id), "No such run."), user=request.user)
+    run = found(selectors.run(run_id, request.user, roles.RUN_STUDY), "No such run.")
+    run = services.cancel_run(run, user=request.user)
     done = "cancelled" if run.is_finished else "asked to stop"
     messages.success(request, f"Run {run.pk} {done}.")
     return redirect("dashboards:runs")
@@ -225,7 +232,7 @@ def search_figure(points: list[list], chosen: int | None, title: str = "") -> Fi
 @staff_only
 def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
     """One run: its recipe and progress, and its search's configurations (plot and table)."""
-    run = found(selectors.runs().filter(pk=run_id).first(), "No such run.")
+    run = found(selectors.runs(request.user).filter(pk=run_id).first(), "No such run.")
     search = run.search or {}
     scores = search.get("scores", [])
     rows = [
@@ -250,7 +257,7 @@ def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
 @staff_only
 def run_search_chart(request: HttpRequest, run_id: int) -> HttpResponse:
     """The plot of a run's search: every configuration's CV rho with its interval."""
-    run = found(selectors.runs().filter(pk=run_id).first(), "No such run.")
+    run = found(selectors.runs(request.user).filter(pk=run_id).first(), "No such run.")
     return draw_response(
         request,
         "run-search",

@@ -86,8 +86,8 @@ def describe(task: PeriodicTask) -> dict:
 @staff_only
 def schedules(request: HttpRequest) -> HttpResponse:
     """The retraining schedules, their settings as fields, and their recent decisions."""
-    tasks = [describe(t) for t in selectors.retrain_schedules()]
-    decisions = selectors.retrain_decisions(50)
+    tasks = [describe(t) for t in selectors.retrain_schedules(request.user)]
+    decisions = selectors.retrain_decisions(request.user, 50)
     return page(
         request,
         "dashboards/schedules.html",

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 
+from annotation.access import roles, scope
 from annotation.errors import ConditionError
 from annotation.models import Ranking, Study
 from core import personal_cache
@@ -23,11 +24,14 @@ from .charts import IntervalPoint, chart_response, estimates_with_intervals
 CACHE_SECONDS = 10 * 60
 
 
-def _study(slug: str) -> Study:
-    return found(
-        Study.objects.filter(slug=slug, kind=Study.Kind.VALIDATION).first(),
-        "No such validation study.",
-    )
+def _studies(request: HttpRequest):
+    """The validation studies the viewer has a role in."""
+    mine = scope.visible_studies(request.user, roles.ANY_ROLE)
+    return mine.filter(kind=Study.Kind.VALIDATION)
+
+
+def _study(request: HttpRequest, slug: str) -> Study:
+    return found(_studies(request).filter(slug=slug).first(), "No such validation study.")
 
 
 def report(study: Study) -> dict | None:
@@ -53,7 +57,7 @@ def report(study: Study) -> dict | None:
 @staff_only
 def validation_studies(request: HttpRequest) -> HttpResponse:
     """Every validation study, with its conditions."""
-    found_studies = Study.objects.filter(kind=Study.Kind.VALIDATION).prefetch_related("conditions")
+    found_studies = _studies(request).prefetch_related("conditions")
     return page(
         request,
         "dashboards/validation_list.html",
@@ -64,8 +68,8 @@ def validation_studies(request: HttpRequest) -> HttpResponse:
 @staff_only
 def validation_study(request: HttpRequest, slug: str) -> HttpResponse:
     """One validation study's report."""
-    study = _study(slug)
-    data = report(study)
+    study = _study(request, slug)
+    data = scope.report_for(request.user, study, report(study))  # a viewer: no one's means
     context = {"study": study, "section": "validation", "conditions": study.conditions.all()}
     if "missing" in data:
         context["missing"] = data["missing"]
@@ -105,7 +109,7 @@ def _points(data: dict) -> list[IntervalPoint]:
 @staff_only
 def validation_chart(request: HttpRequest, slug: str) -> HttpResponse:
     """Each condition's mean rank, the difference, and each occupation's difference."""
-    data = report(_study(slug))
+    data = report(_study(request, slug))
     points = [] if "missing" in data else _points(data)
     return chart_response(
         request,

@@ -6,13 +6,14 @@ import getpass
 
 from django.core.management.base import CommandError
 
+from annotation.access.scope import SYSTEM
 from training import selectors
 from training.models import DatasetSnapshot
 
 
 def get_snapshot(snapshot_id: int) -> DatasetSnapshot:
     """Snapshot ``snapshot_id``, whole; a one-line refusal where there is none."""
-    snapshot = selectors.snapshot(snapshot_id)
+    snapshot = selectors.snapshot(snapshot_id, SYSTEM)  # a command: the installation's
     if snapshot is None:
         raise CommandError(f"there is no snapshot {snapshot_id}")
     return snapshot

@@ -1,3 +1,4 @@
+from annotation.access.scope import SYSTEM
 from core.commands import ServiceCommand
 from training import selectors
 from training.management.commands._common import fmt_rho
@@ -7,7 +8,7 @@ class Command(ServiceCommand):
     help = "List the registry's versions with their eval rho (95% interval) and status."
 
     def handle(self, *args, **options):
-        rows = selectors.lineage(oldest_first=True)
+        rows = selectors.lineage(SYSTEM, oldest_first=True)  # a command: the installation's
         self.stdout.write(
             f"{'version':>7}  {'status':<9}  {'rho [95% CI]':<24}  {'snapshot':>8}  "
             f"{'parent':>6}  encoder"

@@ -2,6 +2,7 @@ import json
 
 from django.core.management.base import CommandError
 
+from annotation.access.scope import SYSTEM
 from core.commands import ServiceCommand
 from training import selectors
 from training.management.commands._common import fmt_ci, get_snapshot
@@ -26,7 +27,8 @@ class Command(ServiceCommand):
         )
 
     def handle(self, *args, snapshot, draws, recompute, queue, **options):
-        snap = get_snapshot(snapshot) if snapshot is not None else selectors.latest_snapshot()
+        latest = selectors.latest_snapshot  # a command: the installation's
+        snap = get_snapshot(snapshot) if snapshot is not None else latest(SYSTEM)
         if snap is None:
             raise CommandError("there is no snapshot yet")
         if queue:
