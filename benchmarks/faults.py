@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -122,6 +123,7 @@ def worker_relay(stack: Stack) -> float:
         env=stack.web.env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # killed with its beat child, a process of its own
     )  # fmt: skip
     try:
         while stack.postgres.query(f"SELECT count(*) FROM {OutboxMessage._meta.db_table}")[0][0]:
@@ -130,7 +132,7 @@ def worker_relay(stack: Stack) -> float:
             time.sleep(0.2)
         return time.monotonic() - back
     finally:
-        worker.kill()
+        os.killpg(worker.pid, signal.SIGKILL)
         worker.wait()
 
 
