@@ -33,7 +33,12 @@ def broker(tmp_path):
     before = conf.broker_url, conf.broker_transport_options
     folder = tmp_path / "queue"
     folder.mkdir()
-    live = {"data_folder_in": str(folder), "data_folder_out": str(folder)}
+    control = tmp_path / "control"  # else Kombu makes ./control in the working directory
+    live = {
+        "data_folder_in": str(folder),
+        "data_folder_out": str(folder),
+        "control_folder": str(control),
+    }
 
     class Broker:
         def live(self):
