@@ -1,8 +1,10 @@
 """Which accounts must give a second factor: the one place that decides it.
 
-Today an account needs one when it is staff or superuser (the study team and the
-admin); study roles (issue 30) plug in here. Participants never do: they hold no
-password worth a second factor's cost to them, and no staff power.
+An account needs one when it is staff or superuser: the installation's admin and every
+account with a study role, since a role is granted to staff accounts only and counts for
+them only (``annotation.access.services.grant``, ``annotation.access.scope``).
+Participants never do: they hold no password worth a second factor's cost to them, and
+no staff power.
 """
 
 from __future__ import annotations
