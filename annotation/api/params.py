@@ -4,8 +4,9 @@
 from django.conf import settings
 from rest_framework.exceptions import ParseError
 
+from core.ids import MAX_ID
+
 # Bounds of the numeric query parameters: out of range is a 400 that says the range.
-MAX_ID = 2**63 - 1  # PostgreSQL's bigint: a bigger id would overflow into a 500
 MAX_PAGE = 1_000_000
 # Bootstrap draws: 2,000 is twice the default and what the literature asks of a 95%
 # percentile interval (Davison and Hinkley 1997; Efron and Tibshirani: 1,000 or more).

@@ -24,6 +24,7 @@ from annotation.models import (
     TaskItem,
     check_instruction,
 )
+from core.ids import as_id
 
 
 def live_reservations(now) -> QuerySet[Assignment]:
@@ -109,8 +110,8 @@ def _by_occupation(queryset: QuerySet, occupation: str | None, field: str) -> Qu
     """Filter on an occupation given as a slug or an id (digits); all when empty."""
     if not occupation:
         return queryset
-    if occupation.isdigit():
-        return queryset.filter(**{f"{field}_id": int(occupation)})
+    if occupation.isdigit():  # an id, or no occupation at all
+        return queryset.filter(**{f"{field}_id": as_id(occupation) or 0})
     return queryset.filter(**{f"{field}__slug": occupation})
 
 

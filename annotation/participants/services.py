@@ -34,6 +34,7 @@ from annotation.models import (
 )
 from annotation.quality import standing
 from annotation.rankings.selectors import demographic_questions, excluded_message
+from core.ids import MAX_ID
 from core.prepared import Param, Prepared, columns, instance, server_binding
 
 
@@ -130,7 +131,6 @@ def save_demographics(profile: AnnotatorProfile, answers: dict, merge: bool = Fa
     profile.save(update_fields=["demographics"])
 
 
-MAX_ID = 2**63 - 1
 """The largest id a row can have (a 64-bit primary key)."""
 
 MAX_VIEWPORT_WIDTH = 20_000

@@ -18,6 +18,7 @@ from annotation.access import roles, scope
 from annotation.errors import NotVisible
 from annotation.models.studies import DEFAULT_STUDY_SLUG, Study, default_study_pk
 from core.errors import StereorankError, refusals_as_messages
+from core.ids import as_id
 from training import selectors
 from training.models import DatasetSnapshot
 
@@ -64,9 +65,10 @@ def snapshot_param(request: HttpRequest) -> DatasetSnapshot | None:
     raw = request.GET.get("snapshot")
     if not raw:
         return None
-    if not raw.isdigit():
+    pk = as_id(raw)
+    if pk is None:
         raise Http404("No such snapshot.")
-    return found(selectors.snapshots(request.user).filter(pk=raw).first(), "No such snapshot.")
+    return found(selectors.snapshots(request.user).filter(pk=pk).first(), "No such snapshot.")
 
 
 def found(row: T | None, message: str) -> T:
