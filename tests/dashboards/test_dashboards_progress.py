@@ -59,6 +59,30 @@ def test_staff_sees_occupations_annotators_and_demographics(
     assert "alice" in html and "nurse" in html and "Gender" in html
 
 
+def test_counts_per_answer_need_the_demographics_permission(
+    client, make_tasks, annotator, rank, settings
+):
+    """A researcher without the permission, and a viewer, read the progress, not the
+    counts of the people's answers."""
+    from django.test import Client
+
+    from tests.staff import make_staff
+
+    settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 1}
+    make_tasks(n=2, k=3, overlap=2)
+    DemographicField.objects.create(key="gender", label="Gender", choices=["woman", "man"])
+    alice = annotator("alice")
+    services.save_demographics(alice.profile, {"gender": "woman"})
+    rank(alice.profile, 1)
+    for name, role in (("res", "researcher"), ("view", "viewer")):
+        reader = Client()
+        reader.force_login(make_staff(name, role=role, demographics=False))
+        response = reader.get(URL)
+        assert response.status_code == 200 and response.context["demographics"] is None
+        html = response.content.decode()
+        assert "woman" not in html and "demographics permission" in html
+
+
 def test_demographic_counts_orders_choices_then_free_text():
     field = DemographicField(key="age", label="Age", choices=["18-29", "30-49", "50+"])
     answers = [{"age": "30-49"}, {"age": "30-49"}, {"age": "prefer not to say"}, {}, {"x": 1}]

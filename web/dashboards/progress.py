@@ -90,8 +90,10 @@ def progress(request: HttpRequest) -> HttpResponse:
         if allows(request, roles.VIEW_DATA, study)  # a viewer reads the aggregates only
     ]
     k = settings.STEREORANK["GROUP_K"]
-    answers = selectors.demographic_answers(study)
-    demographics = demographic_counts(selectors.demographic_questions(), answers, k)
+    answers = selectors.demographic_answers(study)  # counted; shown per answer only with
+    demographics = None  # the demographics permission (README)
+    if allows(request, roles.VIEW_DEMOGRAPHICS, study):
+        demographics = demographic_counts(selectors.demographic_questions(), answers, k)
     quota_table, quotas_hidden = quota_rows(quotas.quota_fill(timezone.now(), study), k)
     totals = {
         key: sum(row[key] for row in occupations)
