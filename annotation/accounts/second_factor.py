@@ -27,6 +27,8 @@ from django_otp.models import Device
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from annotation.accounts.tokens import revoke_all
+
 RECOVERY_CODES = 10
 APP_DEVICE = "authenticator app"
 RECOVERY_DEVICE = "recovery codes"
@@ -110,12 +112,14 @@ def check(user, code: str) -> Check:
 
 
 def reset(user) -> int:
-    """Forget every device of ``user`` (app and recovery codes); how many there were.
-    Sessions they verified are no longer verified."""
+    """Forget every device of ``user`` (app and recovery codes) and revoke their API tokens
+    (issued after a code from the lost app); how many devices there were. Sessions they
+    verified are no longer verified."""
     apps, codes = TOTPDevice.objects.filter(user=user), StaticDevice.objects.filter(user=user)
     count = apps.count() + codes.count()
     apps.delete()
     codes.delete()
+    revoke_all(user)
     return count
 
 

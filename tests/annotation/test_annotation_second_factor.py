@@ -175,9 +175,14 @@ def test_reset_second_factor_forgets_a_lost_app(staff):
     _password(client)
     client.post(VERIFY, {"code": code(device)})
     assert client.get(ADMIN).status_code == 200
+    from annotation.accounts.tokens import issue
+
+    _, plain = issue(staff)  # a token issued after a code from the lost app
     out = io.StringIO()
     call_command("reset_second_factor", "boss", stdout=out)
     assert "forgotten" in out.getvalue() and not TOTPDevice.objects.exists()
+    me = APIClient(HTTP_AUTHORIZATION=f"Token {plain}").get("/api/me/")
+    assert me.status_code in (401, 403)  # revoked with it
     assert client.get(DASHBOARD).url.startswith(VERIFY)  # its sessions count no more
     assert client.get(VERIFY).url.startswith(ENROL)  # and the next step is a new app
     with pytest.raises(CommandError, match="no account named 'nobody'"):

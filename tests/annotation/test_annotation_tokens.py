@@ -72,6 +72,22 @@ def test_each_device_has_its_own_token_revoked_alone_or_all_at_once(user):
     assert not AuthToken.objects.exists()
 
 
+def test_a_password_change_ends_every_token_of_the_account(user, django_user_model):
+    """A stolen token outlives no password change (sessions end then too); saving the
+    account otherwise keeps them."""
+    other = django_user_model.objects.create_user("other", password=PASSWORD)
+    theirs = _log_in("other").json()["token"]
+    first, second = _log_in().json()["token"], _log_in().json()["token"]
+    user.first_name = "Renamed"
+    user.save()
+    assert _me(first).status_code == 200
+    user.set_password("a-new-pw-98765")
+    user.save()
+    _refused(_me(first))
+    _refused(_me(second))
+    assert _me(theirs).status_code == 200 and other.is_active
+
+
 def test_an_expired_token_is_refused_and_cleared_at_the_next_log_in(user):
     plain = _log_in().json()["token"]
     AuthToken.objects.update(expiry=timezone.now() - timedelta(seconds=1))
