@@ -8,7 +8,8 @@ EPS reader included, ever sees it), its header's size is checked against
 of a few hundred bytes is refused without allocating it), then it is decoded whole
 (a truncated file is refused). HTML named ``.png``, SVG (text, not a raster) and
 animations are refused. The server names the stored file: ``EXTENSIONS`` of the
-decoded format, so the media view serves it with that format's content type.
+decoded format, so the media view serves it with that format's content type. A validation
+study's images are stored as ``pixels_only`` PNGs (its cards are blinded).
 """
 
 from __future__ import annotations
@@ -73,3 +74,17 @@ def _too_big(name: str, what: str) -> str:
         f"{name}: {what}, more than the {max_pixels():,} pixels allowed "
         "(STEREORANK_MAX_IMAGE_PIXELS)"
     )
+
+
+def pixels_only(data: bytes) -> bytes:
+    """``data`` (an image ``check_image`` passed) as a PNG of its pixels alone: no text
+    chunk (a generator's "parameters", its prompt), no EXIF, XMP or colour profile, nothing
+    after the image, and one format whatever the generator wrote. A blinded card's bytes
+    then say nothing but what the participant sees."""
+    with Image.open(io.BytesIO(data), formats=list(EXTENSIONS)) as image:
+        image.load()
+        alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
+        pixels = image.convert("RGBA" if alpha else "RGB")
+    out = io.BytesIO()
+    pixels.save(out, format="PNG")
+    return out.getvalue()

@@ -29,7 +29,7 @@ from pathlib import Path
 from django.core.files.base import ContentFile
 from django.db import transaction
 
-from annotation.catalogue.images import UnsafeImage, check_image
+from annotation.catalogue.images import UnsafeImage, check_image, pixels_only
 from annotation.catalogue.importing import read_rows
 from annotation.catalogue.placeholders import placeholder_png
 from annotation.errors import ConditionError
@@ -143,10 +143,13 @@ def _check_row(number: int, raw: dict, folder: Path, prompts: dict) -> _Row:
         raise ConditionError(f"missing image file {path}")
     data = path.read_bytes()
     try:
-        extension = check_image(data, str(path)).extension
+        check_image(data, str(path))
     except UnsafeImage as error:
         raise ConditionError(error.message) from None
-    return _Row(number, cp, seed, data, hashlib.sha256(data).hexdigest(), extension, generator)
+    # Stored as its pixels only (no generator's metadata: the cards are blinded); known by
+    # the file's own checksum, so importing the same file again skips it.
+    digest = hashlib.sha256(data).hexdigest()
+    return _Row(number, cp, seed, pixels_only(data), digest, ".png", generator)
 
 
 def _store(study: Study, rows: list[_Row], placeholder: bool = False) -> dict:

@@ -118,7 +118,8 @@ def test_images_come_back_with_checksums_and_the_generator(study, tmp_path):
         )
         data = (tmp_path / row["image"]).read_bytes()
         assert image.item.image_sha256 == hashlib.sha256(data).hexdigest()
-        assert image.item.image.read() == data
+        with Image.open(io.BytesIO(data)) as sent, Image.open(image.item.image) as stored:
+            assert stored.format == "PNG" and stored.tobytes() == sent.tobytes()
         assert image.item.generator == {"name": "sdxl-test", "steps": 30, "guidance": 7.5}
         assert image.prompt.condition.name == row["condition"] and not image.item.is_placeholder
     again = generation.import_images(study, manifest)
@@ -188,3 +189,28 @@ def test_the_command_writes_the_manifest(study, tmp_path):
     assert len(rows) == 3 * 2 * 3 and rows[0]["images_per_prompt"] == "3"
     with pytest.raises(CommandError, match="no study 'nope'"):
         call_command("validation_images", "nope", "--manifest", str(out))
+
+
+def test_a_generators_metadata_never_reaches_the_stored_card(study, tmp_path):
+    """A PNG with the generator's text chunk (its prompt, the condition) and bytes after
+    the image, and a JPEG with EXIF: stored as PNGs of their pixels alone."""
+    from PIL import PngImagePlugin
+
+    two_conditions(study, tmp_path, n=1)
+    rows = generation.manifest_rows(study, images_per_prompt=1)
+    manifest = generate(rows, tmp_path)
+    told = PngImagePlugin.PngInfo()
+    told.add_text("parameters", "an older woman, condition=rewritten")
+    buffer = io.BytesIO()
+    Image.new("RGB", (16, 16), (1, 2, 3)).save(buffer, format="PNG", pnginfo=told)
+    (tmp_path / rows[0]["image"]).write_bytes(buffer.getvalue() + b"condition=rewritten")
+    exif = Image.Exif()
+    exif[0x010E] = "condition=original"  # ImageDescription
+    buffer = io.BytesIO()
+    Image.new("RGB", (16, 16), (9, 9, 9)).save(buffer, format="JPEG", exif=exif)
+    (tmp_path / rows[1]["image"]).write_bytes(buffer.getvalue())
+    generation.import_images(study, manifest)
+    for item in Item.objects.filter(study=study):
+        stored = item.image.read()
+        assert stored.startswith(b"\x89PNG") and b"condition" not in stored
+        assert item.image.name.endswith(".png")
