@@ -1,5 +1,12 @@
 """Admin: staff manage the catalogue, tasks, demographic fields, consent texts,
-instructions, and studies (opened, closed and archived by actions)."""
+instructions, and studies (opened, closed and archived by actions).
+
+Each page of a study's rows is scoped to the viewer's studies (``StudyScopedAdmin``):
+another study's rows are neither listed, nor offered in a form, nor found (404). The
+catalogue, the demographic fields and the erasure records are the installation's (the
+superuser's). A study's members are edited by its owners (``annotation.access.admin``);
+an annotator's demographic answers are shown to a member with the demographics
+permission only, and that read is in the study's access log."""
 
 from dataclasses import dataclass
 
@@ -9,6 +16,8 @@ from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from annotation import models
+from annotation.access import roles, scope, services
+from annotation.access.admin import StudyScopedAdmin, StudyScopedInline, record_read
 from annotation.participants import consent, recruitment
 from annotation.studies import lifecycle as studies
 from core.admin import ReadOnlyAdmin
@@ -30,21 +39,24 @@ class PromptAdmin(admin.ModelAdmin):
     raw_id_fields = ["origin"]
 
 
+STUDY_FILTER = ("study", admin.RelatedOnlyFieldListFilter)  # the viewer's studies only
+
+
 @admin.register(models.Item)
-class ItemAdmin(admin.ModelAdmin):
+class ItemAdmin(StudyScopedAdmin):
     list_display = ["id", "study", "prompt", "is_placeholder", "created_at"]
-    list_filter = ["study", "is_placeholder", "prompt__prompt_type"]
+    list_filter = [STUDY_FILTER, "is_placeholder", "prompt__prompt_type"]
     raw_id_fields = ["prompt"]
 
 
-class TaskItemInline(admin.TabularInline):
+class TaskItemInline(StudyScopedInline, admin.TabularInline):
     model = models.TaskItem
     raw_id_fields = ["item"]
     extra = 0
 
 
 @admin.register(models.RankingTask)
-class RankingTaskAdmin(admin.ModelAdmin):
+class RankingTaskAdmin(StudyScopedAdmin):
     """Staff make a task gold (with its reference) or give it an attention check here."""
 
     list_display = [
@@ -56,7 +68,7 @@ class RankingTaskAdmin(admin.ModelAdmin):
         "is_gold",
         "check_item",
     ]
-    list_filter = ["study", "is_gold", "occupation"]
+    list_filter = [STUDY_FILTER, "is_gold", ("occupation", admin.RelatedOnlyFieldListFilter)]
     readonly_fields = ["ranking_count"]
     raw_id_fields = ["check_item"]
     inlines = [TaskItemInline]
@@ -105,12 +117,12 @@ class DemographicFieldAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.ConsentText)
-class ConsentTextAdmin(admin.ModelAdmin):
+class ConsentTextAdmin(StudyScopedAdmin):
     """A study's consent versions, field by field. A version someone agreed to is read
     only: a change is a new version (add one), which everyone agrees to again."""
 
     list_display = ["study", "version", "complete", "demonstration", "published_at"]
-    list_filter = ["study", "demonstration"]
+    list_filter = [STUDY_FILTER, "demonstration"]
     fieldsets = [
         (None, {"fields": ["study", "version", "demonstration"]}),
         (
@@ -140,7 +152,7 @@ class ConsentTextAdmin(admin.ModelAdmin):
         return ["demonstration"]
 
 
-class StatusChangeInline(admin.TabularInline):
+class StatusChangeInline(StudyScopedInline, admin.TabularInline):
     model = models.StatusChange
     fk_name = "annotator"
     extra = 0
@@ -152,17 +164,19 @@ class StatusChangeInline(admin.TabularInline):
 
 
 @admin.register(models.Instructions)
-class InstructionsAdmin(admin.ModelAdmin):
+class InstructionsAdmin(StudyScopedAdmin):
     """Publish a new version to change a study's instructions; its newest is shown."""
 
     list_display = ["study", "version", "published_at"]
-    list_filter = ["study"]
+    list_filter = [STUDY_FILTER]
 
 
 @admin.register(models.AnnotatorProfile)
-class AnnotatorProfileAdmin(admin.ModelAdmin):
+class AnnotatorProfileAdmin(StudyScopedAdmin):
     """Status is read-only here: it changes through the policy or the Quality dashboard's
-    reinstate form, which record why; ``erased_at`` through erasure."""
+    reinstate form, which record why; ``erased_at`` through erasure. The account is not
+    changed here. The demographic answers are shown to a member with the demographics
+    permission only, each such page in the study's access log."""
 
     list_display = [
         "user",
@@ -174,31 +188,53 @@ class AnnotatorProfileAdmin(admin.ModelAdmin):
         "created_at",
         "erased_at",
     ]
-    list_filter = ["study", "status", "is_synthetic", "synthetic_kind"]
+    list_filter = [STUDY_FILTER, "status", "is_synthetic", "synthetic_kind"]
     search_fields = ["user__username"]
-    readonly_fields = ["status", "erased_at"]
+    readonly_fields = ["user", "status", "erased_at"]
     inlines = [StatusChangeInline]
+
+    def has_add_permission(self, request) -> bool:
+        return scope.is_superuser(request.user)  # accounts: create_annotator, the portal
+
+    def _answers_shown(self, request, obj) -> bool:
+        return obj is not None and scope.may(request.user, roles.VIEW_DEMOGRAPHICS, obj.study)
+
+    def get_exclude(self, request, obj=None):
+        hidden = [] if self._answers_shown(request, obj) else ["demographics"]
+        return [*(super().get_exclude(request, obj) or []), *hidden]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        response = super().change_view(request, object_id, form_url, extra_context)
+        obj = getattr(response, "context_data", {}).get("original")
+        shown = request.method == "GET" and response.status_code == 200 and obj is not None
+        if shown and self._answers_shown(request, obj):
+            record_read(request, obj.study, f"annotator {obj.pk}'s demographics (admin)")
+        return response
 
 
 @admin.register(models.Consent)
-class ConsentAdmin(admin.ModelAdmin):
+class ConsentAdmin(StudyScopedAdmin):
+    study_path = "annotator__study"
     list_display = ["annotator", "text", "given_at", "withdrawn_at"]
     readonly_fields = ["given_at"]
 
 
 @admin.register(models.Assignment)
-class AssignmentAdmin(admin.ModelAdmin):
+class AssignmentAdmin(StudyScopedAdmin):
+    study_path = "task__study"
     list_display = ["task", "annotator", "reserved_until"]
 
 
-class RankedItemInline(admin.TabularInline):
+class RankedItemInline(StudyScopedInline, admin.TabularInline):
+    parent_study_path = "task__study"
     model = models.RankedItem
     extra = 0
     readonly_fields = ["item", "position", "shown_position"]
 
 
 @admin.register(models.Ranking)
-class RankingAdmin(admin.ModelAdmin):
+class RankingAdmin(StudyScopedAdmin):
+    study_path = "task__study"
     list_display = ["id", "task", "annotator", "seconds_spent", "created_at"]
     list_filter = ["annotator__is_synthetic"]
     inlines = [RankedItemInline]
@@ -213,10 +249,25 @@ class ErasureAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.Study)
-class StudyAdmin(admin.ModelAdmin):
+class StudyAdmin(StudyScopedAdmin):
     """The unit a lab runs: kind, status, sampler, task size and overlap, the entry link to
     paste into the platform, and the exit codes. Saving a study whose sampler is
-    ``active`` queues its priorities (``training.registry.sampling``)."""
+    ``active`` queues its priorities (``training.registry.sampling``). Whoever adds a
+    study owns it; only an owner deletes one (its members: Access > Study memberships)."""
+
+    study_path = "pk"
+    read = roles.ANY_ROLE
+
+    def has_add_permission(self, request) -> bool:
+        return scope.is_staff(request.user)  # any staff member may start a study of theirs
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return self._may(request, roles.MANAGE_STUDY, obj)
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        if not change and not scope.is_superuser(request.user):  # its maker owns it
+            services.grant(obj, request.user.get_username(), roles.OWNER, by=request.user)
 
     list_display = ["name", "kind", "status", "sampler", "platform", "created_at"]
     list_filter = ["kind", "status", "sampler", "platform"]
@@ -227,7 +278,7 @@ class StudyAdmin(admin.ModelAdmin):
     def _move(self, request, queryset, status: str) -> None:
         """Each selected study along its lifecycle (``studies.transition``); a move it does
         not allow is reported, the others still made."""
-        for study in queryset:
+        for study in queryset.filter(pk__in=scope.visible_studies(request.user, roles.RUN_STUDY)):
             try:
                 studies.transition(study, status)
             except StereorankError as error:
@@ -317,7 +368,7 @@ def entry_link_column(request) -> EntryLinkColumn:
 
 
 @admin.register(models.Participation)
-class ParticipationAdmin(admin.ModelAdmin):
+class ParticipationAdmin(StudyScopedAdmin):
     """Read-only: who came by which study's link and how it ended (ids as stored: hashed).
     ``duplicate``: a later participation with a crowd id that came first on another
     device or browser (``annotation.participants.admission``); check it before paying."""
@@ -331,7 +382,7 @@ class ParticipationAdmin(admin.ModelAdmin):
         "duplicate",
         "session_id",
     ]
-    list_filter = ["study", "duplicate", "outcome", "screen_out_reason"]
+    list_filter = [STUDY_FILTER, "duplicate", "outcome", "screen_out_reason"]
     exclude = ["external_id_hash", "secret_hash"]
 
     def has_add_permission(self, request) -> bool:

@@ -9,7 +9,8 @@ gate, a learning curve is its snapshot's; a checkpoint with no snapshot (an impo
 is no study's data: every staff member with a role that allows ``capability`` in some
 study sees it. A retraining schedule is its studies' (``ScheduleSettings.studies``; none:
 the default study). The active scoring model serves the public scoring API whoever
-trained it: that is not study data.
+trained it: that is not study data. ``LineageScopedAdmin`` applies the same to the
+admin's pages of these records.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from __future__ import annotations
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from annotation.access import roles, scope
+from annotation.access.admin import NoOracle
 from annotation.models.studies import DEFAULT_STUDY_SLUG
+from core.admin import ReadOnlyAdmin
 from training.models import Checkpoint, DatasetSnapshot, TrainingRun
 
 
@@ -67,3 +70,31 @@ def sees_schedule(viewer, kwargs: dict, capability: str = roles.VIEW_DATA) -> bo
     wanted = set(schedule_studies(kwargs))
     seen = scope.visible_studies(viewer, capability).filter(slug__in=wanted)
     return seen.count() == len(wanted)
+
+
+class LineageScopedAdmin(NoOracle, ReadOnlyAdmin):
+    """The admin of a pipeline record: the viewer sees it when its snapshot (at
+    ``snapshot_path``) and its checkpoint (at ``checkpoint_path``; "" for a checkpoint
+    itself) are theirs; another's is neither listed nor found (404). Read only."""
+
+    snapshot_path: str | None = "snapshot"
+    checkpoint_path: str | None = None
+
+    def visible(self, request) -> Q:
+        mine = Q()
+        if self.snapshot_path is not None:
+            mine &= Q(**{f"{self.snapshot_path}__in": visible_snapshots(request.user)})
+        if self.checkpoint_path is not None:
+            mine &= checkpoint_filter(request.user, path=self.checkpoint_path)
+        return mine
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(self.visible(request))
+
+    def has_module_permission(self, request) -> bool:
+        return scope.has_any(request.user, roles.VIEW_DATA)
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        if obj is None:
+            return self.has_module_permission(request)
+        return self.get_queryset(request).filter(pk=obj.pk).exists()

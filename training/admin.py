@@ -5,7 +5,10 @@ API or the commands, which call ``training.services``; here the records are read
 so no invariant can be bypassed by a form. A retraining schedule (django-celery-beat's
 ``PeriodicTask`` of ``training.scheduled_retrain``) is edited as named fields, not as
 its JSON kwargs: ``ScheduleForm`` checks them with ``ScheduleSettings.from_kwargs`` (a
-bad value is a message and nothing is saved) and writes the kwargs the step reads."""
+bad value is a message and nothing is saved) and writes the kwargs the step reads.
+
+The records are scoped to the viewer (``LineageScopedAdmin``: a snapshot's whole
+lineage, ``training.access``); the schedules are the installation's (the superuser's)."""
 
 import json
 from dataclasses import fields
@@ -13,14 +16,15 @@ from dataclasses import fields
 from django import forms
 from django.conf import settings
 from django.contrib import admin
+from django.db.models import Q
 from django.utils.html import escape
 from django_celery_beat import admin as beat_admin
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from annotation.models import DemographicField
 from annotation.models.studies import Study
-from core.admin import ReadOnlyAdmin
 from training import models, selectors
+from training.access import LineageScopedAdmin
 from training.errors import ScheduleError
 from training.ml import recipes
 from training.schedule_settings import TASK_NAME, ScheduleSettings
@@ -286,7 +290,7 @@ class PeriodicTaskAdmin(beat_admin.PeriodicTaskAdmin):
 
 
 @admin.register(models.DatasetSnapshot)
-class DatasetSnapshotAdmin(ReadOnlyAdmin):
+class DatasetSnapshotAdmin(LineageScopedAdmin):
     list_display = [
         "id",
         "created_at",
@@ -311,20 +315,21 @@ class DatasetSnapshotAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.Augmentation)
-class AugmentationAdmin(ReadOnlyAdmin):
+class AugmentationAdmin(LineageScopedAdmin):
     list_display = ["id", "snapshot", "backend", "model", "n", "status", "created_at"]
     list_filter = ["backend", "status"]
 
 
 @admin.register(models.Paraphrase)
-class ParaphraseAdmin(ReadOnlyAdmin):
+class ParaphraseAdmin(LineageScopedAdmin):
+    snapshot_path = "augmentation__snapshot"
     list_display = ["id", "origin_key", "text", "backend", "template", "cosine"]
     list_filter = ["backend"]
     search_fields = ["text", "origin_key"]
 
 
 @admin.register(models.TrainingRun)
-class TrainingRunAdmin(ReadOnlyAdmin):
+class TrainingRunAdmin(LineageScopedAdmin):
     list_display = [
         "id",
         "snapshot",
@@ -339,7 +344,8 @@ class TrainingRunAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.Checkpoint)
-class CheckpointAdmin(ReadOnlyAdmin):
+class CheckpointAdmin(LineageScopedAdmin):
+    snapshot_path, checkpoint_path = None, ""
     list_display = ["version", "status", "rho", "snapshot", "encoder_name", "created_at"]
     list_filter = ["status", "encoder_name"]
 
@@ -349,30 +355,38 @@ class CheckpointAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.Evaluation)
-class EvaluationAdmin(ReadOnlyAdmin):
+class EvaluationAdmin(LineageScopedAdmin):
+    checkpoint_path = "checkpoint"
     list_display = ["id", "checkpoint", "snapshot", "created_at"]
     exclude = ["predictions"]
 
 
 @admin.register(models.RegistryEvent)
-class RegistryEventAdmin(ReadOnlyAdmin):
+class RegistryEventAdmin(LineageScopedAdmin):
+    snapshot_path, checkpoint_path = None, "checkpoint"
     list_display = ["at", "action", "checkpoint", "previous", "user", "reason"]
     list_filter = ["action"]
 
 
 @admin.register(models.RetrainDecision)
-class RetrainDecisionAdmin(ReadOnlyAdmin):
+class RetrainDecisionAdmin(LineageScopedAdmin):
+    """A schedule's decisions, for those who may see the schedule (``selectors``)."""
+
+    def visible(self, request) -> Q:
+        return Q(pk__in=selectors.retrain_decisions(request.user, None).values("pk"))
+
     list_display = ["at", "schedule", "decision", "reason", "snapshot", "run", "checkpoint"]
     list_filter = ["decision", "schedule"]
 
 
 @admin.register(models.EncoderGate)
-class EncoderGateAdmin(ReadOnlyAdmin):
+class EncoderGateAdmin(LineageScopedAdmin):
+    checkpoint_path = "checkpoint"
     list_display = ["at", "checkpoint", "backend", "quantization", "snapshot", "passed"]
     list_filter = ["passed", "backend", "quantization"]
 
 
 @admin.register(models.LearningCurve)
-class LearningCurveAdmin(ReadOnlyAdmin):
+class LearningCurveAdmin(LineageScopedAdmin):
     list_display = ["snapshot", "status", "draws", "n_rankings", "finished_at"]
     list_filter = ["status"]

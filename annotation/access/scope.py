@@ -109,3 +109,28 @@ def report_for(user, study, report: dict) -> dict:
 def is_superuser(user) -> bool:
     """The installation's account (or ``SYSTEM``): it sees everything."""
     return is_staff(user) and bool(user.is_superuser)
+
+
+def visible_prompts(user) -> QuerySet:
+    """The catalogue's prompts ``user`` may read: those no study's item uses yet (the
+    shared catalogue) and those an item of a study they may read uses; a prompt that only
+    another study's items use (imported by it) is that study's."""
+    from django.db.models import Exists, OuterRef, Q
+
+    from annotation.models import Item, Prompt
+
+    items_of = Item.objects.filter(prompt=OuterRef("pk"))
+    seen = in_scope(items_of, user)
+    return Prompt.objects.filter(Q(Exists(seen)) | ~Q(Exists(items_of)))
+
+
+def visible_occupations(user) -> QuerySet:
+    """The catalogue's occupations ``user`` may read: those with a prompt they may read
+    (``visible_prompts``), or with none at all."""
+    from django.db.models import Exists, OuterRef
+
+    from annotation.models import Occupation, Prompt
+
+    has_prompts = Prompt.objects.filter(occupation=OuterRef("pk"))
+    mine = visible_prompts(user).filter(occupation=OuterRef("pk"))
+    return Occupation.objects.filter(Exists(mine) | ~Exists(has_prompts))

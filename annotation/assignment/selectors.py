@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
 from annotation.access import scope
@@ -18,7 +18,6 @@ from annotation.models import (
     Assignment,
     Item,
     Occupation,
-    Prompt,
     Ranking,
     RankingTask,
     TaskItem,
@@ -115,24 +114,11 @@ def _by_occupation(queryset: QuerySet, occupation: str | None, field: str) -> Qu
     return queryset.filter(**{f"{field}__slug": occupation})
 
 
-def visible_prompts(viewer) -> QuerySet[Prompt]:
-    """The catalogue's prompts ``viewer`` may read: those no study's item uses yet (the
-    shared catalogue) and those an item of a study they may read uses; a prompt that
-    only another study's items use (imported by it) is that study's."""
-    items_of = Item.objects.filter(prompt=OuterRef("pk"))
-    seen = scope.in_scope(items_of, viewer)
-    return Prompt.objects.filter(Q(Exists(seen)) | ~Q(Exists(items_of)))
-
-
 def occupations_with_prompts(viewer) -> QuerySet[Occupation]:
     """The catalogue as ``viewer`` may read it: occupations with their prompts (originals
-    and paraphrases), each prompt and occupation only if ``visible_prompts`` holds one."""
-    prompts = visible_prompts(viewer)
-    has_prompts = Prompt.objects.filter(occupation=OuterRef("pk"))
-    shown = Exists(prompts.filter(occupation=OuterRef("pk"))) | ~Exists(has_prompts)
-    return Occupation.objects.filter(shown).prefetch_related(
-        Prefetch("prompts", queryset=prompts.order_by("prompt_type", "id"))
-    )
+    and paraphrases), each only if ``scope.visible_prompts`` holds it (or one of it)."""
+    prompts = scope.visible_prompts(viewer).order_by("prompt_type", "id")
+    return scope.visible_occupations(viewer).prefetch_related(Prefetch("prompts", queryset=prompts))
 
 
 def items(viewer, occupation: str | None = None, prompt_type: str | None = None) -> QuerySet[Item]:

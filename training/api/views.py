@@ -1,8 +1,8 @@
 """Staff API for the pipeline: snapshots, runs (start, cancel), the registry (promote,
 roll back, compare, model cards). Thin: every write goes through ``training.services``;
 a service error is an HTTP 400 with its message. Each view reads only what the viewer
-may see (``training.access``: a snapshot's whole lineage); another's is a 404. Past 400
-lines because one staff API keeps each serializer beside the views that use it."""
+may see (``training.access``: a snapshot's whole lineage); another's is a 404.
+Past 400 lines because one staff API keeps each serializer beside the views that use it."""
 
 from __future__ import annotations
 
