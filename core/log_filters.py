@@ -15,16 +15,17 @@ import logging
 import re
 
 # A path followed by its query string: "/join/x/?PROLIFIC_PID=..." up to a space or quote.
-_QUERY = re.compile(r"(/[^\s?\"']*)\?[^\s\"']*")
+_QUERY = re.compile(r"(/[^\s?\"']*)\?(?!\[query removed\])[^\s\"']*")
 REMOVED = "?[query removed]"
 # A resume link's secret: "/resume/<secret>" up to a slash, space or quote.
-_SECRET = re.compile(r"(/resume/)[^/\s?\"']+")
+_SECRET = re.compile(r"(/resume/)(?!\[secret removed\])[^/\s?\"']+")
 SECRET_REMOVED = "[secret removed]"
 
 
 def without_query(text: str) -> str:
     """``text`` with the query string of every path in it replaced by ``REMOVED`` and
-    every resume link's secret by ``SECRET_REMOVED``."""
+    every resume link's secret by ``SECRET_REMOVED``; idempotent (a logger configured
+    twice filters a record twice)."""
     text = _SECRET.sub(lambda m: m.group(1) + SECRET_REMOVED, text)
     return _QUERY.sub(lambda m: m.group(1) + REMOVED, text)
 

@@ -2,8 +2,10 @@
 
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -63,7 +65,9 @@ def test_runs_page_and_progress_endpoint_follow_the_database(study, staff_client
     page = staff_client.get(reverse("dashboards:runs"))
     html = page.content.decode()
     assert f'data-run="{run.pk}" data-finished="0"' in html and "epoch 1 of 4" in html
-    assert "setTimeout(tick, 2000)" in html  # the page polls every 2 s
+    assert '<script src="/static/dashboards/runs.js">' in html  # which polls every 2 s:
+    runs_js = Path(settings.BASE_DIR) / "web" / "static" / "dashboards" / "runs.js"
+    assert "setTimeout(tick, 2000)" in runs_js.read_text()
     url = reverse("dashboards:runs-progress") + f"?ids={run.pk}"
     [row] = staff_client.get(url).json()["runs"]
     assert (row["status"], row["epoch"], row["percent"], row["rho"]) == ("training", 1, 25, 0.2)
