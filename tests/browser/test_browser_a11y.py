@@ -23,6 +23,7 @@ from tests.browser.support import (
     wait_replaced,
     wait_until,
 )
+from tests.staff import make_staff
 
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
 
@@ -156,7 +157,7 @@ def _versions(tmp_path) -> None:
 @pytest.fixture
 def staff_site(transactional_db, media_root, tmp_path):
     _versions(tmp_path)
-    staff = get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
+    staff = make_staff("boss")  # owns the default study (tests/staff.py)
     services.get_profile(staff)
     return staff
 

@@ -4,10 +4,10 @@ and axe audit: tests/browser/test_browser_staff_pages.py.)"""
 import os
 
 import pytest
-from django.contrib.auth import get_user_model
 from training_study import ENCODER
 
 from tests.browser.test_browser_portal import CHROMEDRIVER, CHROMIUM, browser  # noqa: F401
+from tests.staff import make_staff
 from training.models import DatasetSnapshot, TrainingRun
 
 pytestmark = [
@@ -21,7 +21,7 @@ pytestmark = [
 
 @pytest.fixture
 def signed_in(browser, live_server, transactional_db):  # noqa: F811
-    get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
+    make_staff("boss")  # owns the default study (tests/staff.py)
     browser.get(live_server.url + "/dashboards/runs/")  # sent to the portal's log-in
     browser.find_element("name", "username").send_keys("boss")
     browser.find_element("name", "password").send_keys("pw-123456")

@@ -5,13 +5,13 @@ tests/browser/test_browser_staff_pages.py, which saves screenshots to
 ``STEREORANK_SCREENSHOTS`` when set.)"""
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from annotation.participants import services
 from tests.browser.conftest import driver, module_driver  # noqa: F401
 from tests.browser.support import NEEDS_CHROMIUM, laptop, phone, sign_in, wait_replaced
 from tests.browser.test_browser_a11y import _versions, audit, go
+from tests.staff import make_staff
 from training.models import Checkpoint
 
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
@@ -22,7 +22,7 @@ SIZES = {"laptop": laptop, "phone": phone}
 @pytest.fixture
 def staff_site(transactional_db, media_root, tmp_path):
     _versions(tmp_path)  # v1 active, v2 a candidate, both evaluated on one snapshot
-    staff = get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
+    staff = make_staff("boss")  # owns the default study (tests/staff.py)
     services.get_profile(staff)
     return staff
 

@@ -3,7 +3,6 @@ phone (390x844) size: the study lead's line, the SVG chart shown at the size dra
 sideways scroll, axe clean."""
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.urls import reverse
 from learning_curve_data import snapshot_row, stored_curve
 
@@ -11,6 +10,7 @@ from annotation.participants import services
 from tests.browser.conftest import driver, module_driver  # noqa: F401
 from tests.browser.support import NEEDS_CHROMIUM, laptop, phone, sign_in
 from tests.browser.test_browser_a11y import audit, go
+from tests.staff import make_staff
 from training.runs import learning_curves
 
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
@@ -26,7 +26,7 @@ def test_the_learning_curve_reads_at_laptop_and_phone_size(
     size,
 ):
     curve = stored_curve()
-    staff = get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
+    staff = make_staff("boss")  # owns the default study (tests/staff.py)
     services.get_profile(staff)
     SIZES[size](driver)
     sign_in(driver, live_server.url, staff)

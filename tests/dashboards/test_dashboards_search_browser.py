@@ -2,7 +2,6 @@
 size: the chosen recipe, the plot shown at the size drawn, no sideways scroll, axe clean."""
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.urls import reverse
 from training_study import make_study
 
@@ -10,6 +9,7 @@ from annotation.participants import services
 from tests.browser.conftest import driver, module_driver  # noqa: F401
 from tests.browser.support import NEEDS_CHROMIUM, laptop, phone, sign_in
 from tests.browser.test_browser_a11y import audit, go
+from tests.staff import make_staff
 from training.runs.services import execute_run, start_run
 from training.snapshots.services import create_snapshot
 
@@ -26,7 +26,7 @@ def test_a_searched_run_reads_at_laptop_and_phone_size(
     make_study(tmp_path)
     run = start_run(create_snapshot(include_synthetic=True), search=SPEC, enqueue=False)
     assert execute_run(run.pk, "node-a").startswith("done")
-    staff = get_user_model().objects.create_user("boss", password="pw-123456", is_staff=True)
+    staff = make_staff("boss")  # owns the default study (tests/staff.py)
     services.get_profile(staff)
     for size, resize in (("laptop", laptop), ("phone", phone)):
         resize(driver)
