@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 import httpx
+from django_otp.oath import totp
 
 ROOT = Path(__file__).resolve().parents[2]
 # The app services `docker compose up` starts: worker takes both queues; worker-gpu
@@ -155,6 +156,16 @@ def check_page_and_static(http: httpx.Client) -> None:
     assert "immutable" in style.headers["cache-control"]
 
 
+TOTP_KEY = "5c1c0de5" * 5
+"""The staff member's authenticator app's key (hex), enrolled through the stack's shell."""
+ENROL = (
+    "from django.contrib.auth import get_user_model; "
+    "from django_otp.plugins.otp_totp.models import TOTPDevice; "
+    f"TOTPDevice.objects.create(user=get_user_model().objects.get(username={STAFF[0]!r}), "
+    f"name='app', confirmed=True, key={TOTP_KEY!r})"
+)
+
+
 def check_worker_round_trip(stack: RunningStack, http: httpx.Client) -> None:
     """A study, then a staff API call that queues augmentation (default queue) and
     training (gpu queue), both taken by worker; the run ends done with checkpoint v1."""
@@ -164,10 +175,13 @@ def check_worker_round_trip(stack: RunningStack, http: httpx.Client) -> None:
         ["simulate_annotators", "--count", "6", "--tasks-per-annotator", "7"],
         ["create_annotator", STAFF[0], "--password", STAFF[1], "--consent", "--staff"],
         ["grant", STAFF[0], "default", "--role", "researcher"],  # staff see their studies only
+        ["shell", "--no-imports", "-c", ENROL],  # staff tokens come after a second factor
     ):
         done = stack.manage(*argv)
         assert done.returncode == 0, done.stdout + done.stderr
-    response = http.post("/api/auth/token/", data={"username": STAFF[0], "password": STAFF[1]})
+    code = f"{totp(bytes.fromhex(TOTP_KEY)):06d}"  # what the staff member's app shows now
+    login = {"username": STAFF[0], "password": STAFF[1], "otp": code}
+    response = http.post("/api/auth/token/", data=login)
     assert response.status_code == 200, response.text
     api = {"Authorization": f"Token {response.json()['token']}"}
     snapshot = http.post("/api/training/snapshots/", json={"include_synthetic": True}, headers=api)
