@@ -6,7 +6,11 @@ another study's rows are neither listed, nor offered in a form, nor found (404).
 catalogue, the demographic fields and the erasure records are the installation's (the
 superuser's). A study's members are edited by its owners (``annotation.access.admin``);
 an annotator's demographic answers are shown to a member with the demographics
-permission only, and that read is in the study's access log."""
+permission only, and that read is in the study's access log; no changelist filters on
+them, and a person's rows (profile, rankings) are never deleted here, only erased.
+
+Past 400 lines because the admin is one surface: each model's page is a few lines, and
+its scoping is read against its neighbours'."""
 
 from dataclasses import dataclass
 
@@ -19,6 +23,7 @@ from annotation import models
 from annotation.access import roles, scope, services
 from annotation.access.admin import StudyScopedAdmin, StudyScopedInline, record_read
 from annotation.participants import consent, recruitment
+from annotation.participants.erasure import erase_annotator
 from annotation.studies import lifecycle as studies
 from core.admin import ReadOnlyAdmin
 from core.errors import StereorankError
@@ -193,8 +198,24 @@ class AnnotatorProfileAdmin(StudyScopedAdmin):
     readonly_fields = ["user", "status", "erased_at"]
     inlines = [StatusChangeInline]
 
+    actions = ["erase_selected"]
+
     def has_add_permission(self, request) -> bool:
         return scope.is_superuser(request.user)  # accounts: create_annotator, the portal
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # a person's data leave through erasure, which leaves no trace
+
+    @admin.action(description="Erase the selected annotators (their rankings and answers)")
+    def erase_selected(self, request, queryset):
+        """Erasure on a request received by other means (an e-mail): as ``manage.py erase``,
+        for annotators of studies the viewer runs."""
+        erased = 0
+        for profile in queryset.filter(erased_at__isnull=True):
+            if scope.may(request.user, roles.RUN_STUDY, profile.study):
+                erase_annotator(profile, via=models.Erasure.Via.STAFF)
+                erased += 1
+        self.message_user(request, f"{erased} annotator(s) erased.")
 
     def _answers_shown(self, request, obj) -> bool:
         return obj is not None and scope.may(request.user, roles.VIEW_DEMOGRAPHICS, obj.study)
@@ -229,15 +250,22 @@ class RankedItemInline(StudyScopedInline, admin.TabularInline):
     parent_study_path = "task__study"
     model = models.RankedItem
     extra = 0
+    can_delete = False  # a ranking's items are the ranking
     readonly_fields = ["item", "position", "shown_position"]
 
 
 @admin.register(models.Ranking)
 class RankingAdmin(StudyScopedAdmin):
+    """Rankings are never deleted here: a task's count would go wrong and the annotator's
+    data would leave without an erasure (the annotators' page erases)."""
+
     study_path = "task__study"
     list_display = ["id", "task", "annotator", "seconds_spent", "created_at"]
     list_filter = ["annotator__is_synthetic"]
     inlines = [RankedItemInline]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(models.Erasure)

@@ -4,7 +4,8 @@ admin pages: a study's members (its owners') and its access log (read-only).
 - ``StudyScopedAdmin``: a model admin whose rows belong to a study (``study_path``): its
   querysets hold only the viewer's studies, its change forms offer only their rows as
   choices, its permissions are the viewer's role in the row's study (``read`` to see,
-  ``roles.RUN_STUDY`` to change; a page with none of their studies is a 403).
+  ``roles.RUN_STUDY`` to change; a page with none of their studies is a 403), and no
+  changelist filters on a personal field (``PERSONAL_FIELDS``).
 - ``StudyScopedInline``: an inline that answers as its parent object's study does.
 - ``StudyMembershipAdmin``: a study's members, for its owners, through ``services``.
 - ``close_oracles``: every registered admin, ours and the packages' (accounts, schedules,
@@ -90,11 +91,22 @@ class NoOracle:
         return super().user_change_password(request, id, form_url)
 
 
+PERSONAL_FIELDS = frozenset({"demographics"})
+"""Fields holding a person's answers: never a changelist lookup (``?demographics__x=``
+would list who answered what, one prefix at a time, whatever the change page hides)."""
+
+
 class StudyScopedAdmin(NoOracle, admin.ModelAdmin):
     """A model admin of rows that belong to a study, through the lookup ``study_path``."""
 
     study_path = "study"
     read = roles.VIEW_DATA
+
+    def lookup_allowed(self, lookup, value, request=None) -> bool:
+        """No query-string lookup through a personal field (a 400, Django's refusal)."""
+        if PERSONAL_FIELDS.intersection(lookup.split("__")):
+            return False
+        return super().lookup_allowed(lookup, value, request)
 
     def study_of(self, obj):
         """The study ``obj`` belongs to (``study_path`` followed)."""
