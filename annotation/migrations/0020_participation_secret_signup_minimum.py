@@ -10,42 +10,59 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0019_day_two_consent_quality_viewport'),
+        ("annotation", "0019_day_two_consent_quality_viewport"),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='participation',
-            name='take_part_once_per_study',
+            model_name="participation",
+            name="take_part_once_per_study",
         ),
         migrations.AddField(
-            model_name='participation',
-            name='duplicate',
-            field=models.BooleanField(default=False, help_text='Another participation of this study came with the same crowd id first (a second device or browser): check it before paying twice.'),
+            model_name="participation",
+            name="duplicate",
+            field=models.BooleanField(
+                default=False,
+                help_text="Another participation of this study came with the same crowd id first (a second device or browser): check it before paying twice.",
+            ),
         ),
         migrations.AddField(
-            model_name='participation',
-            name='secret_hash',
-            field=models.CharField(blank=True, editable=False, max_length=64, null=True, unique=True),
+            model_name="participation",
+            name="secret_hash",
+            field=models.CharField(
+                blank=True, editable=False, max_length=64, null=True, unique=True
+            ),
         ),
         migrations.AddField(
-            model_name='study',
-            name='minimum_rankings',
-            field=models.PositiveIntegerField(default=1, help_text='Rankings a participant stores before the completion code is shown, also when tasks run out (at most their quota counts).'),
+            model_name="study",
+            name="minimum_rankings",
+            field=models.PositiveIntegerField(
+                default=1,
+                help_text="Rankings a participant stores before the completion code is shown, also when tasks run out (at most their quota counts).",
+            ),
         ),
         migrations.AddField(
-            model_name='study',
-            name='open_signup',
-            field=models.BooleanField(default=False, help_text="Anyone may create an account on the portal's sign-up page and rank in this study. Off: it is joined only by its entry link or an account staff create."),
+            model_name="study",
+            name="open_signup",
+            field=models.BooleanField(
+                default=False,
+                help_text="Anyone may create an account on the portal's sign-up page and rank in this study. Off: it is joined only by its entry link or an account staff create.",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='participation',
-            constraint=models.UniqueConstraint(condition=models.Q(('duplicate', False)), fields=('study', 'external_id_hash'), name='one_first_participation_per_crowd_id'),
+            model_name="participation",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("duplicate", False)),
+                fields=("study", "external_id_hash"),
+                name="one_first_participation_per_crowd_id",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('minimum_rankings__gte', 1)), name='study_minimum_rankings_at_least_one'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("minimum_rankings__gte", 1)),
+                name="study_minimum_rankings_at_least_one",
+            ),
         ),
     ]
