@@ -6,6 +6,7 @@ import os
 import pytest
 from training_study import ENCODER
 
+from tests.browser.support import sign_in
 from tests.browser.test_browser_portal import CHROMEDRIVER, CHROMIUM, browser  # noqa: F401
 from tests.staff import make_staff
 from training.models import DatasetSnapshot, TrainingRun
@@ -21,11 +22,9 @@ pytestmark = [
 
 @pytest.fixture
 def signed_in(browser, live_server, transactional_db):  # noqa: F811
-    make_staff("boss")  # owns the default study (tests/staff.py)
-    browser.get(live_server.url + "/dashboards/runs/")  # sent to the portal's log-in
-    browser.find_element("name", "username").send_keys("boss")
-    browser.find_element("name", "password").send_keys("pw-123456")
-    browser.find_element("css selector", "[type=submit]").click()
+    """A staff member who owns the default study (tests/staff.py), logged in with their
+    second factor given (the log-in's pages: tests/annotation/test_annotation_second_factor.py)."""
+    sign_in(browser, live_server.url, make_staff("boss"))
     return browser
 
 
