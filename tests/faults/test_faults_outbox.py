@@ -34,7 +34,11 @@ def published(tmp_path):
     folder = tmp_path / "queue"
     folder.mkdir()
     conf.broker_url = "filesystem://"
-    conf.broker_transport_options = {"data_folder_in": str(folder), "data_folder_out": str(folder)}
+    conf.broker_transport_options = {
+        "data_folder_in": str(folder),
+        "data_folder_out": str(folder),
+        "control_folder": str(tmp_path / "control"),  # else ./control in the working directory
+    }
     yield lambda: len(list(folder.iterdir()))
     conf.broker_url, conf.broker_transport_options = before
 
