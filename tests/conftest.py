@@ -24,6 +24,7 @@ from annotation.models import (
     TaskItem,
 )
 from annotation.participants import services
+from tests.broker import broker  # noqa: F401  (a fixture: a broker a test can take down)
 from tests.second_factor_helpers import verify_session
 from tests.staff import give_role
 

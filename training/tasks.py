@@ -38,6 +38,15 @@ def train_run(run_id: int) -> str:
     return execute_run(run_id, train_run.request.hostname)
 
 
+@shared_task(name="training.tasks.dispatch_run", acks_late=True)
+def dispatch_run(run_id: int, task_id: str | None, after_augmentation: int | None) -> bool:
+    """Send a started run on to the gpu queue (from the outbox: idempotent, a run no longer
+    queued is left alone)."""
+    from training.runs.services import dispatch_run as dispatch
+
+    return dispatch(run_id, task_id, after_augmentation)
+
+
 @shared_task(name="training.tasks.augment_snapshot", acks_late=True, reject_on_worker_lost=True)
 def augment_snapshot(augmentation_id: int, encoder: str | None = None) -> dict:
     """Paraphrase a snapshot (idempotent: a finished augmentation is reused)."""

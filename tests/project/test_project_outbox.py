@@ -1,9 +1,7 @@
 """The outbox (issue 33): work that follows a commit is written with it, sent after it
 without waiting on the broker, and relayed when the send failed.
 
-The live broker here is Kombu's filesystem transport in a temporary folder (a message
-is a file: what was published can be counted); the dead one is a Redis URL on a port
-nothing listens on.
+The brokers are ``tests.broker``'s.
 """
 
 from __future__ import annotations
@@ -12,52 +10,16 @@ import time
 from datetime import timedelta
 
 import pytest
-from celery import current_app
 from django.db import transaction
-from django.utils import timezone
 
 from core.models import OutboxMessage
 from core.outbox import relay
 from core.queue import RELAY_EVERY, after_commit
+from tests.broker import age
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TASK = "annotation.tasks.adapt_overlap"
-
-
-@pytest.fixture
-def broker(tmp_path):
-    """A live filesystem broker; ``broker.dead()`` points the app at a dead port instead,
-    ``broker.published()`` counts the messages the live one holds."""
-    conf = current_app.conf
-    before = conf.broker_url, conf.broker_transport_options
-    folder = tmp_path / "queue"
-    folder.mkdir()
-    control = tmp_path / "control"  # else Kombu makes ./control in the working directory
-    live = {
-        "data_folder_in": str(folder),
-        "data_folder_out": str(folder),
-        "control_folder": str(control),
-    }
-
-    class Broker:
-        def live(self):
-            conf.broker_url, conf.broker_transport_options = "filesystem://", live
-
-        def dead(self):
-            conf.broker_url, conf.broker_transport_options = "redis://127.0.0.1:9/0", {}
-
-        def published(self) -> int:
-            return len(list(folder.iterdir()))
-
-    broker = Broker()
-    broker.live()
-    yield broker
-    conf.broker_url, conf.broker_transport_options = before
-
-
-def _age(seconds: float) -> None:
-    OutboxMessage.objects.update(created_at=timezone.now() - timedelta(seconds=seconds))
 
 
 def test_a_send_after_commit_is_published_and_its_row_deleted(broker):
@@ -97,7 +59,7 @@ def test_with_the_broker_down_the_send_fails_fast_and_the_relay_sends_it_later(
 
     broker.live()
     assert relay() == (0, 2)  # younger than the grace: their requests may still send them
-    _age(60)
+    age(60)
     assert relay() == (2, 0)
     assert broker.published() == 2
     assert relay() == (0, 0)  # nothing is sent twice by the relay
@@ -119,7 +81,7 @@ def test_a_submit_that_fills_a_task_is_stored_with_the_broker_down(
     assert ranking.pk is not None
     assert list(OutboxMessage.objects.values_list("task", "args")) == [(TASK, [task.pk])]
     broker.live()
-    _age(60)
+    age(60)
     assert relay() == (1, 0) and broker.published() == 1
 
 

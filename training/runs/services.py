@@ -145,8 +145,24 @@ def start_run(
         )
         if enqueue:
             after = augmentation.pk if pending_augmentation else None
-            transaction.on_commit(lambda: enqueue_run(run.pk, task_id, after_augmentation=after))
+            queue.after_commit(DISPATCH, run.pk, task_id, after)
     return run
+
+
+DISPATCH = "training.tasks.dispatch_run"
+"""The task that sends a queued run on (``dispatch_run``): it goes through the outbox, so a
+run started while the broker is down is sent when the broker returns, not left queued."""
+
+
+def dispatch_run(
+    run_id: int, task_id: str | None = None, after_augmentation: int | None = None
+) -> bool:
+    """Send a run that is still queued (``enqueue_run``); False for one that is not (it was
+    cancelled, or a relay sent it twice and it is already trained: ``claim`` trains it once)."""
+    if not TrainingRun.objects.filter(pk=run_id, status=Status.QUEUED).exists():
+        return False
+    enqueue_run(run_id, task_id, after_augmentation)
+    return True
 
 
 def enqueue_run(
@@ -199,7 +215,7 @@ def recover_lost_runs(node: str) -> list[int]:
     for run in TrainingRun.objects.filter(status__in=TrainingRun.ACTIVE_STATUSES):
         if is_lost(run, node) and write_off(run) == Status.QUEUED:
             requeued.append(run.pk)
-            transaction.on_commit(lambda pk=run.pk: enqueue_run(pk))
+            queue.after_commit(DISPATCH, run.pk, None, None)
     return requeued
 
 
