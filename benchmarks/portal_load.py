@@ -1,22 +1,29 @@
 """Load test: N concurrent simulated annotators against gunicorn on PostgreSQL.
 
-Sets up a fresh database (catalogue, 1,200 placeholder items, tasks, N annotators),
-starts gunicorn (gunicorn.conf.py: gthread workers), logs every annotator in
-once (a token; password hashing is a log-in cost, measured apart), then lets N
-threads, each on its own keep-alive HTTP connection, loop over "next task" +
-"submit ranking" through the REST API until their quota is done. Prints the
-load average, requests/s, p50/p95/p99 latency (all, next, submit, log-in) and the
-rankings stored versus submitted (lost or duplicated must both be zero).
+Sets up a fresh database (catalogue, placeholder items, tasks, N annotators), starts
+gunicorn (gunicorn.conf.py: gthread workers), logs every annotator in once (a token;
+password hashing is a log-in cost, measured apart), then lets N threads, each on its own
+keep-alive HTTP connection, loop over "next task" + "submit ranking" through the REST API
+until their quota is done. Prints the load average, requests/s, p50/p95/p99 latency
+(all, next, submit, log-in), the server's CPU per request (gunicorn's workers and the
+PostgreSQL backends of its database, from /proc) and the rankings stored versus
+submitted (lost or duplicated must both be zero).
 
-``--compare OTHER_TREE`` runs this benchmark on two code trees in turn (this one
-on DATABASE_URL, the other, e.g. a worktree of an older commit sharing the venv, on
-``--compare-database-url``), ``--rounds`` times alternated, and prints each run's
-figures, the medians and the ratios (this tree / the other).
+``--compare OTHER_TREE`` measures this tree against another (e.g. a worktree of an older
+commit sharing the venv, on ``--compare-database-url``) *paired*: both trees are served at
+once, each on its own database and port, and every annotator does each task on both, in
+alternating order. Both servers then run through the same moments of the machine (a
+shared host's speed drifts by tens of percent within minutes, which alternating whole
+runs measured as differences between the trees). ``--rounds`` paired runs; prints each
+round's figures, the medians and the ratios (this tree / the other).
 
-``--think-ms`` pauses each annotator between seeing a task and submitting it
-(a person takes seconds) and spreads their first arrivals over that time; 0,
-the default, is a saturation test: then latency is bound by Little's law
-(annotators / throughput), not by the time one request takes.
+The annotators rank at random, and so would fail the attention checks: the quality
+policy is relaxed to keep them in, so the path measured is a careful participant's, not
+a stream of refusals. ``--warmup K`` lets each annotator do K tasks before the measurement
+(the first requests of each path fill caches), ``--placeholders N`` makes N items per
+prompt (N * 20 tasks of 6). ``--think-ms`` pauses each annotator between seeing a task and
+submitting it and spreads their first arrivals over that time; 0, the default, is a
+saturation test: latency is then bound by Little's law (annotators / throughput).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_portal \\
         .venv/bin/python benchmarks/portal_load.py --annotators 32
@@ -26,6 +33,7 @@ the default, is a saturation test: then latency is bound by Little's law
 """
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -41,10 +49,11 @@ from pathlib import Path
 from _common import ROOT, gunicorn, load
 
 PASSWORD = "bench-pass-123"
+FIGURES = ("web_ms", "db_ms", "p95_ms")
 
 
 class Api:
-    """One annotator's keep-alive connection to the server."""
+    """One annotator's keep-alive connection to one server."""
 
     def __init__(self, port: int):
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -74,17 +83,6 @@ class Api:
         return response.status, json.loads(raw) if raw else {}, elapsed
 
 
-def manage(env: dict, *args: str) -> str:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=env["BENCH_TREE"],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-
-
 def percentiles(seconds: list[float]) -> str:
     if len(seconds) < 2:
         return "n/a"
@@ -109,19 +107,17 @@ def children(parent: int) -> set[int]:
     """The processes whose parent is ``parent`` (gunicorn's workers)."""
     found = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == parent:
                 found.add(int(stat.parent.name))
-        except (OSError, ValueError):
-            continue
     return found
 
 
-def database_backends() -> set[int]:
-    """PostgreSQL server processes serving the benchmark's database (not this one)."""
+def database_backends(url: str) -> set[int]:
+    """PostgreSQL server processes serving the database at ``url`` (not this one's)."""
     import psycopg
 
-    with psycopg.connect(os.environ["DATABASE_URL"]) as db:
+    with psycopg.connect(url) as db:
         rows = db.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
             "AND pid <> pg_backend_pid()"
@@ -129,53 +125,222 @@ def database_backends() -> set[int]:
     return {pid for (pid,) in rows}
 
 
-def server_cpu(server: int) -> dict[str, dict[int, float]]:
-    return {"web": cpu_seconds(children(server)), "db": cpu_seconds(database_backends())}
+def spent(before: dict[int, float], after: dict[int, float]) -> float:
+    return sum(t - before.get(pid, 0.0) for pid, t in after.items())
 
 
-FIGURES = ("web_ms", "db_ms", "p95_ms", "requests_per_s")
+class Side:
+    """One code tree served on its own database and port, and what its annotators saw."""
+
+    def __init__(self, tree: Path, url: str, port: int, args: argparse.Namespace):
+        self.tree, self.url, self.port = tree, url, port
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "DJANGO_SECRET_KEY": "bench-secret",
+            "STEREORANK_EMBEDDED": "true",
+            "DJANGO_DEBUG": "false",
+            "DJANGO_SECURE_SSL_REDIRECT": "false",
+            "DATABASE_CONN_MAX_AGE": "60",
+            "LOG_LEVEL": "WARNING",
+            "STEREORANK_THROTTLE_AUTH": "100000/min",
+            "STEREORANK_THROTTLE_SUBMIT": "100000/min",
+            "STEREORANK_TASK_OVERLAP": "2",
+            "STEREORANK_QUALITY_POLICY": json.dumps(
+                {"max_failed_checks": 10**6, "gold_min_score": -1, "untouched_max_rate": 1}
+            ),
+            "STEREORANK_ANNOTATOR_QUOTA": str(args.tasks_each + args.warmup),
+            "PYTHONPATH": str(tree),  # the tree served, not the venv's editable install
+        }
+        for name in ("workers", "threads"):
+            if value := getattr(args, name):
+                self.env[f"GUNICORN_{name.upper()}"] = str(value)
+        self.logins: list[float] = []
+        self.latencies: dict[str, list[float]] = {"next": [], "submit": []}
+        self.failures: list[str] = []
+        self.submitted = 0
+        self.apis: dict[str, Api] = {}
+        self.server = None
+
+    def manage(self, *args: str) -> str:
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=self.tree,
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+
+    def prepare(self, names: list[str], placeholders: int) -> None:
+        self.manage("migrate", "--no-input")
+        self.manage("collectstatic", "--no-input")
+        self.manage("flush", "--no-input")
+        self.manage("load_catalogue", "--placeholder-images", str(placeholders))
+        self.manage("build_tasks", "--overlap", "2")
+        self.manage(
+            "shell",
+            "-c",
+            "from django.core.management import call_command\n"
+            f"for name in {names!r}:\n"
+            f"    call_command('create_annotator', name, password={PASSWORD!r}, consent=True)",
+        )
+
+    def log_in(self, name: str, lock: threading.Lock) -> None:
+        api = self.apis[name]
+        status, body, took = api.post("/api/auth/token/", {"username": name, "password": PASSWORD})
+        with lock:
+            self.logins.append(took)
+            if status != 200:
+                self.failures.append(f"log-in {name}: {status}")
+        api.token = body.get("token")
+
+    def task(self, name: str, rng: random.Random, lock: threading.Lock, measured: bool) -> bool:
+        """One next task and its submit; False when the annotator has no more."""
+        api = self.apis[name]
+        status, task, took = api.post("/api/tasks/next/")
+        with lock:
+            if measured:
+                self.latencies["next"].append(took)
+            if status not in (200, 204):
+                self.failures.append(f"next {name}: {status}")
+        if status != 200:
+            return False
+        order = [item["id"] for item in task["items"]]
+        rng.shuffle(order)
+        status, _, took = api.post(f"/api/tasks/{task['id']}/ranking/", {"order": order})
+        with lock:
+            if measured:
+                self.latencies["submit"].append(took)
+            self.submitted += status == 201
+            if status != 201:
+                self.failures.append(f"submit {name}: {status}")
+        return True
+
+    def cpu(self) -> dict[str, dict[int, float]]:
+        return {
+            "web": cpu_seconds(children(self.server.pid)),
+            "db": cpu_seconds(database_backends(self.url)),
+        }
+
+    def report(self, cpu: tuple[dict, dict], loads: tuple[str, str], wall: float) -> dict:
+        """Print this side's figures; returns them (FIGURES, lost, duplicated, failed)."""
+        stored, over = map(
+            int,
+            self.manage(
+                "shell",
+                "-c",
+                "from annotation.models import Ranking, RankingTask; from django.db.models "
+                "import F; print(Ranking.objects.count(), RankingTask.objects.filter("
+                "ranking_count__gt=F('overlap')).count())",
+            ).split()[-2:],
+        )
+        every = self.latencies["next"] + self.latencies["submit"]
+        before, after = cpu
+        per_request = {k: 1000 * spent(before[k], after[k]) / len(every) for k in after}
+        conf = runpy.run_path(str(self.tree / "gunicorn.conf.py"))  # reads os.environ
+        print(f"tree: {self.tree}  gunicorn: {conf['workers']} {conf['worker_class']} workers")
+        print(f"load average before: {loads[0]}  after: {loads[1]}")
+        print(f"requests: {len(every)}  wall: {wall:.2f} s  requests/s: {len(every) / wall:.1f}")
+        print(f"latency all:    {percentiles(every)}")
+        print(f"latency next:   {percentiles(self.latencies['next'])}")
+        print(f"latency submit: {percentiles(self.latencies['submit'])}")
+        print(
+            f"server CPU per request: gunicorn {per_request['web']:.2f} ms + "
+            f"PostgreSQL {per_request['db']:.2f} ms"
+        )
+        print(f"log-in (once per annotator, not in the figures above): {percentiles(self.logins)}")
+        lost, duplicated = max(self.submitted - stored, 0), max(stored - self.submitted, 0)
+        print(
+            f"rankings submitted (201): {self.submitted}  stored: {stored}  lost: {lost}  "
+            f"duplicated: {duplicated}  tasks over overlap: {over}  "
+            f"failed requests: {len(self.failures)}"
+        )
+        for failure in self.failures[:10]:
+            print(f"  {failure}")
+        p95 = 1000 * statistics.quantiles(every, n=100)[94]
+        return {
+            "web_ms": per_request["web"],
+            "db_ms": per_request["db"],
+            "p95_ms": p95,
+            "lost": lost,
+            "duplicated": duplicated,
+            "failed": len(self.failures),
+        }
+
+
+def run(args: argparse.Namespace, sides: list[Side]) -> list[dict]:
+    """One measurement of every side at once; each side's figures."""
+    names = [f"bench{i}" for i in range(args.annotators)]
+    for side in sides:
+        side.prepare(names, args.placeholders)
+    lock = threading.Lock()
+    # Each side's annotators draw the same orders: the sides see the same work.
+    rngs = {(id(side), name): random.Random(name) for side in sides for name in names}
+
+    def run_all(target) -> float:
+        threads = [threading.Thread(target=target, args=(n,)) for n in names]
+        start = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return time.perf_counter() - start
+
+    def annotate(count: int, measured: bool):
+        def one(name: str) -> None:
+            order, rng = list(sides), random.Random(f"{name} thinks")
+            if args.think_ms:  # people do not all arrive in the same millisecond
+                time.sleep(rng.uniform(0, args.think_ms / 1000))
+            for _ in range(count):
+                done = [s.task(name, rngs[(id(s), name)], lock, measured) for s in order]
+                if not all(done):
+                    return
+                order.reverse()  # neither side always goes first
+                if args.think_ms:
+                    time.sleep(rng.uniform(0.5, 1.5) * args.think_ms / 1000)
+
+        return one
+
+    with contextlib.ExitStack() as stack:
+        for side in sides:
+            side.server = stack.enter_context(gunicorn(side.env, side.port, 150, side.tree))
+            side.apis = {name: Api(side.port) for name in names}
+        run_all(lambda name: [side.log_in(name, lock) for side in sides])
+        if args.warmup:
+            run_all(annotate(args.warmup, measured=False))
+        for side in sides:
+            for api in side.apis.values():
+                api.connection.close()  # idle meanwhile; the measured loop starts fresh
+        load_before, before = load(), [side.cpu() for side in sides]
+        wall = run_all(annotate(args.tasks_each, measured=True))
+        load_after, after = load(), [side.cpu() for side in sides]
+    return [
+        side.report((b, a), (load_before, load_after), wall)
+        for side, b, a in zip(sides, before, after, strict=True)
+    ]
 
 
 def compare(args: argparse.Namespace) -> None:
-    """Alternate this tree and ``args.compare`` ``args.rounds`` times; medians and ratios."""
+    """``args.rounds`` paired runs of this tree and ``args.compare``; medians and ratios."""
     if not args.compare_database_url.startswith("postgres"):
         sys.exit("portal_load: --compare needs --compare-database-url (a PostgreSQL database)")
-    trees = {
-        "this": (ROOT, os.environ["DATABASE_URL"]),
-        "other": (Path(args.compare).resolve(), args.compare_database_url),
-    }
-    passed = [f"--annotators={args.annotators}", f"--tasks-each={args.tasks_each}",
-              f"--think-ms={args.think_ms}", f"--port={args.port}"]  # fmt: skip
-    passed += [f"--{k}={v}" for k in ("workers", "threads") if (v := getattr(args, k))]
-    runs: dict[str, list[dict]] = {name: [] for name in trees}
+    this = Side(ROOT, os.environ["DATABASE_URL"], args.port, args)
+    other = Side(Path(args.compare).resolve(), args.compare_database_url, args.port + 1, args)
+    rounds = []
     for round_ in range(1, args.rounds + 1):
-        for name, (tree, url) in trees.items():
-            out = subprocess.run(
-                [sys.executable, __file__, *passed, f"--tree={tree}", "--json"],
-                env={**os.environ, "DATABASE_URL": url},
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            print(f"--- round {round_}: {name} ({tree})\n{out}", end="", flush=True)
-            runs[name].append(json.loads(out.splitlines()[-1]))
-    print(f"\nmedians of {args.rounds} alternated rounds (this = {ROOT}, other = {args.compare})")
-    medians = {
-        n: {f: statistics.median(r[f] for r in rs) for f in FIGURES} for n, rs in runs.items()
-    }
-    for figure in FIGURES:
-        this, other = medians["this"][figure], medians["other"][figure]
-        print(f"  {figure:15} this {this:8.2f}  other {other:8.2f}  this/other {this / other:.2f}")
-    ratios = [r["web_ms"] / o["web_ms"] for r, o in zip(runs["this"], runs["other"], strict=True)]
-    print("  gunicorn CPU ratio per round: " + " ".join(f"{x:.2f}" for x in ratios))
-    ratios = [r["db_ms"] / o["db_ms"] for r, o in zip(runs["this"], runs["other"], strict=True)]
-    print("  PostgreSQL CPU ratio per round: " + " ".join(f"{x:.2f}" for x in ratios))
-    bad = [r for rs in runs.values() for r in rs if r["lost"] or r["duplicated"] or r["failed"]]
-    print(f"  runs with a lost or duplicated ranking or a failed request: {len(bad)}")
-
-
-def spent(before: dict[int, float], after: dict[int, float]) -> float:
-    return sum(t - before.get(pid, 0.0) for pid, t in after.items())
+        print(f"--- round {round_}: this ({this.tree}) and other ({other.tree}), paired")
+        fresh = [Side(s.tree, s.url, s.port, args) for s in (this, other)]
+        rounds.append(run(args, fresh))
+    print(f"\nmedians of {args.rounds} paired rounds (this = {ROOT}, other = {args.compare})")
+    for i, figure in enumerate(FIGURES):
+        a = statistics.median(r[0][figure] for r in rounds)
+        b = statistics.median(r[1][figure] for r in rounds)
+        ratios = " ".join(f"{r[0][figure] / r[1][figure]:.2f}" for r in rounds)
+        print(f"  {figure:7} this {a:7.2f}  other {b:7.2f}  this/other {a / b:.2f}", end="")
+        print(f"  (per round: {ratios})" if i < 2 else "")
+    bad = [s for r in rounds for s in r if s["lost"] or s["duplicated"] or s["failed"]]
+    print(f"  sides with a lost or duplicated ranking or a failed request: {len(bad)}")
 
 
 def main() -> None:
@@ -185,162 +350,26 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None, help="gunicorn processes")
     parser.add_argument("--threads", type=int, default=None, help="threads per process")
     parser.add_argument("--think-ms", type=float, default=0.0, help="pause before a submit")
+    parser.add_argument(
+        "--warmup", type=int, default=0, help="tasks each annotator does before the measurement"
+    )
+    parser.add_argument(
+        "--placeholders", type=int, default=10, help="placeholder items per prompt (tasks / 6)"
+    )
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--tree", default=str(ROOT), help="the code tree to serve")
-    parser.add_argument("--json", action="store_true", help="end with the figures as JSON")
-    parser.add_argument("--compare", help="another code tree, alternated with this one")
+    parser.add_argument("--compare", help="another code tree, measured paired with this one")
     parser.add_argument("--compare-database-url", default="", help="the other tree's database")
-    parser.add_argument("--rounds", type=int, default=3, help="alternations with --compare")
+    parser.add_argument("--rounds", type=int, default=3, help="paired runs with --compare")
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         sys.exit("portal_load: set DATABASE_URL to a PostgreSQL database (it is flushed)")
+    for name in ("workers", "threads"):  # gunicorn.conf.py, read for the report, sees them
+        if value := getattr(args, name):
+            os.environ[f"GUNICORN_{name.upper()}"] = str(value)
     if args.compare:
         return compare(args)
-
-    env = {
-        **os.environ,
-        "DJANGO_SECRET_KEY": "bench-secret",
-        "STEREORANK_EMBEDDED": "true",
-        "DJANGO_DEBUG": "false",
-        "DJANGO_SECURE_SSL_REDIRECT": "false",
-        "DATABASE_CONN_MAX_AGE": "60",
-        "LOG_LEVEL": "WARNING",
-        "STEREORANK_THROTTLE_AUTH": "100000/min",
-        "STEREORANK_THROTTLE_SUBMIT": "100000/min",
-        "STEREORANK_TASK_OVERLAP": "2",
-        "STEREORANK_ANNOTATOR_QUOTA": str(args.tasks_each),
-        "BENCH_TREE": args.tree,
-        "PYTHONPATH": args.tree,  # the tree served, not the venv's editable install
-    }
-    if args.workers:
-        env["GUNICORN_WORKERS"] = os.environ["GUNICORN_WORKERS"] = str(args.workers)
-    if args.threads:
-        env["GUNICORN_THREADS"] = os.environ["GUNICORN_THREADS"] = str(args.threads)
-    manage(env, "migrate", "--no-input")
-    manage(env, "collectstatic", "--no-input")
-    manage(env, "flush", "--no-input")
-    manage(env, "load_catalogue", "--placeholder-images")
-    manage(env, "build_tasks", "--overlap", "2")
-    names = [f"bench{i}" for i in range(args.annotators)]
-    manage(
-        env,
-        "shell",
-        "-c",
-        "from django.core.management import call_command\n"
-        f"for name in {names!r}:\n"
-        f"    call_command('create_annotator', name, password={PASSWORD!r}, consent=True)",
-    )
-
-    logins: list[float] = []
-    latencies: dict[str, list[float]] = {"next": [], "submit": []}
-    failures: list[str] = []
-    submitted = 0
-    lock = threading.Lock()
-    with gunicorn(env, args.port, tries=150, cwd=Path(args.tree)) as server:
-        apis = {name: Api(args.port) for name in names}
-
-        def log_in(name: str) -> None:
-            api = apis[name]
-            status, body, took = api.post(
-                "/api/auth/token/", {"username": name, "password": PASSWORD}
-            )
-            with lock:
-                logins.append(took)
-                if status != 200:
-                    failures.append(f"log-in {name}: {status}")
-            api.token = body.get("token")
-
-        def annotate(name: str) -> None:
-            nonlocal submitted
-            api, rng = apis[name], random.Random(name)
-            if args.think_ms:  # people do not all arrive in the same millisecond
-                time.sleep(rng.uniform(0, args.think_ms / 1000))
-            for _ in range(args.tasks_each):
-                status, task, took = api.post("/api/tasks/next/")
-                with lock:
-                    latencies["next"].append(took)
-                if status != 200:
-                    if status != 204:
-                        with lock:
-                            failures.append(f"next {name}: {status}")
-                    return
-                order = [item["id"] for item in task["items"]]
-                rng.shuffle(order)
-                if args.think_ms:
-                    time.sleep(rng.uniform(0.5, 1.5) * args.think_ms / 1000)
-                status, _, took = api.post(f"/api/tasks/{task['id']}/ranking/", {"order": order})
-                with lock:
-                    latencies["submit"].append(took)
-                    submitted += status == 201
-                    if status != 201:
-                        failures.append(f"submit {name}: {status}")
-
-        def run_all(target) -> float:
-            threads = [threading.Thread(target=target, args=(n,)) for n in names]
-            start = time.perf_counter()
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            return time.perf_counter() - start
-
-        run_all(log_in)
-        for api in apis.values():
-            api.connection.close()  # idle through the log-ins; the loop starts fresh
-        load_before, cpu_before = load(), server_cpu(server.pid)
-        wall = run_all(annotate)
-        load_after, cpu_after = load(), server_cpu(server.pid)
-
-    out = manage(
-        env,
-        "shell",
-        "-c",
-        "from annotation.models import Ranking, RankingTask; from django.db.models import F;"
-        "print(Ranking.objects.count(), RankingTask.objects.filter("
-        "ranking_count__gt=F('overlap')).count())",
-    ).split()
-    stored, over = int(out[-2]), int(out[-1])
-    every = latencies["next"] + latencies["submit"]
-    conf = runpy.run_path(str(Path(args.tree) / "gunicorn.conf.py"))  # reads the same env
-    print(
-        f"annotators: {args.annotators}  tasks each: {args.tasks_each}  "
-        f"think: {args.think_ms:.0f} ms  gunicorn: {conf['workers']} {conf['worker_class']} "
-        f"workers x {conf['threads']} threads  cpus: {os.cpu_count()}"
-    )
-    print(f"load average before: {load_before}  after: {load_after}")
-    print(f"requests: {len(every)}  wall: {wall:.2f} s  requests/s: {len(every) / wall:.1f}")
-    print(f"latency all:    {percentiles(every)}")
-    print(f"latency next:   {percentiles(latencies['next'])}")
-    print(f"latency submit: {percentiles(latencies['submit'])}")
-    per_request = {k: 1000 * spent(cpu_before[k], cpu_after[k]) / len(every) for k in cpu_after}
-    print(
-        f"server CPU per request: gunicorn {per_request['web']:.1f} ms + "
-        f"PostgreSQL {per_request['db']:.1f} ms (capacity on {os.cpu_count()} idle CPUs: "
-        f"~{os.cpu_count() * 1000 / (per_request['web'] + per_request['db']):.0f} requests/s)"
-    )
-    workers = sorted(t - cpu_before["web"].get(pid, 0.0) for pid, t in cpu_after["web"].items())
-    print("gunicorn CPU by worker: " + " ".join(f"{t:.2f} s" for t in workers))
-    print(f"log-in (once per annotator, not in the figures above): {percentiles(logins)}")
-    print(
-        f"rankings submitted (201): {submitted}  stored: {stored}  "
-        f"lost: {max(submitted - stored, 0)}  duplicated: {max(stored - submitted, 0)}  "
-        f"tasks over overlap: {over}  failed requests: {len(failures)}"
-    )
-    for failure in failures[:10]:
-        print(f"  {failure}")
-    if args.json:
-        p95 = 1000 * statistics.quantiles(every, n=100)[94]
-        figures = dict(
-            zip(
-                FIGURES,
-                [per_request["web"], per_request["db"], p95, len(every) / wall],
-                strict=True,
-            )
-        )
-        lost, duplicated = max(submitted - stored, 0), max(stored - submitted, 0)
-        print(
-            json.dumps({**figures, "lost": lost, "duplicated": duplicated, "failed": len(failures)})
-        )
+    print(f"annotators: {args.annotators}  tasks each: {args.tasks_each}  cpus: {os.cpu_count()}")
+    run(args, [Side(ROOT, os.environ["DATABASE_URL"], args.port, args)])
 
 
 if __name__ == "__main__":
