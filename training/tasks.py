@@ -42,7 +42,7 @@ def train_run(run_id: int) -> str:
 def dispatch_run(run_id: int, task_id: str | None, after_augmentation: int | None) -> bool:
     """Send a started run on to the gpu queue (from the outbox: idempotent, a run no longer
     queued is left alone)."""
-    from training.runs.services import dispatch_run as dispatch
+    from training.runs.dispatch import dispatch_run as dispatch
 
     return dispatch(run_id, task_id, after_augmentation)
 

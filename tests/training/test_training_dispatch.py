@@ -11,7 +11,8 @@ from core.models import OutboxMessage
 from core.outbox import relay
 from tests.broker import age
 from training.models import TrainingRun
-from training.runs.services import DISPATCH, cancel_run, dispatch_run
+from training.runs.dispatch import DISPATCH, dispatch_run
+from training.runs.services import cancel_run
 from training.snapshots.services import create_snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -29,6 +29,7 @@ from training.models import Augmentation, DatasetSnapshot, TrainingRun
 from training.perspectives.services import request_reports
 from training.registry.evaluation import store_evaluation
 from training.registry.services import register
+from training.runs.dispatch import DISPATCH
 from training.runs.recovery import claim, is_lost, write_off
 from training.runs.search import execute as execute_search
 from training.runs.search import lineage as search_lineage
@@ -147,43 +148,6 @@ def start_run(
             after = augmentation.pk if pending_augmentation else None
             queue.after_commit(DISPATCH, run.pk, task_id, after)
     return run
-
-
-DISPATCH = "training.tasks.dispatch_run"
-"""The task that sends a queued run on (``dispatch_run``): it goes through the outbox, so a
-run started while the broker is down is sent when the broker returns, not left queued."""
-
-
-def dispatch_run(
-    run_id: int, task_id: str | None = None, after_augmentation: int | None = None
-) -> bool:
-    """Send a run that is still queued (``enqueue_run``); False for one that is not (it was
-    cancelled, or a relay sent it twice and it is already trained: ``claim`` trains it once)."""
-    if not TrainingRun.objects.filter(pk=run_id, status=Status.QUEUED).exists():
-        return False
-    enqueue_run(run_id, task_id, after_augmentation)
-    return True
-
-
-def enqueue_run(
-    run_id: int, task_id: str | None = None, after_augmentation: int | None = None
-) -> None:
-    """Send the run to the gpu queue, after its augmentation when that has yet to run.
-
-    Tasks are named, not imported: ``training.tasks`` calls this module, not the reverse.
-    """
-    train = queue.task("training.tasks.train_run", run_id)
-    if after_augmentation is None:
-        train.apply_async(task_id=task_id)
-    else:
-        augment = queue.task(
-            "training.tasks.augment_snapshot", after_augmentation, encoder_for_run(run_id)
-        )
-        (augment | train.set(task_id=task_id)).apply_async()
-
-
-def encoder_for_run(run_id: int) -> str:
-    return TrainingRun.objects.values_list("encoder", flat=True).get(pk=run_id)
 
 
 def cancel_run(run: TrainingRun, user=None) -> TrainingRun:
