@@ -14,8 +14,17 @@ from django.utils import timezone
 @pytest.fixture
 def broker(tmp_path):
     """A live filesystem broker; ``broker.dead()`` points the app at a dead port instead,
-    ``broker.published()`` counts the messages the live one holds."""
-    conf = current_app.conf
+    ``broker.published()`` counts the messages the live one holds. Each switch drops the
+    app's pooled connection and producers, so a plain ``apply_async`` (not only the
+    outbox's own sends) goes where the app now points, not to a broker an earlier test
+    used."""
+    app = current_app
+    conf = app.conf
+
+    def point(url, options):
+        conf.broker_url, conf.broker_transport_options = url, options
+        app._pool = app.amqp._producer_pool = None
+
     before = conf.broker_url, conf.broker_transport_options
     folder = tmp_path / "queue"
     folder.mkdir()
@@ -28,10 +37,10 @@ def broker(tmp_path):
 
     class Broker:
         def live(self):
-            conf.broker_url, conf.broker_transport_options = "filesystem://", live
+            point("filesystem://", live)
 
         def dead(self):
-            conf.broker_url, conf.broker_transport_options = "redis://127.0.0.1:9/0", {}
+            point("redis://127.0.0.1:9/0", {})
 
         def published(self) -> int:
             return len(list(folder.iterdir()))
@@ -39,7 +48,7 @@ def broker(tmp_path):
     broker = Broker()
     broker.live()
     yield broker
-    conf.broker_url, conf.broker_transport_options = before
+    point(*before)
 
 
 def age(seconds: float) -> None:
