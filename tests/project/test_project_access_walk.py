@@ -5,9 +5,10 @@ is not theirs at all may answer as it does for an id that does not exist), never
 and no B data in the body. The same pattern filled with A's object answers its
 researcher (the walk is not vacuous). A staff pattern with no probe here fails the walk.
 
-Then every page and answer A's researcher reads of A carries no one's demographic answer
+Each GET is sent once more filled with A's rows (each pattern once per side, in one
+process): no page or answer A's researcher reads of A carries anyone's demographic answer
 without the demographics permission; with it, the export and the annotator's admin page
-do, and the admin read is in the access log.
+do, and each read is in the access log.
 
 One module, one xdist group (tests/conftest.py groups by file); A and B are built once
 (``tests/access_world.py``) inside a transaction rolled back at the end.
@@ -314,10 +315,13 @@ def _admin_probe(world: World, route: str, name: str | None, add, uncovered: lis
 
 
 def test_no_staff_url_answers_a_researcher_with_another_studys_data(world, db):
+    """Each probe once with B's rows (404 or clean), and each GET once with A's rows: A's
+    researcher is answered where the probe says so, and, without the demographics
+    permission, no body carries anyone's answer or the answers' key."""
     client = _client(world.researcher)
     probes, uncovered = _probes(world)
     assert not uncovered, f"staff URLs no probe covers (add one to PROBES): {uncovered}"
-    failures = []
+    failures, shown = [], []
     a, b = world.a, world.b
     for label, probe, path in probes:
         admin_page = label.startswith("admin:") and probe.expect == "404"
@@ -329,29 +333,34 @@ def test_no_staff_url_answers_a_researcher_with_another_studys_data(world, db):
             failures.append(f"{label} (B): {status}, B data: {'bravo' in body}")
         elif probe.expect == "404" and status != 404:
             failures.append(f"{label} (B): {status}, not 404")
-        if probe.sane and probe.method == "get" and (probe.kwargs or probe.query or admin_page):
-            mine = _send(client, "get", path(a), (probe.query or _none)(a), {})
-            if mine.status_code in (403, 404) or mine.status_code >= 500:
-                failures.append(f"{label} (A): {mine.status_code} for A's own researcher")
+        if probe.method != "get":
+            continue
+        mine = _send(client, "get", path(a), (probe.query or _none)(a), {})
+        if _shows_answers(_body(mine), a):
+            shown.append(path(a))
+        answered = mine.status_code not in (403, 404) and mine.status_code < 500
+        if probe.sane and (probe.kwargs or probe.query or admin_page) and not answered:
+            failures.append(f"{label} (A): {mine.status_code} for A's own researcher")
     assert not failures, "\n".join(failures)
+    assert not shown, f"one person's answers without the permission: {shown}"
 
 
-def test_without_the_demographics_permission_no_one_s_answers_are_shown(world, db):
-    """Every GET of the walk, filled with A's rows, as A's researcher without the
-    demographics permission: no answer and no answers' key in any body; A's researcher
-    with it reads them in the export and on the annotator's admin page, each read logged."""
+def _shows_answers(body: str, side: Side) -> bool:
+    return side.answer in body or '"demographics"' in body or f"{FIELD}," in body
+
+
+def test_the_csv_export_has_no_answers_without_the_permission_and_reads_with_it_are_logged(
+    world, db
+):
+    """The walk's GETs showed A's researcher without the permission no one's answers (the
+    test above); nor does the export as CSV. A's researcher with it reads them in the
+    export and on the annotator's admin page, each read logged."""
     a = world.a
     plain, demographer = _client(world.researcher), _client(world.demographer)
-    probes, _ = _probes(world)
     export = reverse("api-export-rankings")
-    csv = [(export, {"study": a.study.slug, "format": "csv"})]
-    asked = [(path(a), (p.query or _none)(a)) for _, p, path in probes if p.method == "get"]
-    shown = []
-    for path, query in asked + csv:
-        body = _body(_send(plain, "get", path, query, {}))
-        if a.answer in body or '"demographics"' in body or f"{FIELD}," in body:
-            shown.append(path)
-    assert not shown, f"one person's answers without the permission: {shown}"
+    csv = _body(_send(plain, "get", export, {"study": a.study.slug, "format": "csv"}, {}))
+    assert a.pseudonym in csv, csv[:200]  # A's rows are there, without the answers
+    assert not _shows_answers(csv, a), csv[:200]
     before = AccessLogEntry.objects.count()
     body = _body(_send(demographer, "get", export, {"study": a.study.slug}, {}))
     assert json.loads(body.splitlines()[0])["demographics"] == {FIELD: a.answer}
