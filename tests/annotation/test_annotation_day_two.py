@@ -16,7 +16,7 @@ from annotation.access.scope import SYSTEM
 from annotation.assignment.next_task import next_task
 from annotation.catalogue.loading import ensure_consent_text, read_catalogue
 from annotation.models import AnnotatorStatus, ConsentText, Ranking, RankingTask, StatusChange
-from annotation.models.studies import Participation, Study
+from annotation.models.studies import Participation, Study, default_study
 from annotation.participants import admission, consent, services
 from annotation.participants.recruitment import Arrival
 from annotation.quality import standing
@@ -49,7 +49,7 @@ def test_the_catalogues_consent_is_a_template_that_names_what_to_fill_in(db):
 
 
 def test_publishing_from_a_file_makes_a_new_version_and_refuses_bad_input_whole(db, tmp_path):
-    study = Study.objects.get(slug="default")
+    study = default_study()
     before = ensure_consent_text(study=study)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**FILLED, "contact_email": "not an address"}))
@@ -161,7 +161,7 @@ def test_an_exclusion_from_before_is_screened_out_on_the_next_visit(participant)
 
 
 def test_an_excluded_account_without_a_platform_reads_why_and_the_contact(portal_client):
-    consent.publish(Study.objects.get(slug="default"), FILLED)
+    consent.publish(default_study(), FILLED)
     client = portal_client()
     standing._move(client.profile, AnnotatorStatus.EXCLUDED, "gold score 0.10 below 0.30")
     html = client.get(reverse("portal:home")).content.decode()
@@ -275,7 +275,7 @@ def test_the_admin_warns_of_open_studies_whose_consent_is_incomplete(admin_clien
     page = admin_client.get(reverse("admin:annotation_study_changelist"))
     warnings = [str(m) for m in page.context["messages"] if m.level_tag == "warning"]
     assert any(w.startswith("Study 'default': its consent text") for w in warnings), warnings
-    consent.publish(Study.objects.get(slug="default"), FILLED)
+    consent.publish(default_study(), FILLED)
     page = admin_client.get(reverse("admin:annotation_study_changelist"))
     assert not [m for m in page.context["messages"] if m.level_tag == "warning"]
 
@@ -292,7 +292,7 @@ def test_a_consent_version_someone_agreed_to_cannot_be_edited_in_the_admin(
 
 
 def test_the_admin_refuses_to_turn_quality_off_without_a_reason(admin_client):
-    study = Study.objects.get(slug="default")
+    study = default_study()
     url = reverse("admin:annotation_study_change", args=[study.pk])
     form = {
         "slug": study.slug,
@@ -347,7 +347,7 @@ def test_the_progress_dashboard_warns_of_open_studies_whose_consent_is_incomplet
     ensure_consent_text()
     page = admin_client.get(reverse("dashboards:progress")).content.decode()
     assert 'id="consent-warnings"' in page and "Study &#x27;default&#x27;: its consent" in page
-    consent.publish(Study.objects.get(slug="default"), FILLED)
+    consent.publish(default_study(), FILLED)
     page = admin_client.get(reverse("dashboards:progress")).content.decode()
     assert 'id="consent-warnings"' not in page
 

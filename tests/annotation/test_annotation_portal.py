@@ -6,6 +6,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from annotation.models import Assignment, ConsentText, DemographicField, Ranking, Study
+from annotation.models.studies import default_study_pk
 from annotation.participants import services
 from annotation.rankings import selectors
 from tests.second_factor_helpers import verify_session
@@ -26,7 +27,7 @@ def test_pages_redirect_to_consent_without_consent(portal_client, name):
 
 
 def test_signup_logs_in_and_asks_for_consent(client, db):
-    Study.objects.filter(slug="default").update(open_signup=True)  # its owner's choice
+    Study.objects.filter(pk=default_study_pk()).update(open_signup=True)  # its owner's choice
     ConsentText.objects.create(version=3, text="Consent text number three.")
     response = client.post(
         reverse("portal:signup"),

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotation.catalogue.loading import load_catalogue, read_catalogue
-from annotation.models.studies import Study
+from annotation.models.studies import Study, default_study_pk
 from annotation.participants import services
 from tests.browser.support import (
     NEEDS_CHROMIUM,
@@ -60,7 +60,7 @@ def portal_site(transactional_db, media_root, make_tasks, tmp_path):
     (tmp_path / "catalogue.json").write_text(json.dumps(catalogue))
     load_catalogue(placeholders_per_prompt=1, path=tmp_path / "catalogue.json")
     make_tasks(2, k=4, images=media_root)
-    Study.objects.filter(slug="default").update(open_signup=True)  # the form, audited
+    Study.objects.filter(pk=default_study_pk()).update(open_signup=True)  # the form, audited
     return get_user_model().objects.create_user("reader", password="pw-123456")
 
 

@@ -5,6 +5,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import ConsentText, DemographicField, Ranking, Study
+from annotation.models.studies import default_study_pk
 from tests.browser.support import (
     CHROMEDRIVER,
     CHROMIUM,
@@ -114,7 +115,7 @@ def test_browser_portal_signup_consent_demographics_and_two_rankings(
     url = live_server.url
     browser.get(url + reverse("portal:home"))
     assert "/login/" in browser.current_url  # anonymous -> log in
-    Study.objects.filter(slug="default").update(open_signup=True)  # closed unless opened
+    Study.objects.filter(pk=default_study_pk()).update(open_signup=True)  # closed unless opened
     browser.get(url + reverse("portal:signup"))
     browser.find_element("name", "username").send_keys("alice")
     browser.find_element("name", "password1").send_keys("a-Long-pass-987")

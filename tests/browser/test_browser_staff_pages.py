@@ -24,6 +24,7 @@ from django.urls.converters import IntConverter
 from django_celery_beat.models import PeriodicTask
 
 from annotation.models import DemographicField, Study
+from annotation.models.studies import default_study
 from annotation.participants import services
 from annotation.quality import store as quality_store
 from tests.browser.support import (
@@ -181,7 +182,7 @@ def _take_a_snapshot(driver) -> None:
 
 def _pages(site: dict) -> list[tuple]:
     """(name, path, a selector found only on the page filled, what to do there first)."""
-    default = Study.objects.get(slug="default")
+    default = default_study()
     schedule = site["schedule"].pk
     return [
         ("progress", reverse("dashboards:progress"), "#studies tr[data-study='val']", None),
