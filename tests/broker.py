@@ -4,6 +4,7 @@ on a port nothing listens on."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 
 import pytest
@@ -18,13 +19,7 @@ def broker(tmp_path):
     app's pooled connection and producers, so a plain ``apply_async`` (not only the
     outbox's own sends) goes where the app now points, not to a broker an earlier test
     used."""
-    app = current_app
-    conf = app.conf
-
-    def point(url, options):
-        conf.broker_url, conf.broker_transport_options = url, options
-        app._pool = app.amqp._producer_pool = None
-
+    conf = current_app.conf
     before = conf.broker_url, conf.broker_transport_options
     folder = tmp_path / "queue"
     folder.mkdir()
@@ -37,10 +32,10 @@ def broker(tmp_path):
 
     class Broker:
         def live(self):
-            point("filesystem://", live)
+            point_broker("filesystem://", live)
 
         def dead(self):
-            point("redis://127.0.0.1:9/0", {})
+            point_broker("redis://127.0.0.1:9/0", {})
 
         def published(self) -> int:
             return len(list(folder.iterdir()))
@@ -48,7 +43,20 @@ def broker(tmp_path):
     broker = Broker()
     broker.live()
     yield broker
-    point(*before)
+    point_broker(*before)
+
+
+def point_broker(url: str, options: dict) -> None:
+    """Point the Celery app at the broker ``url`` with ``options``, closing its pooled
+    connections and producers: else a plain ``apply_async`` keeps using the broker the
+    pool was first made for."""
+    app = current_app
+    app.conf.broker_url, app.conf.broker_transport_options = url, options
+    for pool in (app._pool, app.amqp._producer_pool):
+        if pool is not None:
+            with contextlib.suppress(Exception):  # a broker already gone: nothing to close
+                pool.force_close_all()
+    app._pool = app.amqp._producer_pool = None
 
 
 def age(seconds: float) -> None:

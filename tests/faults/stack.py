@@ -306,6 +306,8 @@ def pointed_at(stack: Stack):
     from celery import current_app
     from django.db import connections
 
+    from tests.broker import point_broker
+
     original = connections["default"]
     if original.vendor != "postgresql":
         raise RuntimeError("the fault suite copies a PostgreSQL test database (DATABASE_URL)")
@@ -317,10 +319,10 @@ def pointed_at(stack: Stack):
     conf = current_app.conf
     broker = conf.broker_url, conf.broker_transport_options
     connections["default"] = private
-    conf.broker_url, conf.broker_transport_options = stack.redis.url, {}
+    point_broker(stack.redis.url, {})
     try:
         yield
     finally:
         private.close()
         connections["default"] = original
-        conf.broker_url, conf.broker_transport_options = broker
+        point_broker(*broker)

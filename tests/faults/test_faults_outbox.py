@@ -21,6 +21,7 @@ from django.db import connections, transaction
 
 from core.models import OutboxMessage
 from core.queue import after_commit, send_message
+from tests.broker import point_broker
 from tests.project.compose_stack import free_port
 
 TASK = "annotation.tasks.adapt_overlap"
@@ -33,14 +34,16 @@ def published(tmp_path):
     before = conf.broker_url, conf.broker_transport_options
     folder = tmp_path / "queue"
     folder.mkdir()
-    conf.broker_url = "filesystem://"
-    conf.broker_transport_options = {
-        "data_folder_in": str(folder),
-        "data_folder_out": str(folder),
-        "control_folder": str(tmp_path / "control"),  # else ./control in the working directory
-    }
+    point_broker(
+        "filesystem://",
+        {
+            "data_folder_in": str(folder),
+            "data_folder_out": str(folder),
+            "control_folder": str(tmp_path / "control"),  # else ./control in the cwd
+        },
+    )
     yield lambda: len(list(folder.iterdir()))
-    conf.broker_url, conf.broker_transport_options = before
+    point_broker(*before)
 
 
 @contextmanager

@@ -35,8 +35,15 @@ def test_a_run_started_with_the_broker_down_is_sent_when_it_returns(study, staff
     broker.live()
     age(60)
     assert relay() == (1, 0) and broker.published() == 1  # the dispatch
+    broker.dead()  # gone again before the worker sends the run on: back in the outbox
+    assert dispatch_run(*row.args) is False
+    (again,) = OutboxMessage.objects.all()
+    assert (again.task, again.args) == (DISPATCH, row.args)
+    broker.live()
+    age(60)
+    assert relay() == (1, 0) and broker.published() == 2  # the dispatch, once more
     assert dispatch_run(*row.args) is True
-    assert broker.published() == 2  # ... and the run on the gpu queue
+    assert broker.published() == 3  # ... and the run on the gpu queue
     cancel_run(run)
     assert dispatch_run(*row.args) is False  # a second relay of a run no longer queued
-    assert broker.published() == 2
+    assert broker.published() == 3 and not OutboxMessage.objects.exists()

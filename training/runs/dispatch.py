@@ -10,8 +10,14 @@ Tasks are named, not imported: ``training.tasks`` calls this module, not the rev
 
 from __future__ import annotations
 
+import logging
+
+from kombu.exceptions import OperationalError
+
 from core import queue
 from training.models import TrainingRun
+
+log = logging.getLogger(__name__)
 
 DISPATCH = "training.tasks.dispatch_run"
 """The task that sends a queued run on (``dispatch_run``): it goes through the outbox, so a
@@ -22,10 +28,18 @@ def dispatch_run(
     run_id: int, task_id: str | None = None, after_augmentation: int | None = None
 ) -> bool:
     """Send a run that is still queued (``enqueue_run``); False for one that is not (it was
-    cancelled, or a relay sent it twice and it is already trained: ``claim`` trains it once)."""
+    cancelled, or a relay sent it twice and it is already trained: ``claim`` trains it once),
+    and for one whose send failed (its dispatch goes back in the outbox, for the relay)."""
     if not TrainingRun.objects.filter(pk=run_id, status=TrainingRun.Status.QUEUED).exists():
         return False
-    enqueue_run(run_id, task_id, after_augmentation)
+    try:
+        enqueue_run(run_id, task_id, after_augmentation)
+    except (OperationalError, OSError):  # the broker went away since it gave us this task
+        # Back in the outbox: its message is acknowledged once this returns, so a failed
+        # send here would otherwise leave the run queued with nothing to send it.
+        queue.after_commit(DISPATCH, run_id, task_id, after_augmentation)
+        log.warning("run %s: the broker refused it; its dispatch is back in the outbox", run_id)
+        return False
     return True
 
 

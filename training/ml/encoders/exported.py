@@ -18,7 +18,8 @@ whose releases pin transformers below the 5.x this project runs on, so the
 export and the runtime here use onnxruntime, OpenVINO and NNCF directly.
 
 The traced fp32 graph is kept beside the copies (``<name>--fp32-graph-<digest>.onnx``,
-keyed by the origin's identity key and torch's version, written atomically), so the four
+keyed by the origin's identity key, its modules' configuration and the versions of torch
+and the exporters, written atomically), so the four
 copies of one encoder trace it once, not four times (about 10 s each on two cores).
 
 The folder ``<name>--<backend>-<quantization>-<weight sha[:12]>`` holds the
@@ -80,6 +81,13 @@ def _versions() -> dict:
     return out
 
 
+def _version(dist: str) -> str | None:
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
+
+
 def artifact_sha256(folder: Path, backend: str) -> str:
     """One hash over the exported graph files of ``backend`` in ``folder``."""
     files = {f: sha256_file(folder / f) for f in ARTIFACTS[backend]}
@@ -132,7 +140,11 @@ def _traced(model, ident: EncoderIdentity, folder: Path, path: Path) -> list[str
     in ``folder`` for this origin and torch version, traced (and kept) if there is none."""
     import torch
 
-    digest = hashlib.sha256(f"{ident.key}|{torch.__version__}".encode()).hexdigest()[:16]
+    # What the trace depends on: the origin, its modules' configuration (the
+    # SentenceTransformer's repr names each module with its settings) and the exporters.
+    versions = {**_versions(), **{d: _version(d) for d in ("transformers", "onnxscript")}}
+    source = json.dumps([ident.key, repr(model), torch.__version__, versions], sort_keys=True)
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     label = Path(ident.name).name if Path(ident.name).is_absolute() else ident.name
     kept = folder / f"{label.replace('/', '--')}--fp32-graph-{digest}.onnx"
     inputs = kept.with_suffix(".json")
