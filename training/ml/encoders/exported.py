@@ -75,17 +75,11 @@ ARTIFACTS = {"onnx": ("model.onnx",), "openvino": ("openvino_model.xml", "openvi
 
 def _versions() -> dict:
     out = {}
-    for dist in ("torch", "onnxruntime", "openvino", "nncf", "sentence-transformers"):
+    exporters = ("onnxruntime", "onnxscript", "openvino", "nncf")
+    for dist in ("torch", "transformers", "sentence-transformers", *exporters):
         with contextlib.suppress(PackageNotFoundError):
             out[dist] = version(dist)
     return out
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return None
 
 
 def artifact_sha256(folder: Path, backend: str) -> str:
@@ -94,9 +88,13 @@ def artifact_sha256(folder: Path, backend: str) -> str:
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
 
+def _label(name: str) -> str:
+    """An encoder's name as a file name: a folder's own name, or a hub id with ``--``."""
+    return Path(name).name if Path(name).is_absolute() else name.replace("/", "--")
+
+
 def export_folder_name(name: str, backend: str, quantization: str, weight_sha: str) -> str:
-    label = Path(name).name if Path(name).is_absolute() else name.replace("/", "--")
-    return f"{label}--{backend}-{quantization}-{weight_sha[:12]}"
+    return f"{_label(name)}--{backend}-{quantization}-{weight_sha[:12]}"
 
 
 def _export_onnx(model, path: Path) -> list[str]:
@@ -137,16 +135,13 @@ def _export_onnx(model, path: Path) -> list[str]:
 
 def _traced(model, ident: EncoderIdentity, folder: Path, path: Path) -> list[str]:
     """The fp32 graph of ``model`` at ``path`` and its input names: a copy of the one kept
-    in ``folder`` for this origin and torch version, traced (and kept) if there is none."""
-    import torch
-
+    in ``folder`` for this origin, its modules and these library versions, traced (and
+    kept) if there is none."""
     # What the trace depends on: the origin, its modules' configuration (the
-    # SentenceTransformer's repr names each module with its settings) and the exporters.
-    versions = {**_versions(), **{d: _version(d) for d in ("transformers", "onnxscript")}}
-    source = json.dumps([ident.key, repr(model), torch.__version__, versions], sort_keys=True)
+    # SentenceTransformer's repr names each module with its settings) and the libraries.
+    source = json.dumps([ident.key, repr(model), _versions()], sort_keys=True)
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    label = Path(ident.name).name if Path(ident.name).is_absolute() else ident.name
-    kept = folder / f"{label.replace('/', '--')}--fp32-graph-{digest}.onnx"
+    kept = folder / f"{_label(ident.name)}--fp32-graph-{digest}.onnx"
     inputs = kept.with_suffix(".json")
     if kept.is_file() and inputs.is_file():
         shutil.copyfile(kept, path)
