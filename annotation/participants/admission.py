@@ -18,8 +18,12 @@ nothing to guess, and a copy of the table gives nobody a key.
   the same browser the participation continues under it. MTurk pays each assignment:
   the same worker on another assignment is refused (``AlreadyTookPart``).
 - The join page's form carries a candidate secret signed with a timestamp
-  (``django.core.signing``), so only secrets this server issued are accepted and the
-  same form posted twice (a double click) makes one participation.
+  (``django.core.signing``) and bound to the study and the crowd id it was issued for
+  (both are in the signature's salt), so only secrets this server issued for this
+  arrival are accepted. Once its participation exists the form is spent: only a second
+  post of it for the same crowd id within ``DOUBLE_POST_SECONDS`` (a double click, both
+  posts in flight) reaches that participation; any later post of it opens nothing, so a
+  form left in a shared browser's page, tab or history is no key.
 - The portal's sign-up page admits to a study only where its owner turned open sign-up
   on (``Study.open_signup``, off by default; ``signup_study``).
 - Participations made before secrets (``secret_hash`` null) resume only in a session
@@ -33,11 +37,13 @@ import hashlib
 import logging
 import secrets
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from annotation.errors import AlreadyTookPart, InvalidLink, SignupClosed, StudyClosed
 from annotation.models import AnnotatorProfile
@@ -51,6 +57,9 @@ SECRET_BYTES = 32
 FORM_SALT = "stereorank.participants.join-form"
 FORM_MAX_AGE = 24 * 60 * 60
 """Seconds a join page's form stays valid (then the link is opened again)."""
+DOUBLE_POST_SECONDS = 30
+"""How long after its participation was made a join form still reaches it: the second
+post of a double click, sent before the first one's answer (and its cookie) came back."""
 
 
 def new_secret() -> str:
@@ -62,16 +71,23 @@ def secret_hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def form_token() -> str:
-    """A join page's candidate secret, signed with the time it was issued."""
-    return signing.TimestampSigner(salt=FORM_SALT).sign(new_secret())
+def _form_signer(study: Study, arrival: Arrival) -> signing.TimestampSigner:
+    """Signs a join form for one study and one crowd id: a form posted to another
+    study's link or with another crowd id does not verify."""
+    crowd_hash = external_id_hash(study.platform, arrival.external_id)
+    return signing.TimestampSigner(salt=f"{FORM_SALT}:{study.pk}:{crowd_hash}")
 
 
-def secret_of_form(token: str) -> str:
-    """The secret a join form carries; ``InvalidLink`` when it was not issued here, was
-    changed, or is older than ``FORM_MAX_AGE``."""
+def form_token(study: Study, arrival: Arrival) -> str:
+    """A join page's candidate secret for this arrival, signed with the time it was issued."""
+    return _form_signer(study, arrival).sign(new_secret())
+
+
+def secret_of_form(study: Study, arrival: Arrival, token: str) -> str:
+    """The secret a join form carries; ``InvalidLink`` when it was not issued here for this
+    study and crowd id, was changed, or is older than ``FORM_MAX_AGE``."""
     try:
-        return signing.TimestampSigner(salt=FORM_SALT).unsign(token, max_age=FORM_MAX_AGE)
+        return _form_signer(study, arrival).unsign(token, max_age=FORM_MAX_AGE)
     except signing.BadSignature:  # SignatureExpired included
         raise InvalidLink("This page is out of date: please open the study's link again.") from None
 
@@ -109,15 +125,30 @@ def continue_session(participation: Participation, arrival: Arrival) -> Particip
     return participation
 
 
-def returning(study: Study, arrival: Arrival, *held: str) -> tuple[Participation, str] | None:
-    """The participation one of the ``held`` secrets opens in ``study`` for this crowd id,
-    with that secret; None when none does (a secret of another crowd id opens nothing:
-    another person on a shared browser)."""
-    for secret in held:
-        found = by_secret(study, secret)
-        if matches(found, study, arrival):
-            return continue_session(found, arrival), secret
-    return None
+def returning(study: Study, arrival: Arrival, held: str) -> Participation | None:
+    """The participation the secret this browser ``held`` opens in ``study`` for this crowd
+    id; None when it opens none (a secret of another crowd id opens nothing: another
+    person on a shared browser)."""
+    found = by_secret(study, held)
+    return continue_session(found, arrival) if matches(found, study, arrival) else None
+
+
+def by_form(study: Study, arrival: Arrival, secret: str) -> Participation | None:
+    """The participation a join form's ``secret`` made, for a second post of that form:
+    only for its own crowd id and only within ``DOUBLE_POST_SECONDS`` of its making;
+    None otherwise (the form is spent: see ``spent``)."""
+    found = by_secret(study, secret)
+    if not matches(found, study, arrival):
+        return None
+    if timezone.now() - found.started_at > timedelta(seconds=DOUBLE_POST_SECONDS):
+        return None
+    return continue_session(found, arrival)
+
+
+def spent(secret: str) -> bool:
+    """Whether a participation (of any study) holds ``secret`` already: its form opens
+    nothing more."""
+    return Participation.objects.filter(secret_hash=secret_hash(secret)).exists()
 
 
 def _first(study: Study, crowd_hash: str) -> Participation | None:
@@ -149,8 +180,12 @@ def enroll(study: Study, arrival: Arrival, secret: str | None = None) -> Partici
         try:
             participation = _create(study, arrival, crowd_hash, secret_hash(secret), duplicate)
         except IntegrityError:
-            same = by_secret(study, secret)
-            if same is not None:
+            if spent(secret):
+                same = by_form(study, arrival, secret)
+                if same is None:  # a replayed form: its participation is another's
+                    raise InvalidLink(
+                        "This page was used already: please open the study's link again."
+                    ) from None
                 return same  # the same form, posted twice at once
             if duplicate:
                 raise

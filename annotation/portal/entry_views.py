@@ -70,7 +70,11 @@ def _consent_page(request, study: Study, arrival: recruitment.Arrival):
         if secret := admission.issue_secret(own):  # made before secrets
             device.remember(response, study, secret)
         return response
-    context = {"study": study, "action": request.get_full_path(), "token": admission.form_token()}
+    context = {
+        "study": study,
+        "action": request.get_full_path(),
+        "token": admission.form_token(study, arrival),
+    }
     held = admission.by_secret(study, device.held_secret(request, study))
     if admission.matches(held, study, arrival):  # this browser took part: one POST back
         return render(request, "portal/join_back.html", context)
@@ -90,16 +94,18 @@ def _join(request, study: Study, arrival: recruitment.Arrival):
     if action not in (AGREE, DECLINE, CONTINUE):
         return _refused(request, study, "The form did not say whether you agree.", 400)
     token = request.POST.get("token", "")
-    form_secret = admission.secret_of_form(token) if token else ""
+    form_secret = admission.secret_of_form(study, arrival, token) if token else ""
     own = _own(request)
+    held = device.held_secret(request, study)
     if admission.matches(own, study, arrival):
         participation, secret = admission.continue_session(own, arrival), ""
-    elif found := admission.returning(
-        study, arrival, device.held_secret(request, study), form_secret
-    ):
-        participation, secret = found
-    elif action == CONTINUE or not form_secret:
-        return redirect(request.get_full_path())  # this browser's key is gone: the page again
+    elif found := admission.returning(study, arrival, held):
+        participation, secret = found, held
+    elif found := admission.by_form(study, arrival, form_secret):  # a double click
+        participation, secret = found, form_secret
+    elif action == CONTINUE or not form_secret or admission.spent(form_secret):
+        # This browser's key is gone, or the form was used already: the page again.
+        return redirect(request.get_full_path())
     else:
         admission.check_newcomer(study, arrival)
         if not recruitment.allow_new_participant(request, study):
@@ -121,6 +127,20 @@ def _join(request, study: Study, arrival: recruitment.Arrival):
     if secret := secret or admission.issue_secret(participation) or "":
         device.remember(response, study, secret)
     return response
+
+
+def _arrives_as(request, study: Study, participation: Participation) -> bool:
+    """Whether a resume link's arrival is its participation's own: a link carrying a crowd
+    id (the platform's parameters) must carry that participation's; one without any is
+    the participant's own bookmark (the link is their key, shown only to them)."""
+    id_name = recruitment.PLATFORM_PARAMS[study.platform][0]
+    if id_name not in request.GET:
+        return True
+    try:
+        arrival = recruitment.parse_arrival(study.platform, request.GET)
+    except AnnotationError:
+        return False
+    return admission.matches(participation, study, arrival)
 
 
 def _answer(participation: Participation, action: str) -> str:
@@ -154,7 +174,7 @@ def join_decline(request, slug: str):
     return render(
         request,
         "portal/join_decline.html",
-        {"study": study, "action": action, "token": admission.form_token()},
+        {"study": study, "action": action, "token": admission.form_token(study, arrival)},
     )
 
 
@@ -165,6 +185,8 @@ def resume(request, slug: str, secret: str):
     nobody in), back into their participation; this browser keeps the key."""
     study = _study(slug)
     participation = admission.by_secret(study, secret)
+    if participation is not None and not _arrives_as(request, study, participation):
+        participation = None  # the link with another crowd id: another person's door
     if participation is None:
         error = UnknownKey(
             "This link opens nothing: it is mistyped, or the data it led to was erased. "

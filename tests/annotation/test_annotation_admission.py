@@ -5,6 +5,7 @@ comes back, a double click, participations from before secrets) beside them."""
 
 import json
 import threading
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from crowd_fakes import FakeProlific, join
@@ -80,6 +81,10 @@ def _held(client: Client, study: Study) -> str:
     request = HttpRequest()
     request.COOKIES = {name: morsel.value for name, morsel in client.cookies.items()}
     return device.held_secret(request, study)
+
+
+def _query(link: str) -> dict[str, str]:
+    return dict(parse_qsl(urlsplit(link).query))
 
 
 def _first(study: Study) -> Participation:
@@ -161,7 +166,8 @@ def test_forged_keys_open_nothing(study, victim):
     assert admission.secret_hash(secret) == first.secret_hash
     attacker = Client(REMOTE_ADDR="198.51.100.9")
     # The victim's secret as a join form's token: not one this server signed.
-    for token in (secret, "x", admission.form_token() + "0"):
+    arrival = recruitment.parse_arrival(study.platform, _query(_link(study, pid)))
+    for token in (secret, "x", admission.form_token(study, arrival) + "0"):
         response = attacker.post(_link(study, pid), {"action": "continue", "token": token})
         assert response.status_code == 400
     # A cookie that was not signed here (the bare secret, or a changed signature).
