@@ -7,6 +7,10 @@ import re
 MAX_ID = 2**63 - 1
 """PostgreSQL's bigint: a bigger id would overflow in the query (a 500, not a 404)."""
 
+ID_PATTERN = r"[0-9]+"
+"""An id in a URL pattern: ASCII digits only (``\\d`` takes any script's digits, so
+``/rankings/١/`` would read ranking 1); ``as_id`` bounds its value."""
+
 _DIGITS = re.compile(r"[0-9]{1,19}")
 
 

@@ -245,8 +245,10 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
     # The API speaks JSON (form encodings cannot send null or lists); the log-in view
-    # (annotation/api/tokens.py) keeps its own parsers, forms included.
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # (annotation/api/tokens.py) keeps its own parsers, forms included. Hostile JSON (too
+    # deep, NaN, a key twice, too big) is a 400 or 413, parsed before any view runs.
+    "DEFAULT_PARSER_CLASSES": ["core.api_bodies.StrictJSONParser"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "core.api_bodies.BodyFirst",
     "DEFAULT_PAGINATION_CLASS": "web.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 100,
     # `?format=` selects an export's format, not a DRF renderer.

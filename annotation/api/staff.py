@@ -36,6 +36,7 @@ from annotation.quality import standing
 from annotation.quality import store as quality_store
 from annotation.rankings.exports import annotator_for_pseudonym, pseudonym
 from annotation.studies import lifecycle as studies
+from core.ids import ID_PATTERN
 
 
 class PromptSerializer(serializers.ModelSerializer):
@@ -119,7 +120,7 @@ SYNTHETIC = OpenApiParameter("synthetic", bool, description="Only synthetic (tru
 
 class StaffViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [IsAdminUser]
-    lookup_value_regex = r"\d+"
+    lookup_value_regex = ID_PATTERN
 
 
 class OccupationViewSet(StaffViewSet):

@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 from annotation.accounts import lockout, second_factor, tokens
 from annotation.accounts.policy import needs_second_factor
 from annotation.api.auth import ProfileTokenAuthentication
+from core.api_bodies import StrictJSONParser
 from core.throttling import ScopedRateThrottle
 
 WRONG_CREDENTIALS = "Unable to log in with provided credentials."
@@ -68,7 +69,7 @@ class TokenView(APIView):
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "auth"
     # Forms too: the log-in is what a plain HTML form or curl -d sends first.
-    parser_classes = [parsers.JSONParser, parsers.FormParser, parsers.MultiPartParser]
+    parser_classes = [StrictJSONParser, parsers.FormParser, parsers.MultiPartParser]
 
     @extend_schema(
         request=LogInSerializer,

@@ -1,0 +1,110 @@
+"""The API's request bodies: one JSON parser that refuses hostile JSON with a 400 (or a
+413) before any view runs.
+
+``StrictJSONParser`` is every API view's JSON parser (``DEFAULT_PARSER_CLASSES``, and the
+log-in view's own list). Over DRF's ``JSONParser`` it refuses, each with a message that
+says what is wrong:
+
+- a body over Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (413, where Django's own check
+  would end in a 400 with a logged traceback);
+- nesting deeper than ``MAX_DEPTH`` (counted before parsing, so 5,000 ``[`` never reach
+  the parser's recursion);
+- ``NaN``, ``Infinity`` and ``-Infinity``, which are not JSON;
+- an object naming one key twice (``json`` keeps the last silently).
+
+``BodyFirst`` makes the parse happen for every request that may carry a body, before
+authentication, permissions and the view: DRF parses lazily, on the first
+``request.data``, so a view that never reads its body would otherwise act on a
+request whose body is hostile, or in a format it does not take (415).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from rest_framework import exceptions, status
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.parsers import JSONParser
+
+MAX_DEPTH = 16
+"""The deepest nesting of arrays and objects a body may have; the API's bodies need 3."""
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKETS = re.compile(rb"[\[\]{}]")
+_SAFE = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+
+
+class BodyTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is too large."
+    default_code = "body_too_large"
+
+
+def depth(raw: bytes) -> int:
+    """The deepest nesting of ``[`` and ``{`` in a JSON text, strings left out."""
+    deepest = level = 0
+    for bracket in _BRACKETS.findall(_STRING.sub(b'""', raw)):
+        level += 1 if bracket in (b"[", b"{") else -1
+        deepest = max(deepest, level)
+    return deepest
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise ValueError(f"the key {twice!r} is given twice")
+    return result
+
+
+def loads(raw: bytes, encoding: str = "utf-8") -> Any:
+    """A JSON body as Python, or ``ParseError`` saying why it is refused."""
+    if (found := depth(raw)) > MAX_DEPTH:
+        raise exceptions.ParseError(
+            f"JSON parse error - nested {found} levels deep; at most {MAX_DEPTH} are accepted."
+        )
+    try:
+        return json.loads(
+            raw.decode(encoding),
+            parse_constant=_no_constants,
+            object_pairs_hook=_no_duplicate_keys,
+        )
+    except (ValueError, RecursionError) as error:  # JSONDecodeError and UnicodeError too
+        raise exceptions.ParseError(f"JSON parse error - {error}") from None
+
+
+class StrictJSONParser(JSONParser):
+    """DRF's JSON parser with the refusals above."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        raw = stream.read() if limit is None else stream.read(limit + 1)
+        if limit is not None and len(raw) > limit:
+            raise BodyTooLarge(f"The request body is over {limit} bytes.")
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        return loads(raw, encoding)
+
+
+class BodyFirst(DefaultContentNegotiation):
+    """DRF's content negotiation, which every API view runs first, then the body parsed
+    (for methods that carry one): a hostile or unsupported body is refused before any
+    authentication, permission check or view code."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        chosen = super().select_renderer(request, renderers, format_suffix)
+        if request.method not in _SAFE:
+            try:
+                request.data  # noqa: B018 - parsed now, refused now
+            except RequestDataTooBig:  # DRF reads ``request.body``, which Django bounds
+                limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+                raise BodyTooLarge(f"The request body is over {limit} bytes.") from None
+        return chosen
