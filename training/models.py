@@ -160,7 +160,8 @@ class TrainingRun(models.Model):
     )
     epoch = models.PositiveIntegerField(default=0)
     epochs = models.PositiveIntegerField()
-    # One entry per finished epoch: {"epoch", "loss", "eval_spearman"}.
+    # One entry per finished epoch: {"attempt", "epoch", "loss", "rho"}; a retried run keeps
+    # the earlier attempts' entries (``attempt_history`` is the current attempt's).
     history = models.JSONField(default=list, blank=True)
     # A hyper-parameter search before training (training.runs.search), None without one: the grid,
     # its progress, then every configuration with its CV rho and interval, and the chosen one.
@@ -172,6 +173,9 @@ class TrainingRun(models.Model):
     worker = models.CharField(max_length=255, blank=True)
     worker_pid = models.IntegerField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # When the lost-run sweep first saw the holder's own heartbeat missing (cleared when it
+    # beats again): the run is written off once that has lasted WORKER_LOST_AFTER.
+    holder_missing_since = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -205,6 +209,11 @@ class TrainingRun(models.Model):
             return 1.0
         done, total = self.steps
         return done / total if total else 0.0
+
+    @property
+    def attempt_history(self) -> list[dict]:
+        """The current attempt's epochs (entries from before attempts were marked count)."""
+        return [h for h in self.history if h.get("attempt", self.attempts) == self.attempts]
 
     @property
     def steps(self) -> tuple[int, int]:

@@ -136,6 +136,18 @@ def recover_on_start(sender, **kwargs) -> None:
         log.warning("gpu worker start: removed %s, requeued runs %s", removed, requeued)
 
 
+@shared_task(name="training.tasks.sweep_lost_runs")
+def sweep_lost_runs() -> list[int]:
+    """Beat's lost-run sweep (default queue, every ``SWEEP_EVERY`` s): runs whose holder
+    is gone are retried or failed (``training.runs.recovery``); the requeued ids."""
+    from django.db import transaction
+
+    from training.runs.services import recover_lost_runs
+
+    with transaction.atomic():
+        return recover_lost_runs()
+
+
 @shared_task(name="training.tasks.learning_curve", acks_late=True)
 def learning_curve(curve_id: int) -> str:
     """Compute a queued learning curve (default queue; a finished one is left as it is)."""

@@ -6,8 +6,10 @@ import os
 
 from celery import Celery
 from celery.signals import beat_init, worker_ready, worker_shutdown
+from django.conf import settings
 from kombu import Queue
 
+from core.heartbeats import node_component
 from core.queue import RELAY_EVERY
 from web.heartbeat import start_heartbeat, stop_heartbeat
 
@@ -33,6 +35,11 @@ app.conf.update(
     # The outbox's relay (core.outbox): what a send after a commit could not hand over.
     beat_schedule={
         "relay-outbox": {"task": "core.tasks.relay_outbox", "schedule": RELAY_EVERY},
+        # Runs whose gpu worker died, whatever name its replacement has (training/runs/recovery.py).
+        "sweep-lost-runs": {
+            "task": "training.tasks.sweep_lost_runs",
+            "schedule": float(settings.TRAINING_RUNS["SWEEP_EVERY"]),
+        },
     },
 )
 app.autodiscover_tasks()
@@ -41,9 +48,10 @@ app.autodiscover_tasks()
 # Workers and beat write heartbeats for /healthz (web/heartbeat.py; web/health.py reads them).
 @worker_ready.connect
 def _worker_heartbeat(sender, **kwargs) -> None:
-    """A ready worker beats for each queue it consumes."""
+    """A ready worker beats for each queue it consumes (for /healthz) and under its own
+    node name (for the lost-run sweep: the name a training run records as its holder)."""
     queues = sorted(q.name for q in sender.task_consumer.queues) if sender.task_consumer else []
-    start_heartbeat([f"worker:{q}" for q in queues])
+    start_heartbeat([f"worker:{q}" for q in queues] + [node_component(sender.hostname)])
 
 
 @worker_ready.connect

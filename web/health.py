@@ -34,7 +34,7 @@ from django.urls import path
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from web.heartbeat import heartbeat_key
+from core.heartbeats import heartbeat_key
 
 log = logging.getLogger(__name__)
 

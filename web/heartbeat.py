@@ -17,12 +17,9 @@ import threading
 import time
 from pathlib import Path
 
+from core.heartbeats import heartbeat_key
+
 log = logging.getLogger(__name__)
-
-
-def heartbeat_key(component: str) -> str:
-    """The health-cache key of one component's heartbeat, e.g. ``heartbeat:worker:gpu``."""
-    return f"heartbeat:{component}"
 
 
 class Heartbeat(threading.Thread):

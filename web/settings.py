@@ -357,11 +357,16 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 # Training runs (training/runs/services.py): the soft limit is checked between steps (the gpu
 # worker runs -P solo, where Celery's own limits do not apply); a run whose heartbeat
-# is older than STALE_AFTER is taken as lost; a lost run is retried up to MAX_ATTEMPTS.
+# is older than STALE_AFTER is taken as lost (the backstop); a lost run is retried up to
+# MAX_ATTEMPTS.
 TRAINING_RUNS = {
     "SOFT_TIME_LIMIT": env.int("STEREORANK_RUN_SOFT_TIME_LIMIT", default=5 * 60 * 60),
     "STALE_AFTER": env.int("STEREORANK_RUN_STALE_AFTER", default=30 * 60),
     "MAX_ATTEMPTS": env.int("STEREORANK_RUN_MAX_ATTEMPTS", default=2),
+    # A run's holder is lost once its own heartbeat was seen missing this long (four beats),
+    # by the sweep beat runs every SWEEP_EVERY seconds (training/runs/recovery.py).
+    "WORKER_LOST_AFTER": env.int("STEREORANK_WORKER_LOST_AFTER", default=60),
+    "SWEEP_EVERY": env.int("STEREORANK_RUN_SWEEP_EVERY", default=20),
 }
 # Prefork pools (the default queue): Celery's own limits, soft first.
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=2 * 60 * 60)

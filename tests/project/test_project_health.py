@@ -15,7 +15,8 @@ import pytest
 from django.core.cache import caches
 from django.db import OperationalError, connections
 
-from web import health, heartbeat
+from core import heartbeats
+from web import health
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,7 +57,7 @@ def health_settings(settings, tmp_path):
 
 
 def _beat(*components: str, ago: float = 0.0) -> None:
-    caches["health"].set_many({heartbeat.heartbeat_key(c): time.time() - ago for c in components})
+    caches["health"].set_many({heartbeats.heartbeat_key(c): time.time() - ago for c in components})
 
 
 def test_heartbeat_state_at_the_boundary():

@@ -78,10 +78,15 @@ def test_a_run_of_a_dead_worker_is_retried_once_then_failed(snapshot, settings):
         worker_pid=dead_pid,
         heartbeat_at=timezone.now(),
         attempts=1,
+        epoch=1,
+        history=[{"epoch": 1, "loss": 0.5, "rho": 0.1}],  # the lost attempt's first epoch
     )
     assert execute_run(run.pk, "node-a") == "done: v1"
     run.refresh_from_db()
-    assert run.attempts == 2 and "was lost during training; retried" in run.error
+    assert run.attempts == 2 and "was lost during training; retrying (attempt 2 of 2)" in run.error
+    # The lost attempt's epoch is kept, marked; the card and the page read attempt 2's.
+    assert [(h["attempt"], h["epoch"]) for h in run.history] == [(1, 1), (2, 1)]
+    assert run.attempt_history == run.history[1:] and run.epoch == 1
     # a second loss (stale heartbeat, another node) fails it with the reason
     run2 = start_run(snapshot, hyperparameters=FAST, enqueue=False)
     TrainingRun.objects.filter(pk=run2.pk).update(

@@ -55,8 +55,9 @@ def _purge_broker() -> None:
 class Worker:
     """One ``celery worker`` subprocess; its log goes to a file that the test can show."""
 
-    def __init__(self, log: Path, env: dict) -> None:
+    def __init__(self, log: Path, env: dict, node: str = NODE, beat: bool = False) -> None:
         self.log, self.env, self.proc = log, env, None
+        self.node, self.beat = node, beat
 
     def start(self, timeout: float = 120) -> Worker:
         self.log_file = open(self.log, "ab")  # noqa: SIM115 - closed in stop()
@@ -75,7 +76,8 @@ class Worker:
                 "--concurrency",
                 "1",
                 "-n",
-                NODE,
+                self.node,
+                *(["-B", "-s", str(self.log.with_suffix(".schedule"))] if self.beat else []),
                 "--without-gossip",
                 "--without-mingle",
                 "--loglevel",
@@ -266,12 +268,55 @@ def test_sigkill_mid_training_then_a_new_worker_retries_the_run(worker, tmp_path
         worker=worker,
     )
     assert done.status == Status.DONE, done.error
-    assert done.attempts == 2 and "was lost during training; retried" in done.error
+    assert (
+        done.attempts == 2 and "was lost during training; retrying (attempt 2 of 2)" in done.error
+    )
     assert done.worker_pid != killed_pid
     (ckpt,) = Checkpoint.objects.all()
     assert ckpt.run_id == run.pk
     assert sorted(p.name for p in checkpoint_root().glob("v*")) == [f"v{ckpt.version}"]
     assert Path(ckpt.path).is_dir() and Path(ckpt.path, "manifest.json").is_file()
+
+
+def test_a_replacement_under_another_name_retries_the_run(worker, tmp_path, worker_storage):
+    """A pod replaced: the dead worker's node name never comes back. The replacement's
+    beat sweeps (every second here, with a 3 s limit and 1 s heartbeats, for the test's
+    time; 20 s, 60 s and 15 s by default) and retries the run, within two minutes."""
+    make_study(tmp_path)
+    snapshot = create_snapshot(include_synthetic=True)
+    run = start_run(snapshot, hyperparameters={**FAST, "epochs": 80, "n_boot": 0})
+    wait_for(lambda: run_status(run.pk).epoch >= 1, what="training to start", worker=worker)
+    worker.kill()
+    fast = {
+        "STEREORANK_HEARTBEAT_SECONDS": "1",
+        "STEREORANK_WORKER_LOST_AFTER": "3",
+        "STEREORANK_RUN_SWEEP_EVERY": "1",
+    }
+    renamed = f"gpu-replacement@{socket.gethostname()}"
+    replacement = Worker(worker_storage / "replacement.log", {**worker.env, **fast}, renamed, True)
+    replacement.start()
+    try:
+        wait_for(
+            lambda: run_status(run.pk).attempts == 2,
+            timeout=120,
+            what="the retry, within two minutes",
+            worker=replacement,
+        )
+        done = wait_for(
+            lambda: (r := run_status(run.pk)).is_finished and r,
+            timeout=300,
+            what="the retried run",
+            worker=replacement,
+        )
+    finally:
+        replacement.stop()
+    assert done.status == Status.DONE, done.error
+    assert done.worker == renamed and done.attempts == 2
+    assert f"worker {NODE} (pid" in done.error and "retrying (attempt 2 of 2)" in done.error
+    assert {h["attempt"] for h in done.history} == {1, 2}  # the lost attempt's epochs kept
+    (ckpt,) = Checkpoint.objects.all()
+    assert ckpt.run_id == run.pk
+    assert sorted(p.name for p in checkpoint_root().glob("v*")) == [f"v{ckpt.version}"]
 
 
 def test_a_duplicate_delivery_trains_once(worker, tmp_path):

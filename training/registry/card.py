@@ -151,7 +151,7 @@ def _performance(checkpoint: Checkpoint, run: TrainingRun | None) -> dict:
         "n_items": m.get("n_items"),
         "n_prompts": m.get("n_groups"),
         "n_boot": m.get("n_boot"),
-        "history": list(run.history) if run is not None else [],
+        "history": run.attempt_history if run is not None else [],
         "per_occupation": per_occupation,
         "per_occupation_spread": spread,
     }

@@ -30,7 +30,7 @@ from training.perspectives.services import request_reports
 from training.registry.evaluation import store_evaluation
 from training.registry.services import register
 from training.runs.dispatch import DISPATCH
-from training.runs.recovery import claim, is_lost, write_off
+from training.runs.recovery import claim, holder_missing, is_lost, write_off
 from training.runs.search import execute as execute_search
 from training.runs.search import lineage as search_lineage
 from training.runs.search import requested as search_request
@@ -173,11 +173,16 @@ def cancel_run(run: TrainingRun, user=None) -> TrainingRun:
     return TrainingRun.objects.get(pk=run_id)
 
 
-def recover_lost_runs(node: str) -> list[int]:
-    """Write off every lost run (``write_off``) and re-enqueue those retried."""
+def recover_lost_runs(node: str | None = None) -> list[int]:
+    """The lost-run sweep (``training.runs.recovery``): write off every run whose holder
+    is lost and re-enqueue those retried. ``node``: the sweeping gpu worker's own name,
+    whose dead pids it may judge; None from beat's sweep."""
+    active = list(TrainingRun.objects.filter(status__in=TrainingRun.ACTIVE_STATUSES))
+    lost = [run for run in active if is_lost(run, node)]
+    lost += holder_missing([run for run in active if run not in lost])
     requeued = []
-    for run in TrainingRun.objects.filter(status__in=TrainingRun.ACTIVE_STATUSES):
-        if is_lost(run, node) and write_off(run) == Status.QUEUED:
+    for run in lost:
+        if write_off(run) == Status.QUEUED:
             requeued.append(run.pk)
             queue.after_commit(DISPATCH, run.pk, None, None)
     return requeued
@@ -188,7 +193,10 @@ class _Attempt:
 
     def __init__(self, run: TrainingRun, soft_limit: float) -> None:
         self.run_id, self.attempt = run.pk, run.attempts
-        self.history: list[dict] = []
+        # Earlier attempts' epochs stay, each marked with its attempt.
+        self.history: list[dict] = [
+            {"attempt": h.get("attempt", self.attempt - 1), **h} for h in run.history
+        ]
         self.deadline = time.monotonic() + soft_limit
         self.soft_limit = soft_limit
         self.last_beat = self.last_poll = time.monotonic()
@@ -203,7 +211,8 @@ class _Attempt:
 
     def on_epoch(self, report) -> None:
         rho = (report.eval_metrics or {}).get("spearman")
-        self.history.append(json_safe({"epoch": report.epoch, "loss": report.loss, "rho": rho}))
+        entry = {"attempt": self.attempt, "epoch": report.epoch, "loss": report.loss, "rho": rho}
+        self.history.append(json_safe(entry))
         self.update(status=Status.TRAINING, epoch=report.epoch, history=self.history)
 
     def should_stop(self) -> bool:
@@ -370,7 +379,7 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
         attempt.update(
             statuses=[Status.EVALUATING],
             status=Status.DONE,
-            epoch=len(attempt.history),
+            epoch=sum(h["attempt"] == attempt.attempt for h in attempt.history),
             finished_at=timezone.now(),
         )
 

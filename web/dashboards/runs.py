@@ -66,7 +66,8 @@ def augmenting(run: TrainingRun) -> str:
 
 def run_row(run: TrainingRun) -> dict:
     """What the runs table and its JSON endpoint show of one run."""
-    last = run.history[-1] if run.history else {}
+    history = run.attempt_history
+    last = history[-1] if history else {}
     checkpoint = getattr(run, "checkpoint", None)
     stage = augmenting(run)
     status, label = ("augmenting", "Augmenting") if stage else (run.status, None)

@@ -95,14 +95,18 @@ class Command(ServiceCommand):
     def _wait(self, run: TrainingRun) -> None:
         unit = "step" if run.search else "epoch"  # a search's fold-epochs, then the epochs
         with tqdm(total=run.steps[1], desc=f"run {run.pk}", unit=unit, file=self.stderr) as bar:
+            said = run.error
             while not run.is_finished:
                 time.sleep(0.5)
                 run.refresh_from_db()
+                if run.error != said and not run.is_finished:  # a lost worker, a retry
+                    said = run.error
+                    bar.write(f"run {run.pk}: {said}", file=self.stderr)
                 done, bar.total = run.steps
                 bar.update(done - bar.n)
                 postfix = run.status
-                if run.history:
-                    last = run.history[-1]
+                if history := run.attempt_history:
+                    last = history[-1]
                     rho = "-" if last.get("rho") is None else f"{last['rho']:.3f}"
                     postfix += f" loss {last['loss']:.4f} rho {rho}"
                 bar.set_postfix_str(postfix, refresh=False)
