@@ -167,20 +167,25 @@ LOGIN_REDIRECT_URL = "portal:home"
 LOGOUT_REDIRECT_URL = "portal:login"
 
 # Who may come in (annotation/accounts/). Lockout (django-axes), counted in the database
-# so that it holds while Redis is down: after STEREORANK_LOCKOUT_FAILURES failed log-ins
-# for one account, or from one address, every password door (the portal's, the admin's,
-# the token endpoint) refuses it until STEREORANK_LOCKOUT_MINUTES have passed since the
-# last failure; `manage.py unlock USERNAME` lifts it sooner.
+# so that it holds while Redis is down. Every password door (the portal's, the admin's,
+# the token endpoint) refuses, until STEREORANK_LOCKOUT_MINUTES have passed since the last
+# failure: an account from one address after STEREORANK_LOCKOUT_FAILURES failures (a
+# guesser; the address's other accounts unaffected: a lab room or a NAT shares one), an
+# account from every address after STEREORANK_LOCKOUT_ACCOUNT_FAILURES (a guesser with
+# many addresses), an address after failures on STEREORANK_LOCKOUT_ADDRESS_ACCOUNTS
+# distinct accounts (a spray). `manage.py unlock USERNAME` lifts it sooner.
 INSTALLED_APPS.append("axes")
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: refuses a locked account or address
     "django.contrib.auth.backends.ModelBackend",
 ]
 MIDDLEWARE.append("axes.middleware.AxesMiddleware")  # a lockout becomes its page (429)
-AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_HANDLER = "annotation.accounts.lockout.LabSafeHandler"
 AXES_FAILURE_LIMIT = env.int("STEREORANK_LOCKOUT_FAILURES", default=10)
 AXES_COOLOFF_TIME = timedelta(minutes=env.int("STEREORANK_LOCKOUT_MINUTES", default=30))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each counted on its own
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # the pair; the rest is LabSafeHandler's
+LOCKOUT_ACCOUNT_FAILURES = env.int("STEREORANK_LOCKOUT_ACCOUNT_FAILURES", default=50)
+LOCKOUT_ADDRESS_ACCOUNTS = env.int("STEREORANK_LOCKOUT_ADDRESS_ACCOUNTS", default=20)
 # The address the throttles read (REMOTE_ADDR, or X-Forwarded-For behind
 # STEREORANK_NUM_PROXIES proxies): a forged header escapes neither.
 AXES_CLIENT_IP_CALLABLE = "annotation.accounts.lockout.client_address"

@@ -1,12 +1,22 @@
 """Password lockout: who is asking, the answer a locked-out person gets, unlocking.
 
 Every password door (the portal's log-in, the admin's, the API's token endpoint) calls
-``django.contrib.auth.authenticate``, where django-axes' backend refuses an account or
-an address with too many recent failures (``AXES_*`` in web/settings.py:
-``STEREORANK_LOCKOUT_FAILURES`` per account and per address, a cool-off of
-``STEREORANK_LOCKOUT_MINUTES`` after the last failure). Axes counts in the database, so a
-lockout holds while Redis is down. A locked-out person is told so, and for how long;
-staff lift it with ``manage.py unlock``.
+``django.contrib.auth.authenticate``, where django-axes' backend refuses, until
+``STEREORANK_LOCKOUT_MINUTES`` have passed since the last failure (``AXES_*`` and
+``LOCKOUT_*`` in web/settings.py):
+
+- an (account, address) pair after ``STEREORANK_LOCKOUT_FAILURES`` (10) failures: axes'
+  own count. One address is never locked for everyone by one person's mistakes: a lab
+  room, a university's NAT or a wrong proxy count puts many people behind one address;
+- an account from every address after ``STEREORANK_LOCKOUT_ACCOUNT_FAILURES`` (50): a
+  guesser with many addresses (higher, so that a stranger cannot lock anyone out
+  cheaply);
+- an address after failures on ``STEREORANK_LOCKOUT_ADDRESS_ACCOUNTS`` (20) distinct
+  accounts: a password spray. Axes counts failures per parameter set, not distinct
+  accounts, so these two counts are ours (``LabSafeHandler``), over axes' own records.
+
+Axes counts in the database, so a lockout holds while Redis is down. A locked-out
+person is told so, and for how long; staff lift it with ``manage.py unlock``.
 """
 
 from __future__ import annotations
@@ -14,10 +24,15 @@ from __future__ import annotations
 import ipaddress
 import math
 
+from axes.handlers.database import AxesDatabaseHandler
 from axes.handlers.proxy import AxesProxyHandler
-from axes.helpers import get_cool_off
+from axes.helpers import get_client_username, get_cool_off
+from axes.models import AccessAttempt
+from django.conf import settings
+from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils import timezone
 from rest_framework.throttling import BaseThrottle
 
 API_PREFIX = "/api/"
@@ -78,3 +93,36 @@ def unlock(username: str | None = None, address: str | None = None) -> int:
             username=username, ip_address=address, ip_or_username=True
         )
     return AxesProxyHandler.reset_attempts(username=username, ip_address=address)
+
+
+class LabSafeHandler(AxesDatabaseHandler):
+    """axes' database handler (the pair's count), and the account's and the address's
+    counts over its records of failures within the cool-off."""
+
+    def is_locked(self, request, credentials: dict | None = None) -> bool:
+        if super().is_locked(request, credentials):
+            return True
+        if not settings.AXES_LOCK_OUT_AT_FAILURE:
+            return False
+        recent = AccessAttempt.objects.filter(
+            attempt_time__gte=timezone.now() - get_cool_off(request), failures_since_start__gt=0
+        )
+        username = get_client_username(request, credentials)
+        if username:
+            total = recent.filter(username=username).aggregate(n=Sum("failures_since_start"))
+            if (total["n"] or 0) >= settings.LOCKOUT_ACCOUNT_FAILURES:
+                return True
+        address = getattr(request, "axes_ip_address", None) or client_address(request)
+        if not address:
+            return False
+        accounts = recent.filter(ip_address=address).values("username").distinct().count()
+        return accounts >= settings.LOCKOUT_ADDRESS_ACCOUNTS
+
+    def user_login_failed(self, sender, credentials: dict, request=None, **kwargs):
+        """Axes records the failure and flags a lockout by the pair's count; a lockout by
+        the account's or the address's count is flagged here, so it gets the same page."""
+        super().user_login_failed(sender, credentials, request, **kwargs)
+        if request is not None and not getattr(request, "axes_locked_out", False):
+            if self.is_locked(request, credentials):
+                request.axes_locked_out = True
+                request.axes_credentials = credentials
