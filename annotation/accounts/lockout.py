@@ -122,7 +122,7 @@ class LabSafeHandler(AxesDatabaseHandler):
         """Axes records the failure and flags a lockout by the pair's count; a lockout by
         the account's or the address's count is flagged here, so it gets the same page."""
         super().user_login_failed(sender, credentials, request, **kwargs)
-        if request is not None and not getattr(request, "axes_locked_out", False):
-            if self.is_locked(request, credentials):
-                request.axes_locked_out = True
-                request.axes_credentials = credentials
+        flagged = request is None or getattr(request, "axes_locked_out", False)
+        if not flagged and self.is_locked(request, credentials):
+            request.axes_locked_out = True
+            request.axes_credentials = credentials
