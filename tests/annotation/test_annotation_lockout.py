@@ -3,7 +3,8 @@ token endpoint), tried as an attacker would: eleven wrong passwords, then the ri
 which must be refused; an (account, address) pair at 10, an account from every address at
 its higher count, an address that tried 20 accounts; one person's mistakes never lock
 the others behind their address out; a forged X-Forwarded-For escapes nothing; the
-cool-off ends it; ``manage.py unlock`` lifts it; and it holds with the cache (Redis) unreachable, since axes counts in the database."""
+cool-off ends it; ``manage.py unlock`` lifts it; and it holds with the cache (Redis)
+unreachable, since axes counts in the database."""
 
 import io
 from datetime import timedelta
