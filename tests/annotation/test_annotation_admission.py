@@ -125,7 +125,7 @@ def test_a_second_device_with_the_same_crowd_id_sees_nothing_of_the_first(study,
     assert attacker.get(reverse("api-demographics")).json()["demographics"] == {}
     assert attacker.get(reverse("portal:home")).context["done"] == 0
     # Erasing "one's own data" from there erases the duplicate, never the first.
-    assert attacker.post(reverse("api-erasure")).status_code == 204
+    assert attacker.post(reverse("api-erasure"), content_type="application/json").status_code == 204
     first.refresh_from_db()
     assert first.annotator.demographics == {"religion": "some"}
     assert Ranking.objects.filter(annotator=first.annotator).count() == 1
