@@ -96,6 +96,10 @@ class ConsentIncomplete(AnnotationError, Conflict):
     """A study cannot open while its consent text lacks a required field."""
 
 
+class CrowdCodesMissing(AnnotationError, Conflict):
+    """A crowd-platform study cannot open without the codes its participants are paid by."""
+
+
 class NotFinished(AnnotationError, Conflict):
     """A participant asks for the completion code before the study's minimum work."""
 

@@ -80,6 +80,37 @@ class CreateStudySerializer(serializers.Serializer):
         help_text="Why gold or attention-check tasks are off: required (400 without it) when "
         "either count is 0, refused when neither is.",
     )
+    completion_code = StrictCharField(
+        max_length=100,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="What a finished participant claims their pay with (Prolific, MTurk: "
+        "required to open).",
+    )
+    completion_url = StrictCharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="https:// address a finished participant goes back to; {code} becomes the "
+        "code (blank on Prolific: its completion address).",
+    )
+    screen_out_code = StrictCharField(
+        max_length=100,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="What a screened-out participant returns with (Prolific, MTurk: required "
+        "to open).",
+    )
+    screen_out_url = StrictCharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="https:// address a screened-out participant goes back to.",
+    )
 
 
 class StudySerializer(serializers.ModelSerializer):
@@ -96,6 +127,10 @@ class StudySerializer(serializers.ModelSerializer):
             "gold_per_occupation",
             "checks_per_occupation",
             "quality_off_reason",
+            "completion_code",
+            "completion_url",
+            "screen_out_code",
+            "screen_out_url",
         ]
 
 

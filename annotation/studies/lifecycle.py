@@ -13,7 +13,7 @@ from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from annotation.access import roles, scope
-from annotation.errors import InvalidStudy, StudyConflict, StudyNotFound
+from annotation.errors import CrowdCodesMissing, InvalidStudy, StudyConflict, StudyNotFound
 from annotation.models import AnnotatorProfile
 from annotation.models.studies import DEFAULT_STUDY_SLUG, Study, default_study
 from annotation.participants.consent import require_complete
@@ -124,10 +124,14 @@ def create_study(
     gold_per_occupation: int = 1,
     checks_per_occupation: int = 1,
     quality_off_reason: str = "",
+    completion_code: str = "",
+    completion_url: str = "",
+    screen_out_code: str = "",
+    screen_out_url: str = "",
 ) -> Study:
     """A new study, a ``draft`` until staff open it; ``InvalidStudy`` saying what is wrong
-    (gold or attention-check tasks off without a reason among it), ``StudyConflict`` when
-    the slug is taken."""
+    (gold or attention-check tasks off without a reason, a link that is not https, among
+    it), ``StudyConflict`` when the slug is taken."""
     reason = quality_off_reason.strip()
     study = Study(
         slug=slug,
@@ -140,6 +144,10 @@ def create_study(
         gold_per_occupation=gold_per_occupation,
         checks_per_occupation=checks_per_occupation,
         quality_off_reason=reason,
+        completion_code=completion_code.strip(),
+        completion_url=completion_url.strip(),
+        screen_out_code=screen_out_code.strip(),
+        screen_out_url=screen_out_url.strip(),
     )
     if Study.objects.filter(slug=slug).exists():
         raise StudyConflict(f"A study {slug!r} exists already.")
@@ -161,6 +169,31 @@ def create_study(
     return study
 
 
+CROWD_PLATFORMS = (Study.Platform.PROLIFIC, Study.Platform.MTURK)
+
+
+def require_codes(study: Study) -> None:
+    """``CrowdCodesMissing`` naming what a crowd-platform study lacks to open: a participant
+    who finishes needs the completion code to be paid, one screened out the screen-out
+    code (or the platform pays no one)."""
+    if study.platform not in CROWD_PLATFORMS:
+        return
+    missing = [
+        label
+        for label, value in (
+            ("completion code", study.completion_code),
+            ("screen-out code", study.screen_out_code),
+        )
+        if not value.strip()
+    ]
+    if missing:
+        raise CrowdCodesMissing(
+            f"Study {study.slug!r} ({study.get_platform_display()}) cannot open without its "
+            f"{' and '.join(missing)} (create_study --completion-code/--screen-out-code, or "
+            "the study's admin page)."
+        )
+
+
 def transition(study: Study, status: str) -> Study:
     """Move the study to ``status`` along ``Study.TRANSITIONS`` (draft -> open -> closed
     -> open or archived); ``StudyConflict`` for any other move, ``ConsentIncomplete`` for
@@ -174,6 +207,7 @@ def transition(study: Study, status: str) -> Study:
             f"Study {study.slug!r} is {study.status}: it can move to {allowed}, not {status}."
         )
     if status == Study.Status.OPEN:
+        require_codes(study)
         require_complete(study)  # ConsentIncomplete names what the consent text lacks
     moved = Study.objects.filter(pk=study.pk, status=study.status).update(status=status)
     if not moved:

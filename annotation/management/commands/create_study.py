@@ -1,5 +1,7 @@
 from django.db import transaction
 
+from annotation.access import roles
+from annotation.access import services as access
 from annotation.models import Study
 from annotation.studies import lifecycle as studies
 from annotation.validation import conditions
@@ -46,6 +48,31 @@ class Command(ServiceCommand):
             help="why gold or attention-check tasks are off, recorded on the study",
         )
         parser.add_argument(
+            "--completion-code",
+            default="",
+            help="what a finished participant claims their pay with (Prolific, MTurk: "
+            "required to open)",
+        )
+        parser.add_argument(
+            "--completion-url",
+            default="",
+            help="https:// address a finished participant goes back to ({code} becomes the "
+            "code; blank on Prolific: its completion address)",
+        )
+        parser.add_argument(
+            "--screen-out-code",
+            default="",
+            help="what a screened-out participant returns with (Prolific, MTurk: required)",
+        )
+        parser.add_argument(
+            "--screen-out-url", default="", help="https:// address a screened-out one goes to"
+        )
+        parser.add_argument(
+            "--owner",
+            metavar="USERNAME",
+            help="a staff account made the study's owner (as grant USERNAME SLUG --role owner)",
+        )
+        parser.add_argument(
             "--placeholder-images",
             type=int,
             nargs="?",
@@ -79,11 +106,19 @@ class Command(ServiceCommand):
                 gold_per_occupation=options["gold_per_occupation"],
                 checks_per_occupation=options["checks_per_occupation"],
                 quality_off_reason=options["quality_off_reason"],
+                completion_code=options["completion_code"],
+                completion_url=options["completion_url"],
+                screen_out_code=options["screen_out_code"],
+                screen_out_url=options["screen_out_url"],
             )
+            if options["owner"]:
+                access.grant(study, options["owner"], roles.OWNER)
             made = None
             if kind == Study.Kind.VALIDATION and not options["no_conditions"]:
                 made = conditions.from_active_version(study, placeholder_images=placeholders)
         self.stdout.write(f"study {study.slug} created ({study.kind}, {study.status})")
+        if options["owner"]:
+            self.stdout.write(f"{options['owner']} owns it")
         off = studies.quality_off(study.gold_per_occupation, study.checks_per_occupation)
         if off:
             self.stdout.write(f"{' and '.join(off)} off: {study.quality_off_reason}")
