@@ -1,10 +1,13 @@
 """A trained run's threshold is calibrated (KDE crossing), not the seed's 0.12; when it
 cannot be, the checkpoint says why. On SQLite: one real MiniLM run."""
 
+import io
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
@@ -12,8 +15,11 @@ from scipy import optimize, stats
 from training_study import FAST
 
 from tests.staff import make_staff
+from training.errors import RegistryError
 from training.ml.calibration import SEED_THRESHOLD
 from training.ml.checkpoints import load
+from training.models import Checkpoint
+from training.registry.card import export_checkpoint as card_export
 from training.registry.services import export_checkpoint, import_checkpoint
 from training.runs.services import execute_run, start_run
 from training.snapshots.services import create_snapshot, prompt_types
@@ -71,6 +77,28 @@ def test_a_trained_runs_threshold_comes_from_calibration(study, training_storage
     assert imported.threshold_basis == (
         f"seed default {SEED_THRESHOLD}: imported from v1.pth, which carries no threshold"
     )
+
+    # exported as the registry does (its model card beside the .pth): the import keeps the
+    # version's own threshold, exactly, and says where it came from (issue 37)
+    carded = card_export(checkpoint, "seed", out.with_name("carded.pth"))
+    assert carded.with_suffix(".md").is_file()
+    err = io.StringIO()
+    call_command("import_checkpoint", str(carded), stdout=io.StringIO(), stderr=err)
+    again = Checkpoint.objects.order_by("-version").first()
+    assert again.threshold == checkpoint.threshold != SEED_THRESHOLD
+    assert again.threshold_basis.endswith("from the model card beside it (carded.md)")
+    assert f"threshold {checkpoint.threshold:g} (" in err.getvalue()
+    # a card that shows only its rounded "Value:" line (an older export) still gives it
+    card = carded.with_suffix(".md")
+    card.write_text(re.sub(r"<!-- stereorank-threshold: .* -->\n", "", card.read_text()))
+    assert "stereorank-threshold" not in card.read_text()
+    older = import_checkpoint(carded, actor="test")
+    assert older.threshold == pytest.approx(checkpoint.threshold, abs=5e-5)
+    # --threshold wins over the card; a native folder takes none
+    given = import_checkpoint(carded, actor="test", threshold=0.3)
+    assert given.threshold == 0.3 and given.threshold_basis == "0.3: given at import of carded.pth"
+    with pytest.raises(RegistryError, match="--threshold is for a seed .pth"):
+        import_checkpoint(carded.parent, fmt="native", actor="test", threshold=0.3)
 
 
 def test_a_run_that_cannot_be_calibrated_records_why(study, training_storage, monkeypatch):

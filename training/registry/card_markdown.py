@@ -6,7 +6,28 @@ the data (nothing is computed here but formatting). Plain Python: no Django, no 
 
 from __future__ import annotations
 
+import math
+import re
+
 from core.small_groups import hidden_note
+
+THRESHOLD_MARK = "stereorank-threshold:"
+"""Marks the threshold's exact value in a card (an HTML comment, unseen when rendered),
+so that importing the ``.pth`` beside it keeps the version's own threshold."""
+_MARKED = re.compile(rf"<!-- {THRESHOLD_MARK} (\S+) -->")
+_SHOWN = re.compile(r"^## Threshold\s+- Value: ([0-9.eE+-]+)", re.MULTILINE)
+
+
+def threshold_of(card: str) -> float | None:
+    """The threshold a model card states (its exact mark, else its "Value:" line), or None."""
+    found = _MARKED.search(card) or _SHOWN.search(card)
+    if not found:
+        return None
+    try:
+        value = float(found.group(1))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def num(value, digits: int = 4) -> str:
@@ -296,6 +317,7 @@ def markdown(d: dict) -> str:
         "",
         f"- Value: {num(d['threshold']['value'])} (prompts scoring below it are flagged)",
         f"- How it was set: {d['threshold']['basis'] or 'not recorded'}",
+        f"<!-- {THRESHOLD_MARK} {d['threshold']['value']!r} -->",
         "",
         *_validation(d),
         *_limitations(d),

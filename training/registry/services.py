@@ -20,8 +20,10 @@ fetch it from the store.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -38,6 +40,7 @@ from django.db.models import Max
 from training.errors import RegistryConflict, RegistryError, VersionNotFound, ml_refusals
 from training.ml import __version__ as library_version
 from training.models import Checkpoint, DatasetSnapshot, RegistryEvent, VersionCounter
+from training.registry.card_markdown import threshold_of
 from training.registry.sampling import queue_priorities
 from training.selectors import active_checkpoint, rollback_target
 from training.storage import checkpoint_store, encoders
@@ -108,6 +111,8 @@ def threshold_basis(files: MLCheckpoint) -> str:
         return calibration["basis"]
     if files.extra.get("threshold_method"):  # written by ``python -m training.ml train``
         return f"{files.extra['threshold_method']}: {files.extra.get('threshold_reason', '')}"
+    if files.extra.get("threshold_source"):  # a seed .pth's, at import (seed_threshold)
+        return files.extra["threshold_source"]
     if files.extra.get("imported_from"):
         return (
             f"seed default {files.threshold}: imported from {files.extra['imported_from']}, "
@@ -316,10 +321,35 @@ def export_checkpoint(checkpoint: Checkpoint, fmt: str, out: Path, card: str = "
     raise RegistryError(f"unknown format {fmt!r}: use seed or native")
 
 
+def seed_threshold(files: MLCheckpoint, path: Path, given: float | None) -> MLCheckpoint:
+    """A seed ``.pth`` carries no threshold: ``given`` (``--threshold``), else the one the
+    model card beside it states (``card_path``: an export's own), else the seed's default;
+    the files with that threshold and where it came from."""
+    if given is not None:
+        if not math.isfinite(given):
+            raise RegistryError(f"--threshold must be a number, not {given}")
+        source = f"{given!r}: given at import of {path.name}"
+    else:
+        card = card_path(path)
+        stated = threshold_of(card.read_text(encoding="utf-8")) if card.is_file() else None
+        if stated is None:
+            return files
+        given, source = stated, f"{stated!r}: from the model card beside it ({card.name})"
+    return dataclasses.replace(
+        files, threshold=given, extra={**files.extra, "threshold_source": source}
+    )
+
+
 def import_checkpoint(
-    path: Path, fmt: str = "seed", encoder: str | None = None, user=None, actor: str = ""
+    path: Path,
+    fmt: str = "seed",
+    encoder: str | None = None,
+    user=None,
+    actor: str = "",
+    threshold: float | None = None,
 ) -> Checkpoint:
-    """Register a seed ``.pth`` (checked against the encoder) or a native folder as a version."""
+    """Register a seed ``.pth`` (checked against the encoder; its threshold as
+    ``seed_threshold`` finds it) or a native folder as a version."""
     from training.ml.checkpoints import import_seed_pth
     from training.ml.checkpoints import load as load_files
 
@@ -329,6 +359,9 @@ def import_checkpoint(
         if fmt == "seed":
             name = encoder or settings.TRAINING["DEFAULT_ENCODER"]
             files = import_seed_pth(path, encoders.encoder(name, device="cpu"))
+            files = seed_threshold(files, path, threshold)
+        elif threshold is not None:
+            raise RegistryError("--threshold is for a seed .pth: a native folder has its own")
         elif fmt == "native":
             files = load_files(path)
         else:

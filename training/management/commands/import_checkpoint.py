@@ -8,16 +8,31 @@ from training.services import import_checkpoint
 class Command(ServiceCommand):
     help = (
         "Register a seed .pth (checked against the encoder's weights) or a native checkpoint "
-        "folder as a new candidate version; prints the version."
+        "folder as a new candidate version; prints the version, and says which threshold it "
+        "got."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("path", type=Path)
         parser.add_argument("--format", choices=["seed", "native"], default="seed")
         parser.add_argument("--encoder", help="The .pth's encoder (default: settings).")
+        parser.add_argument(
+            "--threshold",
+            type=float,
+            help="a seed .pth's threshold (default: the model card beside it, v1.pth -> "
+            "v1.md, else the seed's 0.12)",
+        )
 
-    def handle(self, *args, path, format, encoder, **options):
+    def handle(self, *args, path, format, encoder, threshold, **options):
         checkpoint = import_checkpoint(
-            path, fmt=format, encoder=encoder, actor=command_actor("import_checkpoint")
+            path,
+            fmt=format,
+            encoder=encoder,
+            actor=command_actor("import_checkpoint"),
+            threshold=threshold,
+        )
+        self.stderr.write(
+            f"v{checkpoint.version}: threshold {checkpoint.threshold:g} "
+            f"({checkpoint.threshold_basis})"
         )
         self.stdout.write(str(checkpoint.version))
