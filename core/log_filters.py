@@ -7,6 +7,10 @@ which opens their participation): the development server (``django.server``) log
 request line as it came, Django logs a refused path, gunicorn's access log the path.
 ``web/settings.py``'s ``LOGGING`` puts it on that logger and on the console handler;
 ``gunicorn.conf.py`` on gunicorn's loggers.
+
+``RefusalsWithoutTraceback`` keeps a refused request (a 4xx: a 403, a 404, a 405) to its
+one line on ``django.request``: Django logs it with the exception that made it, and a
+traceback for a refusal is noise where a person reads logs. A 5xx keeps its traceback.
 """
 
 from __future__ import annotations
@@ -42,4 +46,15 @@ class NoQueryStrings(logging.Filter):
             record.args = {
                 k: without_query(a) if isinstance(a, str) else a for k, a in record.args.items()
             }
+        return True
+
+
+class RefusalsWithoutTraceback(logging.Filter):
+    """Drops the traceback from ``django.request``'s records of 4xx answers."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        status = getattr(record, "status_code", None)
+        if status is not None and 400 <= status < 500:
+            record.exc_info = None
+            record.exc_text = None
         return True

@@ -547,7 +547,11 @@ AUTHENTICATION_BACKENDS.append("annotation.access.backend.StudyRoleBackend")
 # development server's logger and on the console (core/log_filters.py); django-axes names
 # the account by pseudonym and the address by a keyed hash
 # (annotation/participants/log_names.py).
-LOGGING["filters"] = {"no_query_strings": {"()": "core.log_filters.NoQueryStrings"}}
+LOGGING["filters"] = {
+    "no_query_strings": {"()": "core.log_filters.NoQueryStrings"},
+    # A refused request (4xx) is one line, not a traceback (issue 37).
+    "refusals_without_traceback": {"()": "core.log_filters.RefusalsWithoutTraceback"},
+}
 LOGGING["formatters"] = {
     "server": {
         "()": "django.utils.log.ServerFormatter",
@@ -563,6 +567,7 @@ LOGGING["loggers"] = {
         "level": "INFO",
         "propagate": False,
         "filters": ["no_query_strings"],
-    }
+    },
+    "django.request": {"filters": ["refusals_without_traceback"]},
 }
 AXES_CLIENT_STR_CALLABLE = "annotation.participants.log_names.axes_client"

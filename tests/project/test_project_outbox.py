@@ -93,3 +93,72 @@ def test_beat_relays_the_outbox_and_a_worker_finds_the_task():
     assert RELAY_EVERY * 3 <= 60  # a row whose send failed goes within a minute
     app.loader.import_default_modules()  # what a starting worker does: autodiscovery
     assert "core.tasks.relay_outbox" in app.tasks
+
+
+@pytest.fixture
+def silent_broker(broker):
+    """A broker address that takes the connection and never answers (a broker hung): each
+    send waits its whole timeout. ``arrived`` is set once a send has connected."""
+    import socket
+    import threading
+
+    from tests.broker import point_broker
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    arrived, held = threading.Event(), []
+
+    def take() -> None:
+        while True:
+            try:
+                client, _ = server.accept()
+            except OSError:  # closed at the end
+                return
+            held.append(client)
+            arrived.set()
+
+    threading.Thread(target=take, daemon=True).start()
+    point_broker(f"redis://127.0.0.1:{server.getsockname()[1]}/0", {})
+    yield arrived
+    server.close()
+    for client in held:
+        client.close()
+    broker.live()
+
+
+def test_the_relay_holds_up_no_writer_while_the_broker_hangs(silent_broker):
+    """The embedded mode's "database is locked": a relay that kept its transaction open
+    across a send held SQLite's one write lock for as long as the broker took. While the
+    relay waits on a hung broker, a portal's write with a short lock timeout goes through
+    (SQLite and PostgreSQL alike)."""
+    import threading
+
+    from django.db import connection
+
+    OutboxMessage.objects.create(task=TASK, args=[1])
+    age(60)
+    outcome: dict = {}
+
+    def relay_in_a_worker() -> None:
+        try:
+            outcome["relay"] = relay(grace=timedelta(0))
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=relay_in_a_worker)
+    worker.start()
+    try:
+        assert silent_broker.wait(10), "the relay never reached the broker"
+        with connection.cursor() as cursor:  # the portal: gives up on a lock after 0.2 s
+            if connection.vendor == "sqlite":
+                cursor.execute("PRAGMA busy_timeout = 200")
+            else:
+                cursor.execute("SET lock_timeout = '200ms'")
+        with transaction.atomic():
+            OutboxMessage.objects.create(task=TASK, args=[2])  # no "database is locked"
+    finally:
+        worker.join(30)
+        connection.close()  # its short lock timeout goes with it
+    assert outcome["relay"] == (0, 2)  # the hung send failed; both rows kept
+    assert OutboxMessage.objects.get(args=[1]).attempts == 1
