@@ -12,7 +12,7 @@ that worker once training has begun, and starts a replacement with beat embedded
 
 Per case: seconds from the kill to the retry's claim and to the run's end, and the
 versions each run made (must be 1). The defaults are production's settings (60 s,
-a sweep every 20 s, heartbeats every 15 s); ``--smoke`` makes them short.
+a sweep every 10 s, heartbeats every 15 s); ``--smoke`` makes them short.
 
     .venv/bin/python benchmarks/lost_run.py --repeat 3
 """
@@ -100,7 +100,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each case")
     parser.add_argument("--epochs", type=int, default=200, help="epochs of each run")
     parser.add_argument("--lost-after", type=int, default=60, help="WORKER_LOST_AFTER (s)")
-    parser.add_argument("--sweep-every", type=int, default=20, help="beat's sweep (s)")
+    parser.add_argument("--sweep-every", type=int, default=10, help="beat's sweep (s)")
     parser.add_argument("--heartbeat", type=int, default=15, help="heartbeat interval (s)")
     parser.add_argument("--smoke", action="store_true", help="1 run each, 3 s limit, 1 s beats")
     args = parser.parse_args()

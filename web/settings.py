@@ -371,7 +371,7 @@ TRAINING_RUNS = {
     # A run's holder is lost once its own heartbeat was seen missing this long (four beats),
     # by the sweep beat runs every SWEEP_EVERY seconds (training/runs/recovery.py).
     "WORKER_LOST_AFTER": env.int("STEREORANK_WORKER_LOST_AFTER", default=60),
-    "SWEEP_EVERY": env.int("STEREORANK_RUN_SWEEP_EVERY", default=20),
+    "SWEEP_EVERY": env.int("STEREORANK_RUN_SWEEP_EVERY", default=10),
 }
 # Prefork pools (the default queue): Celery's own limits, soft first.
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=2 * 60 * 60)

@@ -21,9 +21,9 @@ reason. Its holder is lost, whatever name a replacement worker gets, when:
   start: a pid means nothing on another host);
 - the run's own heartbeat is older than ``STALE_AFTER`` (30 minutes), the backstop.
 
-The sweep (``recover_lost_runs``) runs from beat every ``SWEEP_EVERY`` seconds (20) on
+The sweep (``recover_lost_runs``) runs from beat every ``SWEEP_EVERY`` seconds (10) on
 the default queue and when a gpu worker starts, so a dead worker's run is retried within
-about two heartbeats + ``WORKER_LOST_AFTER`` + ``SWEEP_EVERY`` (30 + 60 + 20 s); a
+about two heartbeats + ``WORKER_LOST_AFTER`` + two sweeps (30 + 60 + 20 s); a
 redelivered message (Redis visibility timeout) that finds its run held by a lost worker
 does the same, and one that finds its run finished or claimed again leaves it alone.
 """
