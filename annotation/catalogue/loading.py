@@ -110,9 +110,8 @@ def ensure_consent_text(data: dict | None = None, study: Study | None = None) ->
     if newest is not None:
         return newest
     consent = (data or read_catalogue())["consent"]
-    text, _ = texts.get_or_create(
-        study=study, version=consent["version"], defaults={"text": consent["text"]}
-    )
+    # A study's versions count from 1 (the catalogue's own number is its wording's revision).
+    text, _ = texts.get_or_create(study=study, version=1, defaults={"text": consent["text"]})
     return text
 
 

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from annotation.access.models import StudyMembership
 from annotation.assignment.next_task import next_task
-from annotation.models import Study
+from annotation.models import ConsentText, Study
 from annotation.models.studies import Participation
 from annotation.participants import services
 from tests.staff import make_staff
@@ -46,7 +46,10 @@ def test_a_crowd_study_without_its_codes_is_refused_at_opening(db, platform):
 
 def test_a_study_on_no_crowd_platform_needs_no_code(db):
     run("create_study", "lab", "--owner", make_staff("lead").get_username())
+    run("consent", "--study", "lab")  # the template it starts from: its version 1
+    assert [t.version for t in ConsentText.objects.filter(study__slug="lab")] == [1]
     run("consent", "--study", "lab", "--demo")
+    assert [t.version for t in ConsentText.objects.filter(study__slug="lab")] == [2, 1]
     assert run("study_status", "lab", "open").strip() == "study lab is open"
 
 

@@ -80,10 +80,14 @@ def test_the_header_offers_signup_where_the_default_study_takes_it(client, db):
     # the migration's default study away.
     study = Study.objects.filter(pk=default_study().pk)
     study.update(open_signup=False, status=Study.Status.OPEN)
-    assert "Sign up</a>" not in client.get(reverse("portal:login")).content.decode()
+    closed = client.get(reverse("portal:login")).content.decode()
+    assert "Sign up</a>" not in closed  # the header's link, nor the page's (issue 37)
+    assert reverse("portal:signup") not in closed and "Create an account" not in closed
+    assert "joined by the link the researchers sent you" in closed
     study.update(open_signup=True)
     login = client.get(reverse("portal:login")).content.decode()
     assert f'<a href="{reverse("portal:signup")}">Sign up</a>' in login
+    assert "Create an account</a>" in login
     assert client.get(reverse("portal:signup")).status_code == 200
 
 

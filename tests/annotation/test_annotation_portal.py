@@ -213,11 +213,11 @@ def test_consent_page_without_a_stored_text_shows_the_catalogues_wording(portal_
     expected = _catalogue_consent()
     first_paragraph = expected["text"].split("\n\n")[0]
     assert escape(first_paragraph) in page.content.decode()
-    assert page.context["version"] == expected["version"]
+    assert page.context["version"] == 1  # the study's first version, whatever the wording's
 
 
 def test_consenting_before_the_catalogue_is_loaded_agrees_to_the_catalogues_text(db):
     user = get_user_model().objects.create_user("early", password="pw-123456")
     consent = services.give_consent(services.get_profile(user))
     expected = _catalogue_consent()
-    assert (consent.text.version, consent.text.text) == (expected["version"], expected["text"])
+    assert (consent.text.version, consent.text.text) == (1, expected["text"])
