@@ -68,6 +68,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "web.views.StyledRefusals",  # a bare 405 outside /api/ becomes a page in the site's style
 ]
 
 ROOT_URLCONF = "web.urls"

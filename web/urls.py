@@ -29,5 +29,6 @@ if settings.SERVE_MEDIA:
     ]
 
 # Plain pages (JSON under /api/): no route listing, no traceback, whatever DEBUG says.
+handler403 = "web.views.forbidden"
 handler404 = "web.views.not_found"
 handler500 = "web.views.server_error"

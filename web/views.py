@@ -96,11 +96,61 @@ class ApiRootView(APIView):
         return Response(root)
 
 
+def _why(exception: Exception | None) -> str:
+    """What a refusal said (our ``Http404``/``PermissionDenied`` messages are written for the
+    reader); "" for Django's own (a URL that matched nothing carries its route listing)."""
+    message = exception.args[0] if exception is not None and exception.args else ""
+    return message if isinstance(message, str) else ""
+
+
+def _refusal_page(request: HttpRequest, template: str, status: int, why: str) -> HttpResponse:
+    """A refusal in the site's style: why, and where to go next (staff: their dashboards;
+    everyone else: the portal's start)."""
+    staff = getattr(request, "user", None) is not None and request.user.is_staff
+    context = {"why": why, "request_path": request.path, "staff": staff}
+    return HttpResponse(loader.render_to_string(template, context, request), status=status)
+
+
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    """404: JSON under /api/, else templates/404.html (never the route listing)."""
+    """404: JSON under /api/, else templates/404.html with why (never the route listing)."""
     if request.path.startswith(API_PREFIX):
         return JsonResponse({"detail": "Not found."}, status=404)
-    return defaults.page_not_found(request, exception)
+    return _refusal_page(request, "404.html", 404, _why(exception))
+
+
+def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """403: JSON under /api/, else templates/403.html saying why and what to do next."""
+    if request.path.startswith(API_PREFIX):
+        return JsonResponse({"detail": _why(exception) or "Forbidden."}, status=403)
+    return _refusal_page(request, "403.html", 403, _why(exception))
+
+
+def not_allowed(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """405 outside /api/ (``require_POST`` answers a bare one): a page saying which methods
+    the address takes, its ``Allow`` header kept."""
+    allowed = response.get("Allow", "")
+    why = f"This address does not take a {request.method} request"
+    why += f" (it takes {allowed})." if allowed else "."
+    page = _refusal_page(request, "405.html", 405, why)
+    if allowed:
+        page["Allow"] = allowed
+    return page
+
+
+class StyledRefusals:
+    """Middleware: a bare 405 outside /api/ becomes ``not_allowed``'s page."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        bare = not response.get("Content-Type", "").startswith("text/html") or not (
+            response.content
+        )
+        if response.status_code == 405 and bare and not request.path.startswith(API_PREFIX):
+            return not_allowed(request, response)
+        return response
 
 
 OUTAGES = (OperationalError, InterfaceError, BrokerError, CacheConnectionError, CacheTimeoutError)

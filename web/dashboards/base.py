@@ -24,6 +24,12 @@ from training.models import DatasetSnapshot
 
 T = TypeVar("T")
 
+NO_ROLE = (
+    "You have no role in any study yet: ask the installation's administrator, or the owner "
+    "of a study you work on, to give you one."
+)
+"""What a staff member with no role reads on every dashboard (it names no study or owner)."""
+
 # The session key of the study chosen on any dashboard page (its slug).
 STUDY_KEY = "dashboards_study"
 
@@ -85,8 +91,9 @@ def percent(part: int | None, whole: int | None) -> int:
 def chosen_study(request: HttpRequest, capability: str = roles.ANY_ROLE) -> Study:
     """The study the dashboards show, among those the viewer has a role in: ``?study=slug``
     (then remembered in the session), else the one remembered, else the default study,
-    else their first; 404 for a slug that names none of theirs (or none at all), and when
-    they have a role in no study; 403 where their role there lacks ``capability``."""
+    else their first; 404 for a slug that names none of theirs (or none at all); 403 saying
+    so when they have a role in no study (``NO_ROLE``), or where their role there lacks
+    ``capability``."""
     slug = request.GET.get("study")
     if slug:
         study = study_or_404(request, slug, capability)
@@ -101,7 +108,7 @@ def chosen_study(request: HttpRequest, capability: str = roles.ANY_ROLE) -> Stud
         request.session.pop(STUDY_KEY, None)  # since renamed, deleted or no longer theirs
         study = mine.filter(slug=DEFAULT_STUDY_SLUG).first() or mine.order_by("slug").first()
     if study is None:
-        raise Http404("You have a role in no study yet.")
+        raise PermissionDenied(NO_ROLE)
     if not request.user.has_perm(capability, study):
         raise PermissionDenied(f"Your role in {study.slug} does not allow this.")
     return study
