@@ -145,12 +145,12 @@ class StyledRefusals:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        bare = not response.get("Content-Type", "").startswith("text/html") or not (
-            response.content
-        )
-        if response.status_code == 405 and bare and not request.path.startswith(API_PREFIX):
-            return not_allowed(request, response)
-        return response
+        if response.status_code != 405 or request.path.startswith(API_PREFIX):
+            return response
+        html = response.get("Content-Type", "").startswith("text/html")
+        if html and (response.streaming or response.content):
+            return response  # a page already
+        return not_allowed(request, response)
 
 
 OUTAGES = (OperationalError, InterfaceError, BrokerError, CacheConnectionError, CacheTimeoutError)
