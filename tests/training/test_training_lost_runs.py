@@ -83,8 +83,11 @@ def test_a_holder_gone_under_any_name_is_retried_after_the_limit(held, settings)
     assert held.error == (
         "worker gpu@old-pod (pid 1) was lost during training; retrying (attempt 2 of 2)"
     )
-    # Sent on through the outbox, as every run is.
+    # Sent on through the outbox, as every run is; the runs page says what happened.
     assert OutboxMessage.objects.filter(task="training.tasks.dispatch_run").exists()
+    from web.dashboards.runs import run_row
+
+    assert "was lost during training; retrying (attempt 2 of 2)" in run_row(held)["error"]
 
 
 def test_a_live_worker_whose_step_blocks_is_never_written_off(held, settings):
