@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from annotation.access.models import StudyMembership
 from annotation.assignment.next_task import next_task
-from annotation.models import ConsentText, Study
+from annotation.models import ConsentText, Study, default_study
 from annotation.models.studies import Participation
 from annotation.participants import services
 from tests.staff import make_staff
@@ -94,7 +94,7 @@ def test_the_readmes_prolific_study_pays_its_participant(db, make_tasks, setting
     """The README's block, as written: created with its codes and its owner, opened, and a
     participant who comes by the real entry link leaves with Prolific's address."""
     settings.STEREORANK = {**settings.STEREORANK, "ANNOTATOR_QUOTA": 1}
-    owner = make_staff("admin", Study.objects.get(slug="default"))
+    owner = make_staff("admin", default_study())
     out = run(
         "create_study", "wave-2", "--platform", "prolific", "--task-size", "3",
         "--completion-code", "C1A2B3C4", "--screen-out-code", "NOCONSENT", "--owner", "admin",
