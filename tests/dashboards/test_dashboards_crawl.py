@@ -105,3 +105,11 @@ def test_schedules_offer_their_edit_links_only_to_who_may_edit_them(kinds, admin
     page = client.get("/dashboards/schedules/").content.decode()
     assert "periodictask/add" not in page and "administrator (a superuser)" in page
     assert "periodictask/add" in admin_client.get("/dashboards/schedules/").content.decode()
+
+
+def test_the_compare_page_says_what_is_missing_without_two_versions(kinds):
+    client = Client()
+    client.force_login(kinds["owner"])
+    page = client.get("/dashboards/compare/").content.decode()
+    assert "No version of yours to compare yet: a comparison needs two." in page
+    assert 'id="compare-form"' not in page  # no empty drop-downs

@@ -61,6 +61,16 @@ def compare(request: HttpRequest) -> HttpResponse:
     """Pick A and B: rho of each, the paired difference with interval and p-value."""
     form = CompareForm(request.GET or None, viewer=request.user)
     context: dict = {"form": form, "section": "compare"}
+    versions = form.fields["a"].queryset.count()
+    if versions < 2:  # nothing to pick: say so, not two empty drop-downs
+        context["nothing"] = (
+            "No version of yours to compare yet: a comparison needs two. Train one on the "
+            "Training runs page, or import one in the registry."
+            if versions == 0
+            else "Only one version of yours so far: a comparison needs two. Train another on "
+            "the Training runs page."
+        )
+        return page(request, "dashboards/compare.html", context)
     picked = _pick(request) if request.GET else None
     if isinstance(picked, str):
         context["error"] = picked
