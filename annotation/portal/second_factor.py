@@ -35,6 +35,14 @@ class CodeForm(forms.Form):
     )
 
 
+class FirstCodeForm(CodeForm):
+    """The enrolment's first code: the app's only (recovery codes come once it is set up)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["code"].help_text = "The 6 digits your authenticator app shows."
+
+
 def _next(request) -> str:
     """Where to go once done: the ``next`` asked for (on this site), else the start page."""
     target = request.POST.get("next") or request.GET.get("next") or ""
@@ -98,7 +106,7 @@ def enrol(request):
     if second_factor.enrolled(user) and not user.is_verified():
         return redirect(_with_next("portal:second-factor", request))
     device = second_factor.pending_device(user)
-    form = CodeForm(request.POST or None)
+    form = FirstCodeForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         codes = second_factor.confirm(device, form.cleaned_data["code"])
         if codes is not None:

@@ -73,6 +73,7 @@ def test_the_first_log_in_of_a_staff_account_enrols_an_app_with_a_qr_code(staff)
     svg = base64.b64decode(src.split(",", 1)[1]).decode()
     assert svg.startswith("<svg") and "<path" in svg and "http" not in svg.split(">", 1)[1]
     assert not re.search(r"<script(?![^>]*\bsrc=)", page)  # no inline script (CSP)
+    assert "recovery" not in page.lower()  # none exist yet: spoken of once they do
     device = TOTPDevice.objects.get(user=staff, confirmed=False)
     key = re.search(r'id="second-factor-key">([A-Z2-7 ]+)<', page).group(1).replace(" ", "")
     assert base64.b32decode(key) == device.bin_key  # the key, typed
