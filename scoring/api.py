@@ -55,6 +55,14 @@ class ScoreResponse(serializers.Serializer):
     threshold_basis = serializers.CharField(help_text="How the threshold was set.")
     encoder = ServedEncoder(help_text="The encoder that served these scores.")
     results = ScoredPrompt(many=True)
+    scale = serializers.ListField(
+        child=serializers.FloatField(),
+        min_length=2,
+        max_length=2,
+        allow_null=True,
+        help_text="[lowest, highest] of this version's scores on its snapshot's prompts (the "
+        "packaged catalogue's, for a version never evaluated): one scale for every batch.",
+    )
 
 
 class Optimise(serializers.Serializer):
@@ -122,6 +130,7 @@ def score_body(report: services.ScoreReport) -> dict:
         "results": [
             {"prompt": r.prompt, "score": r.score, "flagged": r.flagged} for r in report.results
         ],
+        "scale": list(report.scale) if report.scale else None,
     }
 
 

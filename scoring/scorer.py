@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -48,6 +48,10 @@ class LoadedVersion:
     encoder: ServedEncoder
     checkpoint_id: int
     snapshot_id: int | None
+    scale: tuple[float, float] | None = None
+    """The range of its scores on its snapshot's prompts (``selectors.score_scale``); None
+    for a version never evaluated, whose ``catalogue_scale`` stands in."""
+    _catalogue: list = field(default_factory=list, repr=False, compare=False)
 
     @property
     def model(self):
@@ -58,6 +62,14 @@ class LoadedVersion:
         """Scores of ``prompts`` (float64, higher = more diverse), one batched pass through
         the embedding cache: the accuracy gate's own path."""
         return self.gated.score(prompts).astype(np.float64)
+
+    def catalogue_scale(self, prompts: Sequence[str]) -> tuple[float, float]:
+        """The range of its scores on the packaged catalogue's prompts: the scale of a
+        version never evaluated on a snapshot (an imported seed), scored once."""
+        if not self._catalogue:  # once per loaded version (a list: the dataclass is frozen)
+            scores = self.score(prompts)
+            self._catalogue.append((float(scores.min()), float(scores.max())))
+        return self._catalogue[0]
 
     def flags(self, scores: np.ndarray) -> list[bool]:
         """The model card's rule: flagged (stereotypical) when ``score < threshold``."""
@@ -119,6 +131,7 @@ class Scorer:
             served,
             row.pk,
             row.snapshot_id,
+            selectors.score_scale(row),
         )
 
 

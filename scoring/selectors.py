@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 
 from training import selectors, services
-from training.models import Checkpoint
+from training.models import Checkpoint, Evaluation
 
 
 def active_version() -> int | None:
@@ -35,3 +35,14 @@ def user_named(name: str) -> AbstractBaseUser | None:
     """The user whose user name is ``name``, if there is one."""
     model = get_user_model()
     return model.objects.filter(**{model.USERNAME_FIELD: name}).first()
+
+
+def score_scale(checkpoint: Checkpoint) -> tuple[float, float] | None:
+    """The range of ``checkpoint``'s scores on its own snapshot's eval prompts (its newest
+    evaluation when it has none there): the one scale the prompt checker draws every batch
+    of this version on. None for a version never evaluated."""
+    evaluations = Evaluation.objects.filter(checkpoint=checkpoint)
+    own = evaluations.filter(snapshot_id=checkpoint.snapshot_id).first()
+    chosen = own or evaluations.order_by("-id").first()
+    scores = [float(s) for s in (chosen.predictions or {}).values()] if chosen else []
+    return (min(scores), max(scores)) if scores else None

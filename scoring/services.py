@@ -82,9 +82,11 @@ class VersionReport:
 
 @dataclass(frozen=True)
 class ScoreReport(VersionReport):
-    """Scores of some prompts by one version."""
+    """Scores of some prompts by one version, with the version's scale (the range of its
+    scores on its snapshot's prompts; None when never evaluated)."""
 
     results: list[Scored]
+    scale: tuple[float, float] | None = None
 
 
 def score_prompts(prompts: object, version: object = None) -> ScoreReport:
@@ -93,13 +95,20 @@ def score_prompts(prompts: object, version: object = None) -> ScoreReport:
     loaded = get_scorer().get(check_version(version))
     scores = loaded.score(texts)
     flags = loaded.flags(scores)
+    scale = loaded.scale or loaded.catalogue_scale(catalogue_prompts())
     return ScoreReport(
         loaded.version,
         loaded.threshold,
         loaded.threshold_basis,
         loaded.encoder,
         [Scored(t, float(s), f) for t, s, f in zip(texts, scores, flags, strict=True)],
+        scale,
     )
+
+
+def catalogue_prompts() -> list[str]:
+    """The packaged catalogue's prompt texts (every occupation, every kind)."""
+    return [t for o in read_catalogue()["occupations"] for t in o["prompts"].values()]
 
 
 def catalogue_occupations() -> list[str]:

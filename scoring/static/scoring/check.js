@@ -150,21 +150,24 @@
 
   function render(body, version, mine) {
     list.innerHTML = "";
-    var scores = body.results.map(function (r) { return r.score; });
-    var lo = Math.min.apply(null, scores.concat([body.threshold]));
-    var hi = Math.max.apply(null, scores.concat([body.threshold]));
+    // One scale per version (its scores' range on its snapshot's prompts, with the
+    // threshold), so a prompt's bar is as long in every batch; none: no bars.
+    var scale = body.scale;
+    var lo = scale ? Math.min(scale[0], body.threshold) : 0;
+    var hi = scale ? Math.max(scale[1], body.threshold) : 0;
     var pad = (hi - lo) * 0.1 || 0.1;
     lo -= pad; hi += pad;
     versionLine.hidden = false;
     versionLine.textContent = "Version v" + body.version + " · threshold " + fmt(body.threshold) +
       " (" + body.threshold_basis + ") · encoder " + body.encoder.backend + "/" +
-      body.encoder.quantization + (body.encoder.fallback ? " (fp32 fallback: the copy is not gated)" : "");
+      body.encoder.quantization + (body.encoder.fallback ? " (fp32 fallback: the copy is not gated)" : "") +
+      (scale ? " · bars from " + fmt(lo + pad) + " to " + fmt(hi - pad) + ", one scale for every batch" : "");
     var flagged = [];
     body.results.forEach(function (r, i) {
       var entry = el("li", "result" + (r.flagged ? " flagged" : ""));
       entry.dataset.score = r.score;
       entry.appendChild(el("p", "result-prompt", r.prompt));
-      entry.appendChild(bar(r.score, body.threshold, lo, hi));
+      if (scale) entry.appendChild(bar(r.score, body.threshold, lo, hi));
       var line = el("p", "result-line");
       line.appendChild(el("span", "verdict", r.flagged ? "Flagged: stereotypical" : "Passes"));
       line.appendChild(document.createTextNode(" · score " + fmt(r.score) +
