@@ -9,7 +9,11 @@ says what is wrong:
   would end in a 400 with a logged traceback);
 - nesting deeper than ``MAX_DEPTH`` (counted before parsing, so 5,000 ``[`` never reach
   the parser's recursion);
-- ``NaN``, ``Infinity`` and ``-Infinity``, which are not JSON;
+- a body in any charset but UTF-8 (415): JSON exchanged between systems is UTF-8 (RFC
+  8259), and another charset hides brackets from the count (``+AFs-`` is ``[`` in UTF-7)
+  or names a codec that is no charset (``rot13``, a 500 before);
+- ``NaN``, ``Infinity``, ``-Infinity`` and numbers too big for a float (``1e999``), which
+  are not finite;
 - an object naming one key twice (``json`` keeps the last silently).
 
 ``BodyFirst`` makes the parse happen for every request that may carry a body, before
@@ -21,6 +25,7 @@ request whose body is hostile, or in a format it does not take (415).
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -57,6 +62,13 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large a number")
+    return value
+
+
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
@@ -66,8 +78,17 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+UTF8 = frozenset({"utf-8", "utf8", "utf_8", "u8"})
+
+
 def loads(raw: bytes, encoding: str = "utf-8") -> Any:
-    """A JSON body as Python, or ``ParseError`` saying why it is refused."""
+    """A JSON body as Python, or ``ParseError`` saying why it is refused
+    (``UnsupportedMediaType`` for a charset other than UTF-8)."""
+    if encoding.strip().lower() not in UTF8:
+        raise exceptions.UnsupportedMediaType(
+            f"application/json; charset={encoding[:40]}",
+            detail="JSON bodies are UTF-8: send them without a charset, or charset=utf-8.",
+        )
     if (found := depth(raw)) > MAX_DEPTH:
         raise exceptions.ParseError(
             f"JSON parse error - nested {found} levels deep; at most {MAX_DEPTH} are accepted."
@@ -76,6 +97,7 @@ def loads(raw: bytes, encoding: str = "utf-8") -> Any:
         return json.loads(
             raw.decode(encoding),
             parse_constant=_no_constants,
+            parse_float=_finite,
             object_pairs_hook=_no_duplicate_keys,
         )
     except (ValueError, RecursionError) as error:  # JSONDecodeError and UnicodeError too
