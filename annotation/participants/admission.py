@@ -18,12 +18,13 @@ nothing to guess, and a copy of the table gives nobody a key.
   the same browser the participation continues under it. MTurk pays each assignment:
   the same worker on another assignment is refused (``AlreadyTookPart``).
 - The join page's form carries a candidate secret signed with a timestamp
-  (``django.core.signing``) and bound to the study and the crowd id it was issued for
-  (both are in the signature's salt), so only secrets this server issued for this
-  arrival are accepted. Once its participation exists the form is spent: only a second
-  post of it for the same crowd id within ``DOUBLE_POST_SECONDS`` (a double click, both
-  posts in flight) reaches that participation; any later post of it opens nothing, so a
-  form left in a shared browser's page, tab or history is no key.
+  (``django.core.signing``) and bound to the study, the crowd id and the browser it was
+  issued for (all three in the signature's salt; the browser's part is its CSRF secret,
+  which Django keeps in that browser's cookie and rotates at log-in), so only secrets this
+  server issued for this arrival, in this browser, are accepted: another browser, or the
+  same one once its participant logged in, cannot post it. Once its participation exists
+  the form is spent: only a second post of it within ``DOUBLE_POST_SECONDS`` (a double
+  click, both posts in flight with the page's cookie) reaches that participation.
 - The portal's sign-up page admits to a study only where its owner turned open sign-up
   on (``Study.open_signup``, off by default; ``signup_study``).
 - Participations made before secrets (``secret_hash`` null) resume only in a session
@@ -71,23 +72,25 @@ def secret_hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def _form_signer(study: Study, arrival: Arrival) -> signing.TimestampSigner:
-    """Signs a join form for one study and one crowd id: a form posted to another
-    study's link or with another crowd id does not verify."""
+def _form_signer(study: Study, arrival: Arrival, browser: str) -> signing.TimestampSigner:
+    """Signs a join form for one study, one crowd id and one browser (``browser``: a secret
+    that only the browser which opened the page holds, its CSRF secret): a form posted to
+    another study's link, with another crowd id or from another browser does not verify."""
     crowd_hash = external_id_hash(study.platform, arrival.external_id)
-    return signing.TimestampSigner(salt=f"{FORM_SALT}:{study.pk}:{crowd_hash}")
+    return signing.TimestampSigner(salt=f"{FORM_SALT}:{study.pk}:{crowd_hash}:{browser}")
 
 
-def form_token(study: Study, arrival: Arrival) -> str:
-    """A join page's candidate secret for this arrival, signed with the time it was issued."""
-    return _form_signer(study, arrival).sign(new_secret())
+def form_token(study: Study, arrival: Arrival, browser: str) -> str:
+    """A join page's candidate secret for this arrival and browser, signed with the time
+    it was issued."""
+    return _form_signer(study, arrival, browser).sign(new_secret())
 
 
-def secret_of_form(study: Study, arrival: Arrival, token: str) -> str:
+def secret_of_form(study: Study, arrival: Arrival, token: str, browser: str) -> str:
     """The secret a join form carries; ``InvalidLink`` when it was not issued here for this
-    study and crowd id, was changed, or is older than ``FORM_MAX_AGE``."""
+    study, crowd id and browser, was changed, or is older than ``FORM_MAX_AGE``."""
     try:
-        return _form_signer(study, arrival).unsign(token, max_age=FORM_MAX_AGE)
+        return _form_signer(study, arrival, browser).unsign(token, max_age=FORM_MAX_AGE)
     except signing.BadSignature:  # SignatureExpired included
         raise InvalidLink("This page is out of date: please open the study's link again.") from None
 

@@ -8,6 +8,7 @@ key) and ``annotation.portal.device`` (the key in the browser and the resume lin
 
 from django.contrib.auth import login
 from django.http import Http404
+from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
@@ -35,6 +36,13 @@ def _refused(request, study: Study, message: str, status: int):
     return render(
         request, "portal/join_refused.html", {"study": study, "message": message}, status=status
     )
+
+
+def _browser(request) -> str:
+    """This browser's CSRF secret (made now if it has none; Django sends it back in its
+    cookie and rotates it at log-in): what binds a join form to the browser it was shown in."""
+    get_token(request)
+    return request.META["CSRF_COOKIE"]
 
 
 def _own(request) -> Participation | None:
@@ -73,7 +81,7 @@ def _consent_page(request, study: Study, arrival: recruitment.Arrival):
     context = {
         "study": study,
         "action": request.get_full_path(),
-        "token": admission.form_token(study, arrival),
+        "token": admission.form_token(study, arrival, _browser(request)),
     }
     held = admission.by_secret(study, device.held_secret(request, study))
     if admission.matches(held, study, arrival):  # this browser took part: one POST back
@@ -94,7 +102,8 @@ def _join(request, study: Study, arrival: recruitment.Arrival):
     if action not in (AGREE, DECLINE, CONTINUE):
         return _refused(request, study, "The form did not say whether you agree.", 400)
     token = request.POST.get("token", "")
-    form_secret = admission.secret_of_form(study, arrival, token) if token else ""
+    browser = _browser(request)  # read before a log-in rotates it
+    form_secret = admission.secret_of_form(study, arrival, token, browser) if token else ""
     own = _own(request)
     held = device.held_secret(request, study)
     if admission.matches(own, study, arrival):
@@ -174,7 +183,11 @@ def join_decline(request, slug: str):
     return render(
         request,
         "portal/join_decline.html",
-        {"study": study, "action": action, "token": admission.form_token(study, arrival)},
+        {
+            "study": study,
+            "action": action,
+            "token": admission.form_token(study, arrival, _browser(request)),
+        },
     )
 
 

@@ -3,6 +3,7 @@ a recorded attribute. Each test tries a door as an attacker holding someone's cr
 (or a forged key) would, and asserts the refusal; the owner's side (the same browser
 comes back, a double click, participations from before secrets) beside them."""
 
+import copy
 import json
 import threading
 from urllib.parse import parse_qsl, urlsplit
@@ -167,7 +168,7 @@ def test_forged_keys_open_nothing(study, victim):
     attacker = Client(REMOTE_ADDR="198.51.100.9")
     # The victim's secret as a join form's token: not one this server signed.
     arrival = recruitment.parse_arrival(study.platform, _query(_link(study, pid)))
-    for token in (secret, "x", admission.form_token(study, arrival) + "0"):
+    for token in (secret, "x", admission.form_token(study, arrival, "b" * 32) + "0"):
         response = attacker.post(_link(study, pid), {"action": "continue", "token": token})
         assert response.status_code == 400
     # A cookie that was not signed here (the bare secret, or a changed signature).
@@ -201,9 +202,12 @@ def test_the_same_form_posted_twice_makes_one_participation(study):
     link = _link(study, FakeProlific.new_participant_id())
     browser = Client(REMOTE_ADDR="203.0.113.7")
     token = browser.get(link).context["token"]
+    # The second click's request, sent before the first answer (and its cookies) came:
+    # with the page's cookies, as the first.
+    second_click = Client(REMOTE_ADDR="203.0.113.7")
+    second_click.cookies = copy.deepcopy(browser.cookies)
     first = browser.post(link, {"action": "agree", "token": token})
-    # The second click's request, sent before the first answer (and its cookie) came.
-    second = Client(REMOTE_ADDR="203.0.113.7").post(link, {"action": "agree", "token": token})
+    second = second_click.post(link, {"action": "agree", "token": token})
     assert first.status_code == second.status_code == 302
     assert Participation.objects.count() == 1 and not Participation.objects.get().duplicate
 

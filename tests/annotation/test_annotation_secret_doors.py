@@ -5,6 +5,7 @@ in another study and from a browser with no cookie. Each must open nothing of th
 victim's: the attacker gets the page again or a participation of their own, and the
 victim's data is untouched."""
 
+import copy
 import json
 from datetime import timedelta
 
@@ -95,21 +96,28 @@ def test_a_replayed_join_token_with_another_crowd_id_opens_nothing(victim):
     _untouched(target)
 
 
-def test_a_replayed_join_token_with_the_victims_own_crowd_id_is_spent(victim):
-    """The victim's link and form, both in the shared browser's history, replayed once the
-    double-click window has passed: the page again, then a participation of one's own
-    (a duplicate of the crowd id for the researcher), never the victim's."""
-    _, link, token = victim
+def test_a_replayed_join_token_with_the_victims_own_crowd_id_opens_nothing(victim):
+    """The victim's link and form, both in the shared browser's history, replayed at once
+    (inside the double-click window: the review's attack) from another browser, and from
+    the victim's own browser once they logged out: the form is bound to the browser it was
+    shown in (its CSRF secret, rotated at log-in), so it opens nothing."""
+    browser, link, token = victim
     target = _victims()
-    Participation.objects.filter(pk=target.pk).update(
-        started_at=timezone.now() - timedelta(seconds=admission.DOUBLE_POST_SECONDS + 1)
-    )
     attacker = Client(REMOTE_ADDR="198.51.100.9")
     for action in ("agree", "continue"):
         answer = attacker.post(link, {"action": action, "token": token})
-        assert answer.status_code == 302 and answer.url == link  # the page again
+        assert answer.status_code == 400 and "out of date" in answer.content.decode()
         _not_the_victim(attacker, target)
+    browser.post(reverse("portal:logout"))
+    browser.cookies.pop(device.cookie_name(target.study), None)  # a cleared device key
+    answer = browser.post(link, {"action": "agree", "token": token})
+    assert answer.status_code == 400
+    _not_the_victim(browser, target)
     assert Participation.objects.count() == 1
+    # Once the window has passed the form is spent whoever posts it (see the admission tests).
+    Participation.objects.filter(pk=target.pk).update(
+        started_at=timezone.now() - timedelta(seconds=admission.DOUBLE_POST_SECONDS + 1)
+    )
     # The page again gives a form of its own, which makes a participation of its own.
     page = attacker.get(link)
     assert "portal/join.html" in [t.name for t in page.templates]
@@ -138,8 +146,9 @@ def test_a_double_click_still_makes_one_participation(studies):
     link = _other_crowd_id()
     browser = Client(REMOTE_ADDR="203.0.113.7")
     token = browser.get(link).context["token"]
-    first = browser.post(link, {"action": "agree", "token": token})
     second_click = Client(REMOTE_ADDR="203.0.113.7")
+    second_click.cookies = copy.deepcopy(browser.cookies)  # the page's, as the first post
+    first = browser.post(link, {"action": "agree", "token": token})
     second = second_click.post(link, {"action": "agree", "token": token})
     assert first.status_code == second.status_code == 302
     only = Participation.objects.get()
