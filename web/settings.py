@@ -68,7 +68,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "web.views.StyledRefusals",  # a bare 405 outside /api/ becomes a page in the site's style
+    "web.middleware.AsciiDigits",  # ids are ASCII digits: ١ in a path or query is refused
+    "web.middleware.StyledRefusals",  # a bare 405 outside /api/ becomes a page in the site's style
 ]
 
 ROOT_URLCONF = "web.urls"

@@ -137,22 +137,6 @@ def not_allowed(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     return page
 
 
-class StyledRefusals:
-    """Middleware: a bare 405 outside /api/ becomes ``not_allowed``'s page."""
-
-    def __init__(self, get_response) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
-        if response.status_code != 405 or request.path.startswith(API_PREFIX):
-            return response
-        html = response.get("Content-Type", "").startswith("text/html")
-        if html and (response.streaming or response.content):
-            return response  # a page already
-        return not_allowed(request, response)
-
-
 OUTAGES = (OperationalError, InterfaceError, BrokerError, CacheConnectionError, CacheTimeoutError)
 """Errors of a service that is briefly unavailable, not of the code."""
 RETRY_AFTER = 15

@@ -35,3 +35,21 @@ def test_an_id_in_other_digits_is_a_404(admin_client, store_ranking, annotator, 
     assert int(other) == ranking.pk and re.fullmatch(r"\d+", other)
     assert admin_client.get(f"/api/staff/rankings/{ranking.pk}/").status_code == 200
     assert admin_client.get(f"/api/staff/rankings/{other}/").status_code == 404
+
+
+def test_other_digits_open_nothing_at_any_door(admin_client, store_ranking, annotator, make_tasks):
+    """The review's finds: the admin read ``١`` as 1 in its paths and its filters, and the
+    runs feed overflowed on a 20-digit id (a 500)."""
+    (task,) = make_tasks(1, 3)
+    ranking = store_ranking(
+        annotator("ranker").profile, task, list(task.task_items.values_list("item_id", flat=True))
+    )
+    other = "".join(chr(0x660 + int(d)) for d in str(ranking.pk))
+    change = "/admin/annotation/ranking/{}/change/"
+    assert admin_client.get(change.format(ranking.pk)).status_code == 200
+    assert admin_client.get(change.format(other)).status_code == 404
+    listing = "/admin/annotation/ranking/"
+    assert admin_client.get(listing, {"id__exact": other}).status_code == 400
+    for ids in (other, "99999999999999999999", "1,x"):
+        assert admin_client.get("/dashboards/runs/progress.json", {"ids": ids}).status_code == 400
+    assert admin_client.get("/dashboards/runs/progress.json", {"ids": "1,2"}).status_code == 200

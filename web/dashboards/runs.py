@@ -14,6 +14,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
 from annotation.access import roles
+from core.ids import as_id
 from training import selectors, services
 from training.errors import NothingToSnapshot
 from training.ml.recipes import DEFAULT_RECIPE, RECIPES
@@ -120,9 +121,8 @@ def runs(request: HttpRequest) -> HttpResponse:
 @require_GET
 def runs_progress(request: HttpRequest) -> JsonResponse:
     """``?ids=1,2``: the live state of those runs, polled by the runs page."""
-    try:
-        ids = [int(i) for i in request.GET.get("ids", "").split(",") if i.strip()]
-    except ValueError:
+    ids = [as_id(i.strip()) for i in request.GET.get("ids", "").split(",") if i.strip()]
+    if None in ids:  # not ASCII digits, or past a bigint (an overflow was a 500)
         return JsonResponse({"error": "ids must be comma-separated run ids."}, status=400)
     if len(ids) > RUNS_SHOWN:
         return JsonResponse({"error": f"At most {RUNS_SHOWN} ids at a time."}, status=400)
