@@ -16,10 +16,9 @@ says what is wrong:
   are not finite;
 - an object naming one key twice (``json`` keeps the last silently).
 
-``BodyFirst`` makes the parse happen for every request that may carry a body, before
-authentication, permissions and the view: DRF parses lazily, on the first
-``request.data``, so a view that never reads its body would otherwise act on a
-request whose body is hostile, or in a format it does not take (415).
+``ParsedFirst``, the first base of every API view (a test walks the URL conf for it),
+makes the parse happen for every request that may carry a body, after authentication,
+permissions and throttles, before the view's handler.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from rest_framework import exceptions, status
-from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import JSONParser
 
 MAX_DEPTH = 16
@@ -116,17 +114,19 @@ class StrictJSONParser(JSONParser):
         return loads(raw, encoding)
 
 
-class BodyFirst(DefaultContentNegotiation):
-    """DRF's content negotiation, which every API view runs first, then the body parsed
-    (for methods that carry one): a hostile or unsupported body is refused before any
-    authentication, permission check or view code."""
+class ParsedFirst:
+    """Every API view's first base: once DRF has authenticated the request and checked its
+    permissions and throttles (``initial``), the body of a method that carries one is
+    parsed, before the handler runs. DRF parses lazily, on the first ``request.data``, so a
+    view that never reads its body would otherwise act on a hostile one, or on one in a
+    format it does not take (415); after the throttles, so that nobody unauthenticated
+    makes the server parse a body for a view they may not use."""
 
-    def select_renderer(self, request, renderers, format_suffix=None):
-        chosen = super().select_renderer(request, renderers, format_suffix)
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
         if request.method not in _SAFE:
             try:
                 request.data  # noqa: B018 - parsed now, refused now
             except RequestDataTooBig:  # DRF reads ``request.body``, which Django bounds
                 limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
                 raise BodyTooLarge(f"The request body is over {limit} bytes.") from None
-        return chosen

@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api_bodies import ParsedFirst
 from core.throttling import ScopedRateThrottle
 from scoring import services
 from scoring.errors import ScoringError
@@ -103,7 +104,7 @@ def body(request: Request) -> dict:
     return request.data
 
 
-class ScoringView(APIView):
+class ScoringView(ParsedFirst, APIView):
     permission_classes = [HasScoringRole]
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "scoring"

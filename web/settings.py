@@ -253,9 +253,9 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
     # The API speaks JSON (form encodings cannot send null or lists); the log-in view
     # (annotation/api/tokens.py) keeps its own parsers, forms included. Hostile JSON (too
-    # deep, NaN, a key twice, too big) is a 400 or 413, parsed before any view runs.
+    # deep, NaN, a key twice, too big) is a 400 or 413, parsed before any handler runs
+    # (core.api_bodies.ParsedFirst, every API view's first base).
     "DEFAULT_PARSER_CLASSES": ["core.api_bodies.StrictJSONParser"],
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "core.api_bodies.BodyFirst",
     "DEFAULT_PAGINATION_CLASS": "web.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 100,
     # `?format=` selects an export's format, not a DRF renderer.

@@ -24,6 +24,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api_bodies import ParsedFirst
+
 API_PREFIX = "/api/"
 
 
@@ -41,7 +43,7 @@ def _links(request: Request, names: dict[str, str | tuple[str, str]]) -> dict[st
     return links
 
 
-class ApiRootView(APIView):
+class ApiRootView(ParsedFirst, APIView):
     """``/api/``: what the API offers this user (staff parts only for staff)."""
 
     permission_classes = [AllowAny]

@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 from annotation.assignment import selectors as task_selectors
 from annotation.catalogue.images import CONTENT_TYPES
 from annotation.participants import services
+from core.api_bodies import ParsedFirst
 
 # Older imports kept ``.jpeg``; the media view serves it too.
 SERVED = {**CONTENT_TYPES, ".jpeg": "image/jpeg"}
@@ -31,7 +32,7 @@ POLICY = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox
 CACHE_CONTROL = "private, max-age=3600"
 
 
-class CardImageView(APIView):
+class CardImageView(ParsedFirst, APIView):
     @extend_schema(
         responses={(200, "image/*"): OpenApiTypes.BINARY, 404: None},
         description="A card's image on a blinded task (a validation study's), under the "

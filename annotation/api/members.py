@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from annotation.access import log, roles, scope, services
 from annotation.access.models import AccessLogEntry, StudyMembership
+from core.api_bodies import ParsedFirst
 
 
 class MembershipSerializer(serializers.ModelSerializer):
@@ -30,7 +31,7 @@ class GrantSerializer(serializers.Serializer):
     )
 
 
-class MembersView(APIView):
+class MembersView(ParsedFirst, APIView):
     """The study's members (GET); give an account a role, or another one (POST: 201 when
     it had none, 200 when it changed; 400 for a non-staff account, the demographics
     permission on a viewer or the study's last owner; 404 for an unknown account)."""
@@ -52,7 +53,7 @@ class MembersView(APIView):
         return Response(MembershipSerializer(membership).data, status=code)
 
 
-class MemberView(APIView):
+class MemberView(ParsedFirst, APIView):
     """Take a member's role away (204; 404 for one who has none there)."""
 
     permission_classes = [IsAdminUser]
@@ -70,7 +71,7 @@ class AccessLogEntrySerializer(serializers.ModelSerializer):
         fields = ["at", "username", "action", "surface", "what"]
 
 
-class AccessLogView(generics.ListAPIView):
+class AccessLogView(ParsedFirst, generics.ListAPIView):
     """Who read or exported the study's personal data, when, through which surface;
     newest first, a page at a time."""
 

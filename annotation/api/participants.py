@@ -31,6 +31,7 @@ from annotation.participants import services
 from annotation.participants.erasure import erase_annotator
 from annotation.rankings import selectors
 from annotation.rankings.exports import csv_lines, jsonl_lines, pair_rows, ranking_rows
+from core.api_bodies import ParsedFirst
 from core.throttling import ScopedRateThrottle
 
 
@@ -101,7 +102,7 @@ def query_flag(request, name: str) -> bool | None:
     raise ParseError(f"{name}: '{raw}' is not true or false.")
 
 
-class NextTaskView(APIView):
+class NextTaskView(ParsedFirst, APIView):
     @extend_schema(request=None, responses={200: TaskSerializer, 204: None})
     def post(self, request):
         profile = services.get_profile(request.user)
@@ -111,7 +112,7 @@ class NextTaskView(APIView):
         return Response(TaskSerializer(reservation, context={"request": request}).data)
 
 
-class SubmitRankingView(APIView):
+class SubmitRankingView(ParsedFirst, APIView):
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "submit"
 
@@ -137,7 +138,7 @@ class SubmitRankingView(APIView):
         return Response(out, status=201 if created else 200)
 
 
-class MeView(APIView):
+class MeView(ParsedFirst, APIView):
     @extend_schema(
         responses=inline_serializer(
             "Me",
@@ -183,7 +184,7 @@ class DemographicsOutSerializer(DemographicsSerializer):
     questions = DemographicQuestionSerializer(many=True, read_only=True)
 
 
-class MyDemographicsView(APIView):
+class MyDemographicsView(ParsedFirst, APIView):
     """The annotator's own demographics: read, replace (PUT) or change some (PATCH)."""
 
     def _answer(self, profile) -> Response:
@@ -213,7 +214,7 @@ class MyDemographicsView(APIView):
         return self._save(request, merge=True)
 
 
-class ConsentView(APIView):
+class ConsentView(ParsedFirst, APIView):
     @extend_schema(request=None, responses={201: None})
     def post(self, request):
         services.give_consent(services.get_profile(request.user))
@@ -225,7 +226,7 @@ class ConsentView(APIView):
         return Response(status=204)
 
 
-class ErasureView(APIView):
+class ErasureView(ParsedFirst, APIView):
     """Withdraw and erase: demographics, external ids and rankings deleted, account closed."""
 
     @extend_schema(request=None, responses={204: None})
@@ -257,7 +258,7 @@ STUDY = OpenApiParameter("study", str, description="The study's slug (default: t
         responses={**LINES, (200, "text/csv"): OpenApiTypes.STR},
     )
 )
-class ExportView(APIView):
+class ExportView(ParsedFirst, APIView):
     """Staff only: one study's pseudonymous rows, streamed; with demographics for a member
     who holds the demographics permission (``annotation.access``). Each export is logged."""
 

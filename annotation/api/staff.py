@@ -36,6 +36,7 @@ from annotation.quality import standing
 from annotation.quality import store as quality_store
 from annotation.rankings.exports import annotator_for_pseudonym, pseudonym
 from annotation.studies import lifecycle as studies
+from core.api_bodies import ParsedFirst
 from core.ids import ID_PATTERN
 
 
@@ -118,7 +119,7 @@ PROMPT_TYPE = OpenApiParameter("prompt_type", str, enum=PromptType.values)
 SYNTHETIC = OpenApiParameter("synthetic", bool, description="Only synthetic (true) or real.")
 
 
-class StaffViewSet(viewsets.ReadOnlyModelViewSet):
+class StaffViewSet(ParsedFirst, viewsets.ReadOnlyModelViewSet):
     permission_classes = [IsAdminUser]
     lookup_value_regex = ID_PATTERN
 
@@ -246,7 +247,7 @@ class QualityReportSerializer(serializers.Serializer):
     )
 
 
-class QualityView(APIView):
+class QualityView(ParsedFirst, APIView):
     """One study's (``?study=slug``, default the default one) agreement (W, alpha; per
     occupation and group), position bias, the annotator table a page at a time (``?page=``).
 
@@ -287,7 +288,7 @@ class QualityView(APIView):
         return Response(scope.report_for(request.user, study, report))
 
 
-class ValidationReportView(APIView):
+class ValidationReportView(ParsedFirst, APIView):
     """A validation study's report: per condition, Welch's t, paired t, Wilcoxon, the cluster
     bootstrap, effect sizes, per occupation and group, power, each annotator's means."""
 
@@ -329,7 +330,7 @@ class StatusChangeSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class ReinstateView(APIView):
+class ReinstateView(ParsedFirst, APIView):
     """Lift a warned or excluded annotator back to ``ok``, as the Quality dashboard does.
 
     400 without a reason, 404 for an unknown pseudonym, 409 when the annotator is
@@ -367,7 +368,7 @@ class SamplerSerializer(serializers.Serializer):
     priorities_updated_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
 
-class SamplerView(APIView):
+class SamplerView(ParsedFirst, APIView):
     """A study's sampler: ``uniform`` (the default) or ``active`` (the model's priorities,
     computed on the training side after this switch, each new version and every
     ``STEREORANK_SAMPLER_EVERY`` rankings). 404 for an unknown study, 400 for another name."""

@@ -14,6 +14,7 @@ from annotation.access import roles, scope
 from annotation.access import services as access
 from annotation.models import Study
 from annotation.studies import lifecycle as studies
+from core.api_bodies import ParsedFirst
 
 
 class StudyProgressSerializer(serializers.Serializer):
@@ -142,7 +143,7 @@ class TransitionSerializer(serializers.Serializer):
     )
 
 
-class StudiesView(APIView):
+class StudiesView(ParsedFirst, APIView):
     """Every study the viewer has a role in, with its progress (GET); a new study, a draft,
     owned by whoever made it (POST)."""
 
@@ -163,7 +164,7 @@ class StudiesView(APIView):
         return Response(StudySerializer(study).data, status=status.HTTP_201_CREATED)
 
 
-class StudyTransitionView(APIView):
+class StudyTransitionView(ParsedFirst, APIView):
     """Open, close or archive a study; 409 for a move its lifecycle does not allow."""
 
     permission_classes = [IsAdminUser]

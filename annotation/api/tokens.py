@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 from annotation.accounts import lockout, second_factor, tokens
 from annotation.accounts.policy import needs_second_factor
 from annotation.api.auth import ProfileTokenAuthentication
-from core.api_bodies import StrictJSONParser
+from core.api_bodies import ParsedFirst, StrictJSONParser
 from core.throttling import ScopedRateThrottle
 
 WRONG_CREDENTIALS = "Unable to log in with provided credentials."
@@ -60,7 +60,7 @@ class RefusedSerializer(serializers.Serializer):
     detail = serializers.CharField(read_only=True)
 
 
-class TokenView(APIView):
+class TokenView(ParsedFirst, APIView):
     """Log in: a token for these credentials. No authentication of its own (a stale
     token sent along must not stand in the way of a new one)."""
 
@@ -117,7 +117,7 @@ def _second_factor(user, code: str) -> None:
         raise serializers.ValidationError({"otp": [wrong]})
 
 
-class LogoutView(APIView):
+class LogoutView(ParsedFirst, APIView):
     """Revoke the token this request is sent with."""
 
     authentication_classes = [ProfileTokenAuthentication]
@@ -129,7 +129,7 @@ class LogoutView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class LogoutAllView(APIView):
+class LogoutAllView(ParsedFirst, APIView):
     """Revoke every token of this request's user (every device)."""
 
     authentication_classes = [ProfileTokenAuthentication]

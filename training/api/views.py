@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 
 from annotation.access import roles, scope
 from annotation.errors import NotVisible, RoleRefused
+from core.api_bodies import ParsedFirst
 from training import selectors, services
 from training.errors import RegistryError
 from training.ml.recipes import DEFAULT_RECIPE, RECIPES
@@ -181,7 +182,7 @@ class CompareSerializer(serializers.Serializer):
     snapshot = VisibleSnapshotField(required=False)
 
 
-class StaffView(APIView):
+class StaffView(ParsedFirst, APIView):
     permission_classes = [IsAdminUser]
 
 
