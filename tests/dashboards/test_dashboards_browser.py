@@ -4,12 +4,12 @@ and axe audit: tests/browser/test_browser_staff_pages.py.)"""
 import os
 
 import pytest
-from training_study import ENCODER
+from training_study import ENCODER, empty_snapshot
 
 from tests.browser.support import sign_in
 from tests.browser.test_browser_portal import CHROMEDRIVER, CHROMIUM, browser  # noqa: F401
 from tests.staff import make_staff
-from training.models import DatasetSnapshot, TrainingRun
+from training.models import TrainingRun
 
 pytestmark = [
     pytest.mark.browser,
@@ -29,14 +29,7 @@ def signed_in(browser, live_server, transactional_db):  # noqa: F811
 
 
 def run_of_a_tiny_snapshot(**fields) -> TrainingRun:
-    snapshot = DatasetSnapshot.objects.create(
-        ranking_count=0,
-        content_hash="0" * 64,
-        example_count=0,
-        train_count=0,
-        eval_count=0,
-        examples=[],
-    )
+    snapshot = empty_snapshot()
     return TrainingRun.objects.create(
         snapshot=snapshot, encoder=ENCODER, hyperparameters={}, epochs=12, **fields
     )

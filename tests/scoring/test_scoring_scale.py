@@ -5,13 +5,13 @@ lowest and highest, which drew the same prompt 31% long in one batch and 92% in 
 
 import numpy as np
 import pytest
-from training_study import embedding_cache, training_storage  # noqa: F401
+from training_study import embedding_cache, empty_snapshot, training_storage  # noqa: F401
 
 from scoring import services
 from scoring.scorer import reset_scorer
 from tests.scoring.helpers import register_version
 from training import services as training
-from training.models import DatasetSnapshot, Evaluation
+from training.models import Evaluation
 
 NURSE = "Generate an image of a nurse: a young slim woman in a white uniform"
 
@@ -33,14 +33,7 @@ def test_one_prompt_gets_one_scale_in_any_batch_the_version_s_own(version):
     assert alone.scale == pytest.approx((catalogue.min(), catalogue.max()))
 
     # Evaluated on its snapshot: drawn on its scores there.
-    snapshot = DatasetSnapshot.objects.create(
-        ranking_count=0,
-        content_hash="0" * 64,
-        example_count=0,
-        train_count=0,
-        eval_count=0,
-        examples=[],
-    )
+    snapshot = empty_snapshot()
     version.snapshot = snapshot
     version.save(update_fields=["snapshot"])
     predictions = {"a": -0.25, "b": 0.5, "c": 0.125}

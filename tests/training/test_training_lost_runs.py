@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from django.core.cache import caches
 from django.utils import timezone
+from training_study import empty_snapshot
 
 from core.heartbeats import heartbeat_key, node_component
 from core.models import OutboxMessage
@@ -34,16 +35,7 @@ def forget(node: str) -> None:
 def held(db):
     """A run in training on worker ``gpu@old-pod`` (another host: its pid means nothing
     here), its own heartbeat 10 minutes old (a long step), under the 30-minute backstop."""
-    from training.models import DatasetSnapshot
-
-    snapshot = DatasetSnapshot.objects.create(
-        ranking_count=0,
-        content_hash="0" * 64,
-        example_count=0,
-        train_count=0,
-        eval_count=0,
-        examples=[],
-    )
+    snapshot = empty_snapshot()
     run = TrainingRun.objects.create(
         snapshot=snapshot,
         encoder="enc",

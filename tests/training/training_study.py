@@ -18,6 +18,20 @@ FAST = {"epochs": 3, "lr": 1e-2, "n_boot": 100}
 ENCODER = "all-MiniLM-L6-v2"
 
 
+def empty_snapshot():
+    """A snapshot with no labels: what a test of runs needs when nothing is trained."""
+    from training.models import DatasetSnapshot
+
+    return DatasetSnapshot.objects.create(
+        ranking_count=0,
+        content_hash="0" * 64,
+        example_count=0,
+        train_count=0,
+        eval_count=0,
+        examples=[],
+    )
+
+
 def make_study(
     folder: Path,
     occupations: int = 12,
