@@ -1,23 +1,18 @@
 """A crowd study cannot open without what its participants are paid by (issue 37): a
 Prolific or MTurk study lacking its completion or screen-out code is refused at opening,
 by the command, the API and the admin, in one line naming what is missing; the codes and
-an owner are given at creation, so the README's path needs no separate step; a
-participant who finishes a Prolific study reaches Prolific's completion address."""
+an owner are given at creation, so the README's path needs no separate step (its walk, to
+Prolific's completion address, is run as written by tests/project/test_project_readme.py)."""
 
 import io
 
 import pytest
-from crowd_fakes import FakeProlific, join
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation.access.models import StudyMembership
-from annotation.assignment.next_task import next_task
-from annotation.models import ConsentText, Study, default_study
-from annotation.models.studies import Participation
-from annotation.participants import services
+from annotation.models import ConsentText, Study
 from tests.staff import make_staff
 
 
@@ -88,31 +83,3 @@ def test_the_api_and_the_admin_refuse_it_too_and_the_api_takes_the_codes(db):
     )
     assert coded.status_code == 400 and "https://" in coded.content.decode()
     assert not Study.objects.filter(slug="api-coded").exists()
-
-
-def test_the_readmes_prolific_study_pays_its_participant(db, make_tasks, settings):
-    """The README's block, as written: created with its codes and its owner, opened, and a
-    participant who comes by the real entry link leaves with Prolific's address."""
-    settings.STEREORANK = {**settings.STEREORANK, "ANNOTATOR_QUOTA": 1}
-    owner = make_staff("admin", default_study())
-    out = run(
-        "create_study", "wave-2", "--platform", "prolific", "--task-size", "3",
-        "--completion-code", "C1A2B3C4", "--screen-out-code", "NOCONSENT", "--owner", "admin",
-    )  # fmt: skip
-    assert "admin owns it" in out
-    study = Study.objects.get(slug="wave-2")
-    assert StudyMembership.objects.get(user=owner, study=study).role == "owner"
-    run("consent", "--study", "wave-2", "--demo")
-    make_tasks(1, 3, study=study)
-    run("study_status", "wave-2", "open")
-    link = FakeProlific("wave-2").link(FakeProlific.new_participant_id())
-    browser = Client()
-    assert join(browser, link).status_code == 302
-    profile = Participation.objects.get(study=study).annotator
-    assignment = next_task(profile)
-    services.submit_ranking(profile, assignment.task_id, assignment.shown_order)
-    page = browser.get(reverse("portal:complete"))
-    assert page.status_code == 200 and "C1A2B3C4" in page.content.decode()
-    href = "https://app.prolific.com/submissions/complete?cc=C1A2B3C4"
-    assert FakeProlific.completion_code(page.context["link"]) == "C1A2B3C4"
-    assert href in page.content.decode()
