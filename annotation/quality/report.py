@@ -150,7 +150,13 @@ def quality_report(
     records = without_check_cards(consented.counted(), consented.inputs.checks)
     fields = list(selectors.demographic_questions().values_list("key", flat=True))
     agreement = breakdown(records, fields, k=config["GROUP_K"], n_boot=n_boot, seed=seed)
-    bias = position_bias(records, n_boot=n_boot, seed=seed)
+    # Position bias on tasks without a check card: a check's instructed card, taken out,
+    # would leave the others' shown places gapped, and the page names a group by the cards
+    # participants saw (issue 37: "Tasks of 5 cards" where every task showed 6).
+    checks = consented.inputs.checks
+    bias = position_bias(
+        [r for r in records if r.task_id not in checks], n_boot=n_boot, seed=seed
+    )
     return json_safe(
         {
             "study": study.slug if study is not None else DEFAULT_STUDY_SLUG,
