@@ -39,3 +39,19 @@ def gunicorn(env: dict, port: int, tries: int, cwd: Path = ROOT) -> Iterator[sub
     finally:
         server.terminate()
         server.wait()
+
+
+def arguments(parser, smoke: dict):
+    """``parser``'s arguments, with ``--smoke``: ``smoke`` as the defaults (flags given
+    still win), a run of seconds that proves the benchmark still runs as written; its
+    figures mean nothing. tests/project/test_project_benchmarks.py runs every benchmark
+    docs/benchmarks.md cites so."""
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a run of seconds to check it runs (figures mean nothing): "
+        + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in smoke.items()),
+    )
+    if "--smoke" in sys.argv[1:]:
+        parser.set_defaults(**smoke)
+    return parser.parse_args()

@@ -39,6 +39,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import arguments  # noqa: E402
 
 from training.ml.sampler import (  # noqa: E402
     Candidate,
@@ -158,7 +159,7 @@ def _plot(curves: dict[str, list[list[float]]], batch: int, path: Path) -> None:
     print(f"plot: {path}")
 
 
-def main(argv: list[str] | None = None) -> None:
+def main() -> None:
     """Run both arms over the seeds and print one JSON line per arm."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
@@ -171,7 +172,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--eval-items", type=int, default=500)
     parser.add_argument("--signal", type=float, default=1.0, help="std of true utilities")
     parser.add_argument("--plot", type=Path, help="write both arms' curves here (.svg or .png)")
-    args = parser.parse_args(argv)
+    args = arguments(
+        parser,
+        {"seeds": 1, "rounds": 2, "batch": 5, "pool": 40, "dim": 16, "items": 60,
+         "occupations": 3, "eval_items": 50},
+    )  # fmt: skip
     curves = {arm: [_run(s, arm, args) for s in range(args.seeds)] for arm in ("uniform", "active")}
     _table(curves, args.batch)
     if args.plot:

@@ -62,6 +62,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import arguments  # noqa: E402
 
 from benchmarks.pipeline import _setup  # noqa: E402
 
@@ -267,7 +268,10 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1e-2)
     parser.add_argument("--n-boot", type=int, default=1000)
     parser.add_argument("--encoder", default="all-MiniLM-L6-v2")
-    args = parser.parse_args()
+    args = arguments(
+        parser,
+        {"seeds": [0], "annotators": 8, "occupations": 4, "images": 2, "tasks": 3, "n_boot": 50},
+    )
 
     if args.seed is not None:
         with tempfile.TemporaryDirectory(prefix="careless-bench-") as tmp:

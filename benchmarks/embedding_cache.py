@@ -27,6 +27,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from _common import arguments  # noqa: E402
 
 from benchmarks._common import load  # noqa: E402
 from training.ml.encoders.identity import EncoderIdentity  # noqa: E402
@@ -103,7 +104,7 @@ def main() -> None:
     parser.add_argument("--per-call", type=int, default=5)
     parser.add_argument("--max-entries", type=int, default=1000, help="this tree's LRU bound")
     parser.add_argument("--against", default="4d5d137")
-    args = parser.parse_args()
+    args = arguments(parser, {"calls": 20, "per_call": 2, "max_entries": 20})
     from training.ml.cache import EmbeddingCache
 
     print(f"load average before: {load()}")

@@ -31,9 +31,9 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from _common import arguments  # noqa: E402
 
 from training.ml.cache import EmbeddingCache  # noqa: E402
 from training.ml.calibration import calibrate  # noqa: E402
@@ -70,12 +70,14 @@ def _head(fp32, cache_dir: Path):
     return checkpoint, eval_set
 
 
-def bench(key: str, n_texts: int, repeats: int, model_dir: Path, tolerances: dict) -> None:
+def bench(
+    key: str, n_texts: int, repeats: int, model_dir: Path, tolerances: dict, variants_: list
+) -> None:
     name = ENCODERS[key]
     fp32 = load_encoder(name, model_dir=model_dir, device="cpu")
     print(f"\n== {fp32.identity.name}: loading / exporting the variants ({_load()})")
     variants = {}
-    for backend, quant in VARIANTS:
+    for backend, quant in [("torch", "none"), *variants_]:
         start = time.perf_counter()
         variants[(backend, quant)] = load_encoder(
             name, model_dir=model_dir, device="cpu", backend=backend, quantization=quant
@@ -141,13 +143,24 @@ def main() -> None:
     parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
     parser.add_argument("--max-rho-drift", type=float, default=0.01)
     parser.add_argument("--max-flip-share", type=float, default=0.02)
-    args = parser.parse_args()
+    parser.add_argument(
+        "--variants",
+        default=",".join(f"{b}/{q}" for b, q in VARIANTS[1:]),
+        help="backend/quantization pairs beside torch/none",
+    )
+    # The smoke run's one variant is the copy the tests export (shared with --model-dir).
+    args = arguments(
+        parser, {"encoders": "minilm", "texts": 16, "repeats": 1, "variants": "onnx/int8"}
+    )
+    chosen = [tuple(v.split("/")) for v in args.variants.split(",")]
+    if not set(chosen) <= set(VARIANTS[1:]):
+        sys.exit(f"encoders: --variants takes {','.join(f'{b}/{q}' for b, q in VARIANTS[1:])}")
     print(
         f"{date.today()}, torch {torch.__version__}, {torch.get_num_threads()} threads, {_load()}"
     )
     tolerances = {"max_rho_drift": args.max_rho_drift, "max_flip_share": args.max_flip_share}
     for key in args.encoders.split(","):
-        bench(key, args.texts, args.repeats, args.model_dir, tolerances)
+        bench(key, args.texts, args.repeats, args.model_dir, tolerances, chosen)
 
 
 if __name__ == "__main__":

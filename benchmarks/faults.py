@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _common import load  # noqa: E402
+from _common import arguments, load  # noqa: E402
 
 from tests.faults import scenarios  # noqa: E402
 from tests.faults.load import Run, seed  # noqa: E402
@@ -143,7 +143,9 @@ def main() -> None:
     parser.add_argument("--down", type=float, default=1.0, help="PostgreSQL down at least (s)")
     parser.add_argument("--submits", type=int, default=16, help="stored while Redis is down")
     parser.add_argument("--no-worker", action="store_true", help="skip the worker's relay")
-    args = parser.parse_args()
+    args = arguments(
+        parser, {"repeat": 1, "annotators": 2, "submits": 2, "down": 0.5, "no_worker": True}
+    )
     reason = missing()
     if reason:
         sys.exit(f"faults: needs {reason}")

@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ROOT, load
+from _common import ROOT, arguments, load
 
 sys.path.insert(0, str(ROOT))
 
@@ -205,7 +205,11 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3, help="API requests per repeat.")
     parser.add_argument("--batch", type=int, default=64, help="Prompts per API request.")
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    args = arguments(
+        parser,
+        {"encoder": "all-MiniLM-L6-v2", "occupations": 3, "variants": 2, "texts": 16,
+         "requests": 1, "batch": 8, "repeats": 1},
+    )  # fmt: skip
 
     with tempfile.TemporaryDirectory(prefix="int8-bench-") as tmp:
         folder = Path(tmp)
@@ -218,7 +222,9 @@ def main() -> None:
             STEREORANK_CHECKPOINT_DIR=str(folder / "checkpoints"),
             STEREORANK_MEDIA_ROOT=str(folder / "media"),
             STEREORANK_EMBEDDING_CACHE=str(folder / "embeddings"),
-            STEREORANK_MODEL_DIR=str(ROOT / "var" / "models"),
+            STEREORANK_MODEL_DIR=os.environ.get(
+                "STEREORANK_MODEL_DIR", str(ROOT / "var" / "models")
+            ),
             STEREORANK_DEVICE="cpu",
             STEREORANK_THROTTLE_SCORING="1000000/min",
             STEREORANK_EMBEDDED="true",

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "web.settings")
 os.environ.setdefault("STEREORANK_EMBEDDED", "true")
 
-from _common import load  # noqa: E402
+from _common import arguments, load  # noqa: E402
 
 BODIES = {
     "ranking submit": {"order": [11, 14, 12, 15, 13, 16], "seconds_spent": 23.5},
@@ -55,7 +55,7 @@ def paired(first, second, raw: bytes, repeat: int, rounds: int = 7) -> tuple[flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2000, help="parses per batch")
-    args = parser.parse_args()
+    args = arguments(parser, {"repeat": 20})
     import django
 
     django.setup()

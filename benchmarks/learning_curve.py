@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import arguments  # noqa: E402
 from pipeline import _setup  # noqa: E402
 
 
@@ -88,7 +89,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--draws", type=int, default=3)
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
-    args = parser.parse_args()
+    args = arguments(parser, {"draws": 2})
     with tempfile.TemporaryDirectory() as folder:
         os.environ.setdefault("STEREORANK_ENCODER", "all-MiniLM-L6-v2")
         _setup(args.database_url, Path(folder))

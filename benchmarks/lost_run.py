@@ -12,7 +12,8 @@ that worker once training has begun, and starts a replacement with beat embedded
 
 Per case: seconds from the kill to the retry's claim and to the run's end, and the
 versions each run made (must be 1). The defaults are production's settings (60 s,
-a sweep every 10 s, heartbeats every 15 s); ``--smoke`` makes them short.
+a sweep every 10 s, heartbeats every 15 s); ``--smoke`` makes them short
+(and runs the renamed case only).
 
     .venv/bin/python benchmarks/lost_run.py --repeat 3
 """
@@ -32,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "training")]
 
-from _common import load  # noqa: E402
+from _common import arguments, load  # noqa: E402
 
 from tests.faults.stack import DATABASE, Stack, missing  # noqa: E402
 
@@ -102,10 +103,15 @@ def main() -> None:
     parser.add_argument("--lost-after", type=int, default=60, help="WORKER_LOST_AFTER (s)")
     parser.add_argument("--sweep-every", type=int, default=10, help="beat's sweep (s)")
     parser.add_argument("--heartbeat", type=int, default=15, help="heartbeat interval (s)")
-    parser.add_argument("--smoke", action="store_true", help="1 run each, 3 s limit, 1 s beats")
-    args = parser.parse_args()
-    if args.smoke:
-        args.repeat, args.lost_after, args.sweep_every, args.heartbeat = 1, 3, 1, 1
+    parser.add_argument("--cases", default=",".join(CASES), help="of " + ", ".join(CASES))
+    args = arguments(
+        parser,
+        {"repeat": 1, "lost_after": 3, "sweep_every": 1, "heartbeat": 1, "epochs": 50,
+         "cases": "renamed"},
+    )  # fmt: skip
+    cases = args.cases.split(",")
+    if not set(cases) <= set(CASES):
+        sys.exit(f"lost_run: --cases takes {','.join(CASES)}")
     reason = missing()
     if reason:
         sys.exit(f"lost_run: needs {reason}")
@@ -146,7 +152,7 @@ def main() -> None:
         stack.start(fill)
         snapshot = create_snapshot(include_synthetic=True)
         n = 0
-        for case in CASES:
+        for case in cases:
             rows = []
             for _ in range(args.repeat):
                 n += 1

@@ -35,7 +35,7 @@ import threading
 import time
 from pathlib import Path
 
-from _common import ROOT, gunicorn, load
+from _common import ROOT, arguments, gunicorn, load
 
 sys.path.insert(0, str(ROOT))
 
@@ -240,7 +240,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=25, help="Per client and case.")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn processes")
     parser.add_argument("--port", type=int, default=8766)
-    args = parser.parse_args()
+    args = arguments(parser, {"images": 1, "epochs": 1, "clients": 1, "requests": 2, "workers": 1})
 
     with tempfile.TemporaryDirectory(prefix="optimise-bench-") as tmp:
         env = environment(Path(tmp), args.database_url)

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import arguments  # noqa: E402
 from pipeline import _setup  # noqa: E402
 
 HEADS = ("pooled", "steered", "balanced")
@@ -197,7 +198,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--figure", type=Path, help="PNG of seed 0's pooled and steered heads.")
     parser.add_argument("--database-url", default="")
-    args = parser.parse_args()
+    parser.add_argument("--epochs", type=int, default=12, help="of each head")
+    args = arguments(parser, {"epochs": 1})
     print(f"{datetime.datetime.now():%Y-%m-%d %H:%M}, {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="perspectives-bench-") as tmp:
         _setup(args.database_url, Path(tmp))
@@ -205,7 +207,7 @@ def main() -> None:
 
         settings.STEREORANK["GROUP_K"] = 5
         for seed in args.seeds:
-            out = study(seed)
+            out = study(seed, args.epochs)
             report(out)
             if args.figure and seed == args.seeds[0]:
                 figure(out, args.figure)

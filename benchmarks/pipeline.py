@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import arguments  # noqa: E402
 
 
 def _setup(database_url: str, folder: Path) -> None:
@@ -95,7 +96,7 @@ def main() -> None:
     parser.add_argument(
         "--embedding-cache", help="Keep embeddings in this folder (a rerun skips encoding)."
     )
-    args = parser.parse_args()
+    args = arguments(parser, {"occupations": 3, "images": 1, "paraphrases": 1, "epochs": 1})
 
     with tempfile.TemporaryDirectory(prefix="pipeline-bench-") as tmp:
         folder = Path(tmp)

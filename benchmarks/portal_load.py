@@ -46,7 +46,7 @@ import threading
 import time
 from pathlib import Path
 
-from _common import ROOT, gunicorn, load
+from _common import ROOT, arguments, gunicorn, load
 
 PASSWORD = "bench-pass-123"
 FIGURES = ("web_ms", "db_ms", "p95_ms")
@@ -364,7 +364,7 @@ def main() -> None:
     parser.add_argument("--compare", help="another code tree, measured paired with this one")
     parser.add_argument("--compare-database-url", default="", help="the other tree's database")
     parser.add_argument("--rounds", type=int, default=3, help="paired runs with --compare")
-    args = parser.parse_args()
+    args = arguments(parser, {"annotators": 2, "tasks_each": 2, "workers": 1, "threads": 1})
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         sys.exit("portal_load: set DATABASE_URL to a PostgreSQL database (it is flushed)")
     for name in ("workers", "threads"):  # gunicorn.conf.py, read for the report, sees them

@@ -48,7 +48,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from _common import ROOT, load
+from _common import ROOT, arguments, load
 from scale_measure import api_figures, child
 
 CHILD_MEASURES = (
@@ -238,7 +238,10 @@ def main() -> None:
     parser.add_argument("--child", choices=MEASURES, help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--root", default=str(ROOT), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = arguments(
+        parser,
+        {"sizes": "200", "requests": 5, "draws": 10, "big_draws": 5, "db": "bench_smoke"},
+    )
     if args.child:
         setup_django_from_env(Path(args.root))
         print(json.dumps(child(args.child, args.draws, args.size)))

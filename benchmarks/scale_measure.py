@@ -225,9 +225,14 @@ def dashboard_figures(tries: int = 10) -> dict:
     from django_otp.plugins.otp_totp.models import TOTPDevice
     from rest_framework.test import APIClient
 
+    from annotation.access import services as access
     from annotation.accounts import tokens
+    from annotation.models import default_study
 
     staff, _ = get_user_model().objects.get_or_create(username="bench-staff", is_staff=True)
+    # A researcher of the default study: staff see only the studies they have a role in
+    # (without one, the page is the "no role" 403 of issue 37).
+    access.grant(default_study(), staff.username, "researcher")
     page = Client(HTTP_HOST="localhost")
     page.force_login(staff)
     # force_login gives no second factor: the session is marked as having given it (as

@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import arguments
+
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "scipy", "sentence_transformers", "matplotlib", "numpy")
 PROBE = (
@@ -45,7 +47,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rev", help="a git revision to compare with (checked out to a temp dir)")
     parser.add_argument("--repeats", type=int, default=7)
-    args = parser.parse_args()
+    args = arguments(parser, {"repeats": 1})
     trees = {"now": ROOT}
     with tempfile.TemporaryDirectory() as tmp:
         if args.rev:

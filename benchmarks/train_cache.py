@@ -24,8 +24,8 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import torch  # noqa: E402
+from _common import arguments  # noqa: E402
 
 from training.ml.cache import EmbeddingCache  # noqa: E402
 from training.ml.encoders.identity import EncoderError  # noqa: E402
@@ -151,7 +151,19 @@ def main() -> int:
     parser.add_argument("--score-texts", type=int, help="texts to score (default: per encoder)")
     parser.add_argument("--repeats", type=int, default=5, help="scoring repeats (best kept)")
     parser.add_argument("--skip-training", action="store_true", help="scoring figures only")
-    args = parser.parse_args()
+    parser.add_argument("--occupations", type=int, default=40, help="of the synthetic texts")
+    parser.add_argument("--variants", type=int, default=9, help="of each synthetic prompt")
+    args = arguments(
+        parser,
+        {
+            "encoder": "minilm",
+            "epochs": 1,
+            "score_texts": 16,
+            "repeats": 1,
+            "occupations": 2,
+            "variants": 1,
+        },
+    )
     names = ["minilm", "mpnet"] if args.encoder == "both" else [args.encoder]
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU, "
@@ -164,7 +176,9 @@ def main() -> int:
         except EncoderError as exc:
             print(f"{name}: skipped: {exc}")
             continue
-        examples = synthetic_examples(n_occupations=40, prompts_per_type=per_type, variants=9)
+        examples = synthetic_examples(
+            n_occupations=args.occupations, prompts_per_type=per_type, variants=args.variants
+        )
         print(f"{name} ({encoder_name}, {len(examples)} texts)")
         if not args.skip_training:
             bench_training(encoder, examples, args.epochs)

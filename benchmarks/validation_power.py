@@ -37,6 +37,7 @@ import numpy as np
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import arguments  # noqa: E402
 
 from annotation.stats import power, validation, validation_sim  # noqa: E402
 
@@ -139,7 +140,7 @@ def main() -> None:
     p.add_argument("--n-boot", type=int, default=1000)
     p.add_argument("--pilot", type=int, default=50_000, help="annotators in the pilot")
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args()
+    args = arguments(p, {"studies": 20, "boot_studies": 20, "n_boot": 20, "pilot": 500})
     rng = np.random.default_rng(args.seed)
     t0 = time.perf_counter()
     result = {

@@ -1,0 +1,109 @@
+"""Every benchmark docs/benchmarks.md cites runs as written (issue 37), at its smoke size
+(``--smoke``: ``benchmarks/_common.arguments``), in a process of its own with a clean
+environment; its figures are not checked here (benchmarks measure, tests assert). One that
+needs a GPU says so and skips; a comparison with a second tree (``--rev``, ``--compare``)
+is left out, the benchmark's own figures kept. The ones that need PostgreSQL and Redis
+get them as the README's commands give them (``DATABASE_URL``, ``REDIS_URL``); the rest
+run on their own throwaway SQLite, never the test database."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+
+from tests.faults.stack import missing
+
+ROOT = Path(__file__).resolve().parents[2]
+CITED = sorted(set(re.findall(r"benchmarks/(\w+)\.py", (ROOT / "docs/benchmarks.md").read_text())))
+# Modules a benchmark runs (scale.py builds with scale_build and measures with scale_measure).
+PARTS = {"scale_build": "scale", "scale_measure": "scale"}
+# On the PostgreSQL and Redis of DATABASE_URL and REDIS_URL (portal_load on a database of
+# its own, which it flushes); faults and lost_run start (and kill) private ones.
+NEEDS_SERVERS = {"scale", "portal_load"}
+PRIVATE_SERVERS = {"faults", "lost_run"}
+GPU = {"cuda_check": "needs a CUDA GPU (its CPU half runs in tests/ml/test_ml_cuda_check.py)"}
+
+
+def test_every_cited_benchmark_exists_and_is_run_here():
+    assert CITED, "docs/benchmarks.md cites no benchmark"
+    for name in CITED:
+        assert (ROOT / "benchmarks" / f"{name}.py").exists(), name
+    assert set(PARTS) | {*RUN} >= set(CITED)
+
+
+RUN = [n for n in CITED if n not in PARTS]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def _own_database(name: str):
+    """A PostgreSQL database of its own on DATABASE_URL's server, dropped after."""
+    server = os.environ["DATABASE_URL"]
+    admin = urlunsplit(urlsplit(server)._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _env(name: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "STEREORANK_", "CELERY_", "DATABASE_", "REDIS_"))
+    }
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1")
+    if name in NEEDS_SERVERS:
+        env["DATABASE_URL"] = os.environ.get("DATABASE_URL", "")
+        env["REDIS_URL"] = os.environ.get("REDIS_URL", "")
+    return env
+
+
+def _marks(name: str) -> list:
+    if name in GPU:
+        return [pytest.mark.skip(reason=GPU[name])]
+    if name in NEEDS_SERVERS:
+        return [pytest.mark.postgres, pytest.mark.redis]
+    if name in PRIVATE_SERVERS:
+        return [pytest.mark.faults]
+    return []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_marks(n)) for n in RUN])
+def test_the_benchmark_runs_at_its_smoke_size(name, quant_models):
+    if name in NEEDS_SERVERS and not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        pytest.skip(f"{name} needs PostgreSQL (DATABASE_URL)")
+    if name in PRIVATE_SERVERS and (reason := missing()):
+        pytest.skip(f"{name} needs {reason}")
+    argv, env = [sys.executable, f"benchmarks/{name}.py", "--smoke"], _env(name)
+    if name in ("optimise", "portal_load"):
+        argv += ["--port", str(_free_port())]
+    if name == "encoders":  # the exports the other tests made (keyed, written atomically)
+        argv += ["--model-dir", str(quant_models)]
+    if name == "int8_serving":
+        env["STEREORANK_MODEL_DIR"] = str(quant_models)
+    with _own_database("bench_portal_smoke") if name == "portal_load" else nullcontext() as url:
+        if url:
+            env["DATABASE_URL"] = url
+        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{name} --smoke:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.stdout.strip(), f"{name} printed no figures"
