@@ -44,7 +44,7 @@ def _at_all(curve) -> float:
     return sum(full) / len(full)
 
 
-def backtest(seed: int, draws: int) -> dict:
+def backtest(seed: int, draws: int, first: int = 20, more: int = 25) -> dict:
     from annotation.catalogue.loading import load_catalogue
     from annotation.models import RankingTask
     from annotation.studies.simulation import simulate
@@ -57,12 +57,12 @@ def backtest(seed: int, draws: int) -> dict:
         build_tasks(size=6, overlap=21, seed=0)
     else:
         _reset()
-    simulate(20, 15, seed=seed)
+    simulate(first, 15, seed=seed)
     a = create_snapshot(include_synthetic=True, seed=seed, weighting="none")
     start = time.perf_counter()
     curve_a = learning_curves.compute(a, draws=draws)
     seconds_a = time.perf_counter() - start
-    simulate(25, 20, seed=seed + 100)
+    simulate(more, 20, seed=seed + 100)
     b = create_snapshot(include_synthetic=True, seed=seed, weighting="none")
     start = time.perf_counter()
     curve_b = learning_curves.compute(b, draws=draws)
@@ -89,14 +89,16 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--draws", type=int, default=3)
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
-    args = arguments(parser, {"draws": 2})
+    parser.add_argument("--first", type=int, default=20, help="annotators before A (15 tasks)")
+    parser.add_argument("--more", type=int, default=25, help="annotators more for B (20 tasks)")
+    args = arguments(parser, {"draws": 2, "first": 4, "more": 3})
     with tempfile.TemporaryDirectory() as folder:
         os.environ.setdefault("STEREORANK_ENCODER", "all-MiniLM-L6-v2")
         _setup(args.database_url, Path(folder))
         print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC", flush=True)
         rows = []
         for seed in args.seeds:
-            row = backtest(seed, args.draws)
+            row = backtest(seed, args.draws, args.first, args.more)
             rows.append(row)
             ci = row["projected_ci"]
             interval = f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""

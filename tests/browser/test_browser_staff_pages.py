@@ -39,6 +39,7 @@ from tests.browser.support import (
 from tests.browser.test_browser_a11y import _versions, go
 from tests.dashboards.learning_curve_data import stored_curve
 from tests.dashboards.test_dashboards_perspectives import flat, store
+from tests.staff import make_staff
 from tests.validation_helpers import make_validation_study
 from training import services as training_services
 from training.models import Checkpoint, DatasetSnapshot, EncoderGate, TrainingRun
@@ -170,6 +171,23 @@ def _staff_site(tmp_path) -> dict:
     staff = get_user_model().objects.create_superuser("boss", password="pw-123456")
     services.get_profile(staff)
     return {"staff": staff, "run": run, "schedule": PeriodicTask.objects.get()}
+
+
+def _staff_kinds() -> list[tuple[str, object, list[str]]]:
+    """The crawl's four kinds of staff (tests/dashboards/test_dashboards_crawl.py follows
+    their links), each with the pages their role changes: what they may do, what they are
+    told they may not."""
+    studies = (default_study(), Study.objects.get(slug="val"))
+    progress, registry = reverse("dashboards:progress"), reverse("dashboards:registry")
+    runs = reverse("dashboards:runs") + "?study=default"
+    quality = reverse("dashboards:quality") + "?study=val&synthetic=1"
+    nobody = get_user_model().objects.create_user("nobody-b", password="pw-123456", is_staff=True)
+    return [
+        ("owner", make_staff("owner-b", *studies, role="owner"), [progress, registry]),
+        ("researcher", make_staff("researcher-b", *studies, role="researcher"), [runs, registry]),
+        ("viewer", make_staff("viewer-b", *studies, role="viewer"), [progress, runs, quality]),
+        ("no role", nobody, ["/dashboards/", registry]),
+    ]
 
 
 def _take_a_snapshot(driver) -> None:
@@ -334,6 +352,13 @@ def test_every_staff_page_fits_its_window_and_passes_axe(
             reached |= {_dashboard_pattern(u, url) for u in [driver.current_url, *fetched]}
             if shots:
                 _screenshot(driver, Path(shots) / f"{name.replace(' ', '-')}-{size}.png")
+    for kind, user, paths in _staff_kinds():  # issue 37: the crawl's four kinds of staff
+        sign_in(driver, url, user)
+        for size, resize in SIZES.items():
+            resize(driver)
+            for path in paths:
+                go(driver, url + path)
+                problems += _problems(driver, f"{path} as {kind} ({size})", size)[0]
     assert not problems, "\n".join(problems)
 
     patterns = {p.name: p for p in dashboard_urls.urlpatterns}

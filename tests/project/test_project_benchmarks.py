@@ -89,7 +89,7 @@ def _marks(name: str) -> list:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_marks(n)) for n in RUN])
-def test_the_benchmark_runs_at_its_smoke_size(name, quant_models):
+def test_the_benchmark_runs_at_its_smoke_size(name, tmp_path):
     if name in NEEDS_SERVERS and not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         pytest.skip(f"{name} needs PostgreSQL (DATABASE_URL)")
     if name in PRIVATE_SERVERS and (reason := missing()):
@@ -97,10 +97,10 @@ def test_the_benchmark_runs_at_its_smoke_size(name, quant_models):
     argv, env = [sys.executable, f"benchmarks/{name}.py", "--smoke"], _env(name)
     if name in ("optimise", "portal_load"):
         argv += ["--port", str(_free_port())]
-    if name == "encoders":  # the exports the other tests made (keyed, written atomically)
-        argv += ["--model-dir", str(quant_models)]
+    if name == "encoders":  # its exports in a folder of its own, not the repository's var/
+        argv += ["--model-dir", str(tmp_path)]
     if name == "int8_serving":
-        env["STEREORANK_MODEL_DIR"] = str(quant_models)
+        env["STEREORANK_MODEL_DIR"] = str(tmp_path)
     with _own_database("bench_portal_smoke") if name == "portal_load" else nullcontext() as url:
         if url:
             env["DATABASE_URL"] = url
