@@ -166,19 +166,34 @@ ENROL = (
 )
 
 
+SCHEDULE_CREATE = (
+    "import json; from django_celery_beat.models import IntervalSchedule, PeriodicTask; "
+    "every, _ = IntervalSchedule.objects.get_or_create(every=2, period='seconds'); "
+    f"PeriodicTask.objects.create(name={SCHEDULE!r}, task='training.scheduled_retrain', "
+    "interval=every, kwargs=json.dumps({'min_new_rankings': 10**6}))"
+)
+"""A schedule for ``check_beat``, made with the round trip's set-up so that beat has fired it
+by the time the run is done."""
+
+
 def check_worker_round_trip(stack: RunningStack, http: httpx.Client) -> None:
-    """A study, then a staff API call that queues augmentation (default queue) and
-    training (gpu queue), both taken by worker; the run ends done with checkpoint v1."""
-    for argv in (
+    """A study (and ``check_beat``'s schedule), then a staff API call that queues
+    augmentation (default queue) and training (gpu queue), both taken by worker; the run
+    ends done with checkpoint v1."""
+    # The study's set-up, each command as `compose exec web python manage.py ...` runs it,
+    # in one process of the web service's (each its own would cost a start-up apiece).
+    commands = (
         ["load_catalogue", "--placeholder-images", "2"],  # images written to /data
         ["build_tasks"],
         ["simulate_annotators", "--count", "6", "--tasks-per-annotator", "7"],
         ["create_annotator", STAFF[0], "--password", STAFF[1], "--consent", "--staff"],
         ["grant", STAFF[0], "default", "--role", "researcher"],  # staff see their studies only
-        ["shell", "--no-imports", "-c", ENROL],  # staff tokens come after a second factor
-    ):
-        done = stack.manage(*argv)
-        assert done.returncode == 0, done.stdout + done.stderr
+    )
+    script = "from django.core.management import call_command; " + "; ".join(
+        f"call_command(*{argv!r})" for argv in commands
+    )
+    done = stack.manage("shell", "--no-imports", "-c", f"{script}; {ENROL}; {SCHEDULE_CREATE}")
+    assert done.returncode == 0, done.stdout + done.stderr
     code = f"{totp(bytes.fromhex(TOTP_KEY)):06d}"  # what the staff member's app shows now
     login = {"username": STAFF[0], "password": STAFF[1], "otp": code}
     response = http.post("/api/auth/token/", data=login)
@@ -203,15 +218,8 @@ def check_worker_round_trip(stack: RunningStack, http: httpx.Client) -> None:
 
 
 def check_beat(stack: RunningStack) -> None:
-    """A periodic task every 2 s (a retraining schedule that always skips) reaches a worker."""
-    create = (
-        "import json; from django_celery_beat.models import IntervalSchedule, PeriodicTask; "
-        "every, _ = IntervalSchedule.objects.get_or_create(every=2, period='seconds'); "
-        f"PeriodicTask.objects.create(name={SCHEDULE!r}, task='training.scheduled_retrain', "
-        "interval=every, kwargs=json.dumps({'min_new_rankings': 10**6}))"
-    )
-    done = stack.manage("shell", "--no-imports", "-c", create)
-    assert done.returncode == 0, done.stdout + done.stderr
+    """The periodic task every 2 s that the round trip's set-up made (``SCHEDULE_CREATE``:
+    a retraining schedule that always skips) reached a worker through beat."""
     read = (
         "from training.models import RetrainDecision as D; "
         f"print('decisions:', *D.objects.filter(schedule={SCHEDULE!r})"
