@@ -13,6 +13,7 @@ from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.assignment.next_task import next_task
@@ -29,17 +30,19 @@ STOP, ERASE = "stop", "erase"
 
 class WithdrawForm(forms.Form):
     choice = forms.ChoiceField(
-        label="What should happen?",
+        label=_("What should happen?"),
         widget=forms.RadioSelect,
         choices=[
-            (STOP, "Stop taking part. The rankings and answers you gave stay in the study."),
+            (STOP, _("Stop taking part. The rankings and answers you gave stay in the study.")),
             (
                 ERASE,
-                "Stop and erase my data: my answers about me and my rankings are deleted "
-                "and my account is closed. This cannot be undone.",
+                _(
+                    "Stop and erase my data: my answers about me and my rankings are deleted "
+                    "and my account is closed. This cannot be undone."
+                ),
             ),
         ],
-        error_messages={"required": "Choose one of the two options."},
+        error_messages={"required": _("Choose one of the two options.")},
     )
 
 

@@ -13,6 +13,7 @@ from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.views import LoginView
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
@@ -283,12 +284,13 @@ def rank(request):
             # Stored by an earlier submit whose answer was lost (a restart, a page shown
             # again from history): that ranking stands, and the next task follows.
             messages.success(
-                request, "Ranking saved. (Your first order of this task was already stored.)"
+                request,
+                gettext("Ranking saved. (Your first order of this task was already stored.)"),
             )
         except AnnotationError as error:
             messages.error(request, error.message)
         else:
-            messages.success(request, "Ranking saved.")
+            messages.success(request, gettext("Ranking saved."))
         return redirect("portal:rank")
 
     try:
