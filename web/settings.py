@@ -66,6 +66,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "annotation.portal.languages.ParticipantLanguage",  # a participant's pages in their language
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "web.middleware.AsciiDigits",  # ids are ASCII digits: ١ in a path or query is refused
@@ -139,6 +140,10 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en"
+# The languages a study may offer its participants: English (the source) and those with a
+# complete catalogue under locale/ (issue 39; README, "Languages"). Staff pages are English.
+LANGUAGES = [("en", "English"), ("nl", "Nederlands"), ("ar", "العربية")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -38,6 +38,7 @@ def _token_query() -> QuerySet:
         *columns(AuthToken),
         *columns(user, "user__"),
         *columns(AnnotatorProfile, "user__annotator__"),
+        "user__annotator__participation__language",
     )[:1]
 
 
@@ -56,6 +57,8 @@ def authenticated(plain: str) -> AuthToken | None:
     token.user = instance(get_user_model(), row, "user__")
     profile = instance(AnnotatorProfile, row, "user__annotator__")
     if profile is not None:
+        # the portal language of their participation, for the rankings they submit here
+        profile.portal_language = row["user__annotator__participation__language"] or ""
         token.user.annotator = profile
     return token
 

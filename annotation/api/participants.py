@@ -130,6 +130,7 @@ class SubmitRankingView(ParsedFirst, APIView):
             data.validated_data["order"],
             data.validated_data.get("seconds_spent"),
             data.validated_data.get("viewport_width"),
+            getattr(profile, "portal_language", None),  # read with the token (accounts.tokens)
         )
         out = RankingOutSerializer(ranking).data
         if blinding.blinded(ranking.task):  # the order as the participant named the cards

@@ -104,6 +104,7 @@ class StaffRankingSerializer(serializers.ModelSerializer):
             "shown_order",
             "seconds_spent",
             "viewport_width",
+            "language",
             "created_at",
         ]
 

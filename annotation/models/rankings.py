@@ -23,6 +23,9 @@ class Ranking(models.Model):
     # The browser window's width in CSS pixels when the ranking was submitted (none before
     # it was recorded, or from a client that does not say): which layout the annotator saw.
     viewport_width = models.PositiveIntegerField(null=True, blank=True)
+    # The language the participant read the portal in when they ranked (blank before
+    # issue 39, and when unknown).
+    language = models.CharField(max_length=16, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

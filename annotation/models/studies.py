@@ -10,6 +10,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from core.languages import refusal as language_refusal
+
 
 class Erasure(models.Model):
     """That one annotator's data was erased, when, and how many rankings went with it.
@@ -35,6 +37,11 @@ class Erasure(models.Model):
 
 
 DEFAULT_STUDY_SLUG = "default"
+
+
+def default_languages() -> list[str]:
+    """A study's languages unless told: English, the source language."""
+    return ["en"]
 
 
 def default_study_pk() -> int:
@@ -183,6 +190,12 @@ class Study(models.Model):
         blank=True,
         help_text="Why gold or attention-check tasks are off (required to turn them off).",
     )
+    languages = models.JSONField(
+        default=default_languages,
+        blank=True,
+        help_text="Codes of the languages participants may read the portal in, the first "
+        'the default: e.g. ["en", "nl"]. Each must be one of the installation\'s languages.',
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -224,6 +237,10 @@ class Study(models.Model):
         return self.kind == self.Kind.COLLECTION
 
     def clean(self) -> None:
+        if not self.languages:
+            self.languages = default_languages()
+        if problem := language_refusal(self.languages):
+            raise ValidationError({"languages": problem[0].upper() + problem[1:] + "."})
         if self.minimum_rankings is not None and self.minimum_rankings < 1:
             raise ValidationError(
                 {"minimum_rankings": "At least one ranking: the code pays for work done."}
@@ -296,6 +313,9 @@ class Participation(models.Model):
     # When a screened-out participant followed the link back to the platform: until then a
     # declined consent can be taken back (``recruitment.reconsider``).
     left_at = models.DateTimeField(null=True, blank=True)
+    # The language the participant reads the portal in (one of the study's languages):
+    # chosen on arrival, changed with the language switch.
+    language = models.CharField(max_length=16, blank=True, default="")
 
     class Meta:
         ordering = ["-started_at"]

@@ -32,6 +32,7 @@ from annotation.models import (
     RankingTask,
     Study,
 )
+from annotation.models.studies import Participation
 from annotation.quality import standing
 from annotation.rankings.selectors import demographic_questions, excluded_message
 from core.ids import MAX_ID
@@ -149,6 +150,7 @@ def submit_ranking(
     order: list,
     seconds_spent: float | None = None,
     viewport_width: int | None = None,
+    language: str | None = None,
 ) -> tuple[Ranking, bool]:
     """Store a ranking of a task reserved by this annotator; (ranking, created).
 
@@ -156,7 +158,9 @@ def submit_ranking(
     for a task the annotator ranked already is ``RankedBefore`` (the first one stands).
     The task row is locked first, so a submit racing its own retry stores one ranking.
     ``viewport_width``: the browser window's width in CSS pixels, when the client says.
-    A new ranking re-applies the quality policy to the annotator (``standing``).
+    ``language``: the portal's language as the participant ranked (None: their
+    participation's, read here). A new ranking re-applies the quality policy to the
+    annotator (``standing``).
     """
     if profile.status == AnnotatorStatus.EXCLUDED:
         raise AnnotatorExcluded(excluded_message(profile))
@@ -194,6 +198,7 @@ def submit_ranking(
                 shown_order=assignment.shown_order,
                 seconds_spent=seconds_spent,
                 viewport_width=viewport_width,
+                language=_participation_language(profile) if language is None else language,
             )
             shown_at = {item_id: i for i, item_id in enumerate(assignment.shown_order)}
             RankedItem.objects.bulk_create(
@@ -276,3 +281,10 @@ def validate_order(order, item_ids: set[int]) -> list[int]:
             f"The order must rank exactly this task's {len(item_ids)} items: {'; '.join(parts)}."
         )
     return order
+
+
+def _participation_language(profile: AnnotatorProfile) -> str:
+    """The language a participant chose on the portal ("" for an account with no study
+    link)."""
+    found = Participation.objects.filter(annotator=profile).values_list("language", flat=True)
+    return found.first() or ""

@@ -270,7 +270,7 @@ def rank(request):
         try:
             task_id = int(request.POST.get("task_id", ""))
         except ValueError:
-            messages.error(request, "The form did not say which task it ranks.")
+            messages.error(request, gettext("The form did not say which task it ranks."))
             return redirect("portal:rank")
         try:
             services.submit_ranking(
@@ -279,6 +279,7 @@ def rank(request):
                 _parse_order(request.POST.get("order", "")),
                 _number(request.POST.get("seconds_spent"), float, 0),
                 _number(request.POST.get("viewport_width"), int, 1, services.MAX_VIEWPORT_WIDTH),
+                getattr(request, "portal_language", ""),
             )
         except RankedBefore:
             # Stored by an earlier submit whose answer was lost (a restart, a page shown

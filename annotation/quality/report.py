@@ -154,9 +154,7 @@ def quality_report(
     # would leave the others' shown places gapped, and the page names a group by the cards
     # participants saw (issue 37: "Tasks of 5 cards" where every task showed 6).
     checks = consented.inputs.checks
-    bias = position_bias(
-        [r for r in records if r.task_id not in checks], n_boot=n_boot, seed=seed
-    )
+    bias = position_bias([r for r in records if r.task_id not in checks], n_boot=n_boot, seed=seed)
     return json_safe(
         {
             "study": study.slug if study is not None else DEFAULT_STUDY_SLUG,

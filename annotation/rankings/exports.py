@@ -68,6 +68,7 @@ RANKING_COLUMNS = (
     "shown_order",
     "seconds_spent",
     "viewport_width",
+    "language",
     "created_at",
     "task__occupation__name",
     "task__is_gold",
@@ -100,8 +101,8 @@ def ranking_rows(
     rankings = consented_rankings if include_left_out else counted_rankings
     rows = rankings(include_synthetic, _scope(study)).order_by("id").values_list(*RANKING_COLUMNS)
     annotators = _annotators(rows.values("annotator_id"), keys)
-    for (task, annotator_id, order, shown, seconds, width, created, occupation, is_gold,
-         reference, card, card_position) in rows.iterator(chunk_size=2000):  # fmt: skip
+    for (task, annotator_id, order, shown, seconds, width, language, created, occupation,
+         is_gold, reference, card, card_position) in rows.iterator(chunk_size=2000):  # fmt: skip
         if annotator_id not in annotators:  # joined after the annotators were read
             annotators.update(_annotators([annotator_id], keys))
         annotator = annotators[annotator_id]
@@ -116,6 +117,7 @@ def ranking_rows(
             "shown_order": shown,
             "seconds_spent": seconds,
             "viewport_width": width,
+            "language": language,
             "untouched": order == shown,
             "gold": is_gold,
             "gold_score": _gold_score(reference, order) if is_gold else None,
@@ -191,6 +193,7 @@ def pair_rows(
                 "task": row["task"],
                 "occupation": row["occupation"],
                 "annotator": row["annotator"],
+                "language": row["language"],
                 **({"demographics": row["demographics"]} if demographics else {}),
             }
 
