@@ -1,11 +1,12 @@
 """The languages a study may offer its participants (issue 39): English, the source
 language, and each of ``settings.LANGUAGES`` whose compiled catalogue ships under
-``LOCALE_PATHS``; with each catalogue's review status, as its header says
-(``Reviewed-By``: who reviewed it and when, or ``unreviewed``)."""
+``LOCALE_PATHS``; with each catalogue's review status, as its source's header says
+(``Reviewed-By`` in the ``.po``: who reviewed it and when, or ``unreviewed``; the compiled
+``.mo`` keeps only gettext's own header fields)."""
 
 from __future__ import annotations
 
-import gettext
+import re
 from functools import cache
 from pathlib import Path
 
@@ -40,8 +41,13 @@ def review(code: str) -> str:
     path = _catalogue(code)
     if path is None:
         return "missing"
-    with path.open("rb") as handle:
-        return gettext.GNUTranslations(handle).info().get("reviewed-by", "unreviewed")
+    source = path.with_suffix(".po")
+    found = (
+        re.search(r'^"Reviewed-By: (.*?)\\n"$', source.read_text(), re.M)
+        if source.exists()
+        else None
+    )
+    return found.group(1).strip() if found else "unreviewed"
 
 
 def refusal(codes) -> str | None:

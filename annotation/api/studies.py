@@ -112,6 +112,13 @@ class CreateStudySerializer(serializers.Serializer):
         default="",
         help_text="https:// address a screened-out participant goes back to.",
     )
+    languages = serializers.ListField(
+        child=StrictCharField(max_length=16),
+        required=False,
+        min_length=1,
+        help_text="Languages participants may read the portal in, the first the default "
+        '(e.g. ["nl", "en"]); each needs a shipped catalogue. Default: ["en"].',
+    )
 
 
 class StudySerializer(serializers.ModelSerializer):
@@ -132,6 +139,7 @@ class StudySerializer(serializers.ModelSerializer):
             "completion_url",
             "screen_out_code",
             "screen_out_url",
+            "languages",
         ]
 
 

@@ -128,6 +128,7 @@ def create_study(
     completion_url: str = "",
     screen_out_code: str = "",
     screen_out_url: str = "",
+    languages: list[str] | None = None,
 ) -> Study:
     """A new study, a ``draft`` until staff open it; ``InvalidStudy`` saying what is wrong
     (gold or attention-check tasks off without a reason, a link that is not https, among
@@ -148,6 +149,7 @@ def create_study(
         completion_url=completion_url.strip(),
         screen_out_code=screen_out_code.strip(),
         screen_out_url=screen_out_url.strip(),
+        languages=languages or ["en"],
     )
     if Study.objects.filter(slug=slug).exists():
         raise StudyConflict(f"A study {slug!r} exists already.")

@@ -6,6 +6,7 @@ from annotation.models import Study
 from annotation.studies import lifecycle as studies
 from annotation.validation import conditions
 from core.commands import ServiceCommand
+from core.languages import review as language_review
 
 
 class Command(ServiceCommand):
@@ -82,6 +83,12 @@ class Command(ServiceCommand):
             help="validation studies: N placeholder images per prompt and condition (3)",
         )
         parser.add_argument(
+            "--languages",
+            default="en",
+            help="comma-separated codes participants may read the portal in, the first the "
+            "default (e.g. nl,en,ar); each needs a shipped catalogue",
+        )
+        parser.add_argument(
             "--no-conditions",
             action="store_true",
             help="validation studies: none yet (add them with validation_condition)",
@@ -110,6 +117,7 @@ class Command(ServiceCommand):
                 completion_url=options["completion_url"],
                 screen_out_code=options["screen_out_code"],
                 screen_out_url=options["screen_out_url"],
+                languages=[c.strip() for c in options["languages"].split(",") if c.strip()],
             )
             if options["owner"]:
                 access.grant(study, options["owner"], roles.OWNER)
@@ -119,6 +127,12 @@ class Command(ServiceCommand):
         self.stdout.write(f"study {study.slug} created ({study.kind}, {study.status})")
         if options["owner"]:
             self.stdout.write(f"{options['owner']} owns it")
+        for code in study.languages:
+            if language_review(code) == "unreviewed":
+                self.stderr.write(
+                    f"warning: the {code} catalogue is unreviewed (machine or developer "
+                    "translation): have a fluent reader check the pages before the study opens"
+                )
         off = studies.quality_off(study.gold_per_occupation, study.checks_per_occupation)
         if off:
             self.stdout.write(f"{' and '.join(off)} off: {study.quality_off_reason}")

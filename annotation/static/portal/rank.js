@@ -22,21 +22,28 @@
 
   function cards() { return Array.prototype.slice.call(list.querySelectorAll(".rank-card")); }
 
+  /* What it says, in the page's language: the form carries each message, translated by the
+     server (_rank_form.html, data-msg-*), with {name} slots filled here. */
+  function message(name, values) {
+    return (form.dataset[name] || "").replace(/\{(\w+)\}/g, function (whole, key) {
+      return key in values ? String(values[key]) : whole;
+    });
+  }
+  function spot(card) {
+    var all = cards();
+    return { label: card.dataset.label, position: all.indexOf(card) + 1, count: all.length };
+  }
+
   function refresh() {
     var all = cards();
     all.forEach(function (card, i) {
       card.querySelector(".position").textContent = String(i + 1);
-      card.setAttribute("aria-label", card.dataset.label + ", position " + (i + 1) + " of " + all.length);
+      card.setAttribute("aria-label", message("msgCard", spot(card)));
     });
     orderInput.value = all.map(function (c) { return c.dataset.itemId; }).join(",");
   }
 
   function say(text) { live.textContent = text; }
-
-  function place(card) {
-    var all = cards();
-    return (all.indexOf(card) + 1) + " of " + all.length;
-  }
 
   /* Move card to index (clamped); says where it went, or that it was already there. */
   function moveTo(card, index, focusAfter) {
@@ -44,14 +51,14 @@
     var from = all.indexOf(card);
     var to = Math.max(0, Math.min(all.length - 1, index));
     if (to === from) {
-      say(card.dataset.label + " is already at position " + place(card) + ".");
+      say(message("msgAlready", spot(card)));
       return false;
     }
     var rest = all.filter(function (c) { return c !== card; });
     list.insertBefore(card, rest[to] || null);
     refresh();
     if (focusAfter) focusAfter.focus();
-    say(card.dataset.label + " moved to position " + place(card) + ".");
+    say(message("msgMoved", spot(card)));
     return true;
   }
 
@@ -62,8 +69,12 @@
     var index = cards().indexOf(card);
     var last = cards().length - 1;
     var target = null;
-    if (event.key === "ArrowUp" || event.key === "ArrowLeft") target = index - 1;
-    else if (event.key === "ArrowDown" || event.key === "ArrowRight") target = index + 1;
+    /* Up and Down stay; Left and Right follow the reading direction (right to left: Right
+       goes back towards position 1). */
+    var back = window.getComputedStyle(list).direction === "rtl" ? "ArrowRight" : "ArrowLeft";
+    var ahead = back === "ArrowLeft" ? "ArrowRight" : "ArrowLeft";
+    if (event.key === "ArrowUp" || event.key === back) target = index - 1;
+    else if (event.key === "ArrowDown" || event.key === ahead) target = index + 1;
     else if (event.key === "Home") target = 0;
     else if (event.key === "End") target = last;
     else if (/^[1-9]$/.test(event.key) && Number(event.key) <= last + 1) target = Number(event.key) - 1;
@@ -129,7 +140,7 @@
     window.cancelAnimationFrame(drag.frame);
     card.classList.remove("dragging");
     drag = null;
-    say(card.dataset.label + " moved to position " + place(card) + ".");
+    say(message("msgMoved", spot(card)));
   }
   document.addEventListener("pointerup", endDrag);
   document.addEventListener("pointercancel", endDrag);
@@ -209,7 +220,7 @@
     if (ids.length !== cards().length || !ids.every(function (id) { return byId[id]; })) return;
     ids.forEach(function (id) { list.appendChild(byId[id]); });
     refresh();
-    say("Your order from before is back: review it and submit it again.");
+    say(message("msgRestored", {}));
   }
 
   form.addEventListener("submit", function (event) {
