@@ -41,6 +41,8 @@ COPY web web
 COPY annotation annotation
 COPY training training
 COPY scoring scoring
+# The participant pages' translation catalogues, compiled (.mo) and their sources (.po: the review status)
+COPY locale locale
 COPY manage.py gunicorn.conf.py ./
 # The project with the lock's setuptools (no isolated build env); pip check: every
 # installed package's requirements are met (the seed encoder's AAIT aside, left out above).

@@ -1,0 +1,139 @@
+"""A participant's language (issue 39): chosen by the entry link's ``lang``, their earlier
+choice, the browser's Accept-Language among the study's languages, then the study's
+default; kept on the participation, recorded with each ranking and exported; Arabic right
+to left; a study's languages refused in one line when a catalogue is missing."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from crowd_fakes import FakeProlific, join
+from django.core.management import CommandError, call_command
+from django.test import Client
+from django.urls import reverse
+
+from annotation.models import Ranking, Study
+from annotation.models.studies import Participation
+from annotation.portal.languages import choose
+from annotation.rankings.exports import pair_rows, ranking_rows
+
+
+@pytest.mark.parametrize(
+    "requested, kept, accept, expected",
+    [
+        ("ar", "nl", "nl", "ar"),  # the link's lang first
+        ("xx", "", "nl-BE,nl;q=0.9,en;q=0.5", "nl"),  # unknown: the browser's, by primary tag
+        ("de", "", "de,fr;q=0.8", "nl"),  # not offered, nothing the browser asks: the default
+        ("", "ar", "nl", "ar"),  # the earlier choice before the browser's
+        ("", "", "fr,en;q=0.3", "en"),  # the first offered the browser accepts
+        ("", "", "", "nl"),
+    ],
+)
+def test_the_order_of_choice(requested, kept, accept, expected):
+    assert choose(requested, kept, accept, ["nl", "en", "ar"]) == expected
+
+
+@pytest.fixture
+def study(db, make_tasks):
+    study = Study.objects.create(
+        slug="multi",
+        name="Multi",
+        platform=Study.Platform.PROLIFIC,
+        completion_code="C0DE",
+        screen_out_code="OUT",
+        languages=["nl", "en", "ar"],
+    )
+    make_tasks(2, 3, study=study)
+    return study
+
+
+def _html(response) -> str:
+    return response.content.decode()
+
+
+def test_a_dutch_browser_reads_the_path_in_dutch_and_ranks_in_it(study):
+    link = FakeProlific(study.slug).link(FakeProlific.new_participant_id())
+    browser = Client(HTTP_ACCEPT_LANGUAGE="nl-NL,nl;q=0.9")
+    consent = browser.get(link)
+    page = _html(consent)
+    assert '<html lang="nl" dir="ltr">' in page and "Ik stem in" in page
+    assert consent["Content-Language"] == "nl"
+    # the switch: every language named in itself, the crowd ids kept in each link
+    names = re.findall(r'<a href="([^"]+)" lang="(\w+)" hreflang="\w+"[^>]*>([^<]+)</a>', page)
+    assert [(code, name) for _, code, name in names] == [
+        ("nl", "Nederlands"),
+        ("en", "English"),
+        ("ar", "العربية"),
+    ]
+    assert all("PROLIFIC_PID=" in href and f"lang={code}" in href for href, code, _ in names)
+    assert join(browser, link).status_code == 302
+    participation = Participation.objects.get(study=study)
+    assert participation.language == "nl"
+    home = _html(browser.get(reverse("portal:home")))
+    assert "Uw voortgang" in home and "Beginnen met rangschikken" in home
+    assignment = browser.get(reverse("portal:rank")).context["assignment"]
+    order = ",".join(map(str, assignment.shown_order))
+    browser.post(reverse("portal:rank"), {"task_id": assignment.task_id, "order": order})
+    assert Ranking.objects.get().language == "nl"
+    (row,) = ranking_rows(include_synthetic=True, study=study)
+    assert row["language"] == "nl"
+    assert {p["language"] for p in pair_rows(include_synthetic=True, study=study)} == {"nl"}
+
+
+def test_lang_ar_reads_right_to_left_and_the_switch_keeps_the_choice(study):
+    prolific = FakeProlific(study.slug)
+    link = prolific.link(prolific.new_participant_id())
+    browser = Client(HTTP_ACCEPT_LANGUAGE="nl")
+    page = _html(browser.get(link + "&lang=ar"))
+    assert '<html lang="ar" dir="rtl">' in page and "أوافق" in page
+    assert join(browser, link + "&lang=ar").status_code == 302
+    assert Participation.objects.get().language == "ar"
+    # without lang, the kept choice wins over the browser's Dutch
+    assert '<html lang="ar" dir="rtl">' in _html(browser.get(reverse("portal:home")))
+    # the switch moves it to English, and it stays
+    assert "Your progress" in _html(browser.get(reverse("portal:home") + "?lang=en"))
+    assert Participation.objects.get().language == "en"
+    assert '<html lang="en" dir="ltr">' in _html(browser.get(reverse("portal:consent")))
+    # an unknown or unoffered lang is no error: the kept choice stands
+    for value in ("xx", "de", "<script>"):
+        response = browser.get(reverse("portal:home") + f"?lang={value}")
+        assert response.status_code == 200 and '<html lang="en"' in _html(response)
+
+
+def test_staff_pages_stay_english(study, settings):
+    from tests.staff import make_staff
+
+    staff = Client(HTTP_ACCEPT_LANGUAGE="nl")
+    staff.force_login(make_staff("lead", study))
+    page = staff.get(reverse("dashboards:progress"))
+    assert page.status_code == 200 and "Content-Language" not in page
+
+
+def test_create_study_takes_languages_and_refuses_one_without_a_catalogue(db):
+    out, err = io.StringIO(), io.StringIO()
+    call_command("create_study", "wave-nl", "--languages", "nl,en", stdout=out, stderr=err)
+    assert Study.objects.get(slug="wave-nl").languages == ["nl", "en"]
+    assert "the nl catalogue is unreviewed" in err.getvalue()
+    with pytest.raises(CommandError) as refused:
+        call_command("create_study", "wave-xx", "--languages", "en,xx", stdout=io.StringIO())
+    message = str(refused.value)
+    assert "\n" not in message and "xx" in message and "en, nl, ar" in message
+    assert not Study.objects.filter(slug="wave-xx").exists()
+
+
+def test_the_staff_api_takes_languages(db):
+    from rest_framework.test import APIClient
+
+    from tests.staff import make_staff
+
+    api = APIClient()
+    api.force_authenticate(make_staff("lead"))
+    made = api.post("/api/staff/studies/", {"slug": "api-ar", "languages": ["ar"]}, format="json")
+    assert made.status_code == 201, made.content
+    assert made.json()["languages"] == ["ar"]
+    bad = api.post("/api/staff/studies/", {"slug": "api-x", "languages": ["zz"]}, format="json")
+    assert bad.status_code == 400 and "zz" in json.dumps(bad.json())
+    assert not Study.objects.filter(slug="api-x").exists()
