@@ -4,6 +4,7 @@ with their invariants) and the reservations that hand them out."""
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext
 
 from annotation.models.catalogue import Item, Occupation
 from annotation.models.people import AnnotatorProfile
@@ -14,12 +15,13 @@ from annotation.stats.gold import GoldReference
 def check_instruction(position: int) -> str:
     """The text an attention-check card shows instead of a prompt (``position`` from 0).
 
-    Prolific's rules: an explicit instruction, no trick, nothing to remember.
+    Prolific's rules: an explicit instruction, no trick, nothing to remember. In the
+    participant's language (read when the page is made).
     """
-    return (
-        f"This card is an attention check, not a prompt to rank: "
-        f"please put it at position {position + 1}."
-    )
+    return gettext(
+        "This card is an attention check, not a prompt to rank: "
+        "please put it at position %(position)s."
+    ) % {"position": position + 1}
 
 
 def _is_id(value) -> bool:

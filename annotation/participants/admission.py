@@ -45,6 +45,7 @@ from django.contrib.auth import get_user_model
 from django.core import signing
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotation.errors import AlreadyTookPart, InvalidLink, SignupClosed, StudyClosed
 from annotation.models import AnnotatorProfile
@@ -92,7 +93,9 @@ def secret_of_form(study: Study, arrival: Arrival, token: str, browser: str) -> 
     try:
         return _form_signer(study, arrival, browser).unsign(token, max_age=FORM_MAX_AGE)
     except signing.BadSignature:  # SignatureExpired included
-        raise InvalidLink("This page is out of date: please open the study's link again.") from None
+        raise InvalidLink(
+            gettext("This page is out of date: please open the study's link again.")
+        ) from None
 
 
 def by_secret(study: Study, secret: str) -> Participation | None:
@@ -121,7 +124,7 @@ def continue_session(participation: Participation, arrival: Arrival) -> Particip
     if participation.session_id == arrival.session_id:
         return participation
     if participation.study.platform != Study.Platform.PROLIFIC:
-        raise AlreadyTookPart("You have already taken part in this study: thank you.")
+        raise AlreadyTookPart(gettext("You have already taken part in this study: thank you."))
     if participation.outcome == Participation.Outcome.TAKING_PART:
         participation.session_id = arrival.session_id
         participation.save(update_fields=["session_id"])
@@ -164,11 +167,11 @@ def check_newcomer(study: Study, arrival: Arrival) -> None:
     """What refuses a newcomer before they read the consent: a study that is not open
     (``StudyClosed``), an MTurk worker on another assignment (``AlreadyTookPart``)."""
     if not study.is_open:
-        raise StudyClosed("This study is closed: thank you for your interest.")
+        raise StudyClosed(gettext("This study is closed: thank you for your interest."))
     if study.platform == Study.Platform.MTURK:
         first = _first(study, external_id_hash(study.platform, arrival.external_id))
         if first is not None and first.session_id != arrival.session_id:
-            raise AlreadyTookPart("You have already taken part in this study: thank you.")
+            raise AlreadyTookPart(gettext("You have already taken part in this study: thank you."))
 
 
 def enroll(study: Study, arrival: Arrival, secret: str | None = None) -> Participation:
@@ -187,7 +190,7 @@ def enroll(study: Study, arrival: Arrival, secret: str | None = None) -> Partici
                 same = by_form(study, arrival, secret)
                 if same is None:  # a replayed form: its participation is another's
                     raise InvalidLink(
-                        "This page was used already: please open the study's link again."
+                        gettext("This page was used already: please open the study's link again.")
                     ) from None
                 return same  # the same form, posted twice at once
             if duplicate:
@@ -245,7 +248,9 @@ def signup_study(slug: str | None) -> Study:
     study = Study.objects.filter(slug=slug or DEFAULT_STUDY_SLUG).first()
     if study is None or not (study.open_signup and study.is_open):
         raise SignupClosed(
-            "Sign-up is closed: this study is joined by the link the researchers sent you "
-            "(for example from Prolific), or with an account they made for you."
+            gettext(
+                "Sign-up is closed: this study is joined by the link the researchers sent "
+                "you (for example from Prolific), or with an account they made for you."
+            )
         )
     return study

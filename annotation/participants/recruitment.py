@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
 
 from annotation.errors import CannotReconsider, InvalidLink, NotFinished
 from annotation.models import AnnotatorProfile
@@ -72,11 +73,17 @@ def parse_arrival(platform: str, query: Mapping[str, str]) -> Arrival:
         value = (query.get(name) or "").strip()
         if not value or "{" in value or "%" in value:
             raise InvalidLink(
-                f"This link lacks the '{name}' the platform adds: please start again from "
-                "the platform's page, or contact the researchers."
+                gettext(
+                    "This link lacks the '%(name)s' the platform adds: please start again "
+                    "from the platform's page, or contact the researchers."
+                )
+                % {"name": name}
             )
         if len(value) > MAX_ID_LENGTH:
-            raise InvalidLink(f"The link's '{name}' is longer than {MAX_ID_LENGTH} characters.")
+            raise InvalidLink(
+                gettext("The link's '%(name)s' is longer than %(limit)s characters.")
+                % {"name": name, "limit": MAX_ID_LENGTH}
+            )
         values[name] = value
     return Arrival(
         external_id=values[id_name],
@@ -122,9 +129,16 @@ def complete(participation: Participation) -> Participation:
     needed, done = minimum_work(participation), participation.annotator.rankings.count()
     if participation.outcome == Participation.Outcome.TAKING_PART and done < needed:
         raise NotFinished(
-            f"The completion code comes after {needed} ranked task{'s' if needed > 1 else ''} "
-            f"(you have ranked {done}). No task is free for you right now: please try again "
-            "in a few minutes, or write to the researchers."
+            ngettext(
+                "The completion code comes after %(needed)s ranked task (you have ranked "
+                "%(done)s). No task is free for you right now: please try again in a few "
+                "minutes, or write to the researchers.",
+                "The completion code comes after %(needed)s ranked tasks (you have ranked "
+                "%(done)s). No task is free for you right now: please try again in a few "
+                "minutes, or write to the researchers.",
+                needed,
+            )
+            % {"needed": needed, "done": done}
         )
     if participation.outcome == Participation.Outcome.TAKING_PART:
         participation.outcome = Participation.Outcome.COMPLETED
@@ -158,9 +172,9 @@ def reconsider(participation: Participation) -> Participation:
     goes back to the consent text; ``CannotReconsider`` once they left or for a full group."""
     if not can_reconsider(participation):
         raise CannotReconsider(
-            "You can no longer change this answer here: you went back to the platform."
+            gettext("You can no longer change this answer here: you went back to the platform.")
             if participation.left_at
-            else "There is no declined consent to take back."
+            else gettext("There is no declined consent to take back.")
         )
     participation.outcome = Participation.Outcome.TAKING_PART
     participation.screen_out_reason = ""
