@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import DateTimeField, F, IntegerField, OuterRef, QuerySet, Subquery
 from django.dispatch import Signal
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotation.assignment import blinding, overlap
 from annotation.catalogue.loading import ensure_consent_text
@@ -105,13 +106,19 @@ def clean_answer(field: DemographicField, value: object) -> str:
     if not value:
         return ""
     if len(value) > MAX_ANSWER_LENGTH:
-        raise InvalidAnswer(f"{field.label}: at most {MAX_ANSWER_LENGTH} characters, please.")
+        raise InvalidAnswer(
+            gettext("%(label)s: at most %(limit)s characters, please.")
+            % {"label": field.label, "limit": MAX_ANSWER_LENGTH}
+        )
     options = [*field.choices, DemographicField.PREFER_NOT_TO_SAY]
     same = [option for option in options if option.lower() == value.lower()]
     if same:
         return same[0]
     if field.choices and not field.allow_other:
-        raise InvalidAnswer(f"'{value}' is not one of the options for {field.label}.")
+        raise InvalidAnswer(
+            gettext("'%(value)s' is not one of the options for %(label)s.")
+            % {"value": value, "label": field.label}
+        )
     return value
 
 
@@ -125,7 +132,7 @@ def save_demographics(profile: AnnotatorProfile, answers: dict, merge: bool = Fa
     clean = {}
     for key, value in answers.items():
         if key not in fields:
-            raise InvalidAnswer(f"Unknown demographic field '{key}'.")
+            raise InvalidAnswer(gettext("Unknown demographic field '%(key)s'.") % {"key": key})
         if value := clean_answer(fields[key], value):
             clean[key] = value
     profile.demographics = clean
@@ -165,11 +172,11 @@ def submit_ranking(
     if profile.status == AnnotatorStatus.EXCLUDED:
         raise AnnotatorExcluded(excluded_message(profile))
     if not 0 < task_id <= MAX_ID:  # an id no row can have (a path takes any digits)
-        raise TaskNotFound(f"Task {task_id} does not exist.")
+        raise TaskNotFound(gettext("Task %(id)s does not exist.") % {"id": task_id})
     with transaction.atomic():
         row = _LOCKED_TASK.first(task=task_id)
         if row is None:
-            raise TaskNotFound(f"Task {task_id} does not exist.")
+            raise TaskNotFound(gettext("Task %(id)s does not exist.") % {"id": task_id})
         task = instance(RankingTask, row)
         assignment, existing_pk = _locked_reservation(task, profile)
         if existing_pk is not None or assignment is None:
@@ -179,17 +186,17 @@ def submit_ranking(
                 order = blinding.items_of_order(task, profile.pk, order, shown)
                 if validate_order(order, set(shown)) == existing.order:
                     return existing, False
-                raise RankedBefore("You already ranked this task differently.")
+                raise RankedBefore(gettext("You already ranked this task differently."))
         if assignment is None:
             # A garbled order is a 400; then that the task is not theirs, and nothing of
             # what it holds (its items are for whoever it is reserved for).
             check_order_shape(order)
-            raise NotReserved("This task is not reserved for you; ask for the next task.")
+            raise NotReserved(gettext("This task is not reserved for you; ask for the next task."))
         # A blinded task's order names its cards as the participant saw them: mapped back.
         order = blinding.items_of_order(task, profile.pk, order, assignment.shown_order)
         order = validate_order(order, set(assignment.shown_order))
         if task.ranking_count >= task.overlap and not (task.is_gold or task.check_item_id):
-            raise AlreadyRanked("This task already has all the rankings it needs.")
+            raise AlreadyRanked(gettext("This task already has all the rankings it needs."))
         with server_binding():  # prepared: parsed and planned once per connection
             ranking = Ranking.objects.create(
                 task=task,
@@ -260,9 +267,9 @@ def check_order_shape(order) -> list[int]:
     if not isinstance(order, list) or not all(
         isinstance(i, int) and not isinstance(i, bool) for i in order
     ):
-        raise InvalidAnswer("The order must be a list of item ids (integers).")
+        raise InvalidAnswer(gettext("The order must be a list of item ids (integers)."))
     if len(set(order)) != len(order):
-        raise InvalidAnswer("Each item may appear only once in the order.")
+        raise InvalidAnswer(gettext("Each item may appear only once in the order."))
     return order
 
 
