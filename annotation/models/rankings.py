@@ -25,7 +25,7 @@ class Ranking(models.Model):
     viewport_width = models.PositiveIntegerField(null=True, blank=True)
     # The language the participant read the portal in when they ranked (blank before
     # issue 39, and when unknown).
-    language = models.CharField(max_length=16, blank=True, default="")
+    language = models.CharField(max_length=16, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -315,7 +315,7 @@ class Participation(models.Model):
     left_at = models.DateTimeField(null=True, blank=True)
     # The language the participant reads the portal in (one of the study's languages):
     # chosen on arrival, changed with the language switch.
-    language = models.CharField(max_length=16, blank=True, default="")
+    language = models.CharField(max_length=16, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-started_at"]

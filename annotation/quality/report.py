@@ -149,6 +149,7 @@ def quality_report(
     consented = quality_selectors.consented_quality(include_synthetic, _scope(study))
     records = without_check_cards(consented.counted(), consented.inputs.checks)
     fields = list(selectors.demographic_questions().values_list("key", flat=True))
+    fields.append(quality_selectors.LANGUAGE)  # the portal's language, a grouping too
     agreement = breakdown(records, fields, k=config["GROUP_K"], n_boot=n_boot, seed=seed)
     # Position bias on tasks without a check card: a check's instructed card, taken out,
     # would leave the others' shown places gapped, and the page names a group by the cards

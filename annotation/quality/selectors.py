@@ -73,6 +73,9 @@ class QualityInputs:
     ranking_ids: list[int] = field(default_factory=list)
 
 
+LANGUAGE = "language"
+"""The grouping by the portal's language, beside the demographic fields' keys."""
+
 _QUALITY_COLUMNS = (
     "id",
     "task_id",
@@ -145,9 +148,19 @@ def consented_quality(include_synthetic: bool = False, studies=None) -> Consente
             "task__check_position",
             "is_since",
             "is_excluded",
+            "language",
         )
     )
     out = ConsentedQuality(QualityInputs(), [], [], [])
+    # each record's group: its annotator's answers and the language the ranking was made in
+    # (a grouping like a demographic field, issue 39), one dict per pair, shared
+    groups: dict[tuple[int, str], dict] = {}
+
+    def group(user: int, language: str) -> dict:
+        key = (user, language)
+        if key not in groups:
+            groups[key] = {**(demographics.get(user) or {}), LANGUAGE: language or None}
+        return groups[key]
 
     def flagged():
         # the JSON columns come as text, parsed a chunk at a time (one json.loads per
@@ -163,13 +176,12 @@ def consented_quality(include_synthetic: bool = False, studies=None) -> Consente
     def parsed(chunk):
         texts = [t or "null" for row in chunk for t in (row[4], row[5], row[8])]
         values = iter(json.loads("[" + ",".join(texts) + "]"))
-        for rid, task, user, occ, _, _, secs, gold, _, card, at, since, excluded in chunk:
+        for rid, task, user, occ, _, _, secs, gold, _, card, at, since, excluded, lang in chunk:
             order, shown, ref = next(values), next(values), next(values)
             out.gold_task.append(gold)
             out.since_reinstatement.append(since)
             out.excluded.append(excluded)
-            demo = demographics.get(user)
-            yield rid, task, user, occ, order, shown, secs, demo, gold, ref, card, at
+            yield rid, task, user, occ, order, shown, secs, group(user, lang), gold, ref, card, at
 
     out.inputs = _quality_inputs(flagged())
     return out

@@ -137,3 +137,23 @@ def test_the_staff_api_takes_languages(db):
     bad = api.post("/api/staff/studies/", {"slug": "api-x", "languages": ["zz"]}, format="json")
     assert bad.status_code == 400 and "zz" in json.dumps(bad.json())
     assert not Study.objects.filter(slug="api-x").exists()
+
+
+def test_the_quality_report_groups_by_language_under_the_small_group_rule(
+    db, make_tasks, annotator, store_ranking, settings
+):
+    from annotation.quality.report import quality_report
+
+    settings.STEREORANK = {**settings.STEREORANK, "GOLD_RATE": 0.0, "GROUP_K": 2}
+    tasks = make_tasks(2, 3, overlap=5)
+    speakers = {"ann": "nl", "ben": "nl", "cat": "ar"}  # two Dutch, one Arabic
+    for name, language in speakers.items():
+        profile = annotator(name).profile
+        for task in tasks:
+            items = list(task.items.order_by("id").values_list("id", flat=True))
+            store_ranking(profile, task, items)
+        Ranking.objects.filter(annotator=profile).update(language=language)
+    agreement = quality_report(n_boot=0)["agreement"]
+    # the Dutch pair is a group of 2 (k): shown; the lone Arabic reader is hidden, counted
+    assert set(agreement["within_groups"]["language"]) == {"nl"}
+    assert agreement["hidden_groups"]["language"] == 1
