@@ -157,7 +157,7 @@ def api_rate(client, prompts: list[str], batch: int, expect: str) -> float:
     return len(prompts) / (time.perf_counter() - start)
 
 
-def gate_copies(checkpoint) -> dict:
+def gate_copies(checkpoint, copies: list[tuple[str, str]]) -> dict:
     """Each copy gated for ``checkpoint`` (passed or refused), its figures printed with
     the drift's bootstrap interval over the eval split's distinct prompts."""
     from training.errors import QuantizationRefused
@@ -168,7 +168,7 @@ def gate_copies(checkpoint) -> dict:
 
     texts = {r["key"]: r["text"] for r in rows_of(checkpoint.snapshot, EVAL)}
     gates = {}
-    for backend, quantization in COPIES:
+    for backend, quantization in copies:
         start = time.perf_counter()
         try:
             gate = run_gate(checkpoint, backend, quantization)
@@ -205,11 +205,19 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3, help="API requests per repeat.")
     parser.add_argument("--batch", type=int, default=64, help="Prompts per API request.")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--backends",
+        default=",".join(b for b, _ in COPIES),
+        help="the int8 copies served, of " + ", ".join(b for b, _ in COPIES),
+    )
     args = arguments(
         parser,
         {"encoder": "all-MiniLM-L6-v2", "occupations": 3, "variants": 2, "texts": 16,
-         "requests": 1, "batch": 8, "repeats": 1},
+         "requests": 1, "batch": 8, "repeats": 1, "backends": "onnx"},
     )  # fmt: skip
+    chosen = [c for c in COPIES if c[0] in args.backends.split(",")]
+    if not chosen or len(chosen) != len(args.backends.split(",")):
+        sys.exit(f"int8_serving: --backends takes {','.join(b for b, _ in COPIES)}")
 
     with tempfile.TemporaryDirectory(prefix="int8-bench-") as tmp:
         folder = Path(tmp)
@@ -259,11 +267,11 @@ def main() -> None:
             f"train / {checkpoint.snapshot.eval_count} eval ({time.perf_counter() - start:.0f} s)",
             flush=True,
         )
-        gates = gate_copies(checkpoint)
+        gates = gate_copies(checkpoint, chosen)
 
         fp32 = encoders.encoder(args.encoder, device="cpu")
-        copies = {b: encoders.encoder(args.encoder, backend=b, quantization=q) for b, q in COPIES}
-        variants = [("torch", "none", fp32)] + [(b, q, copies[b]) for b, q in COPIES]
+        copies = {b: encoders.encoder(args.encoder, backend=b, quantization=q) for b, q in chosen}
+        variants = [("torch", "none", fp32)] + [(b, q, copies[b]) for b, q in chosen]
         raw = {b: [] for b, _, _ in variants}
         api = {b: [] for b, _, _ in variants}
         loads = []
