@@ -9,10 +9,12 @@ rolled back, so trying again is safe. A database that refuses writes (read-only)
 
 import sys
 
+from django.conf import settings
 from django.db import InterfaceError, InternalError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 from django.urls import reverse
+from django.utils import translation
 from django.views import defaults
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -110,7 +112,11 @@ def _refusal_page(request: HttpRequest, template: str, status: int, why: str) ->
     everyone else: the portal's start)."""
     staff = getattr(request, "user", None) is not None and request.user.is_staff
     context = {"why": why, "request_path": request.path, "staff": staff}
-    return HttpResponse(loader.render_to_string(template, context, request), status=status)
+    # In English, the language these pages are written in, whatever a participant's page
+    # had active (issue 39: their text is not in the catalogues yet).
+    with translation.override(settings.LANGUAGE_CODE):
+        page = loader.render_to_string(template, context, request)
+    return HttpResponse(page, status=status)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

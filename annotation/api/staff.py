@@ -104,7 +104,6 @@ class StaffRankingSerializer(serializers.ModelSerializer):
             "shown_order",
             "seconds_spent",
             "viewport_width",
-            "language",
             "created_at",
         ]
 

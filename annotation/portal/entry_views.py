@@ -11,6 +11,7 @@ from django.http import Http404
 from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -100,7 +101,7 @@ def _consent_page(request, study: Study, arrival: recruitment.Arrival):
 def _join(request, study: Study, arrival: recruitment.Arrival):
     action = request.POST.get("action")
     if action not in (AGREE, DECLINE, CONTINUE):
-        return _refused(request, study, "The form did not say whether you agree.", 400)
+        return _refused(request, study, gettext("The form did not say whether you agree."), 400)
     token = request.POST.get("token", "")
     browser = _browser(request)  # read before a log-in rotates it
     form_secret = admission.secret_of_form(study, arrival, token, browser) if token else ""
@@ -121,8 +122,10 @@ def _join(request, study: Study, arrival: recruitment.Arrival):
             return _refused(
                 request,
                 study,
-                "Too many new participants from your network just now: "
-                "please try again in a while.",
+                gettext(
+                    "Too many new participants from your network just now: "
+                    "please try again in a while."
+                ),
                 429,
             )
         participation, secret = admission.enroll(study, arrival, form_secret), form_secret
@@ -202,8 +205,10 @@ def resume(request, slug: str, secret: str):
         participation = None  # the link with another crowd id: another person's door
     if participation is None:
         error = UnknownKey(
-            "This link opens nothing: it is mistyped, or the data it led to was erased. "
-            "Open the study again from the platform."
+            gettext(
+                "This link opens nothing: it is mistyped, or the data it led to was erased. "
+                "Open the study again from the platform."
+            )
         )
         return _refused(request, study, error.message, http_status(error))
     if request.method == "GET":

@@ -3,7 +3,7 @@
 A study offers some of the installation's languages (``settings.LANGUAGES``), the first its
 default. A participant's language is, in this order: the ``lang`` parameter of the request
 (the entry link's, or the language switch's), the one they chose before (kept on their
-participation, or in the session before they have one), the browser's ``Accept-Language``
+participation), the browser's ``Accept-Language``
 among the study's languages, then the study's default. An unknown or unoffered ``lang``
 falls through to the next, with no error. Staff pages and pages of no study stay in
 English (the source language).
@@ -13,16 +13,8 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.utils import translation
+from django.utils.cache import patch_vary_headers
 from django.utils.translation.trans_real import parse_accept_lang_header
-
-SESSION_KEY = "portal_language"
-# Paths never in a participant's language: the staff side and the API's staff routes.
-STAFF_PATHS = ("/dashboards/", "/admin/", "/api/", "/check/")
-
-
-def available() -> dict[str, str]:
-    """The installation's languages: code -> name in itself."""
-    return dict(settings.LANGUAGES)
 
 
 def choose(requested: str, kept: str, accept: str, offered: list[str]) -> str:
@@ -42,7 +34,7 @@ def choose(requested: str, kept: str, accept: str, offered: list[str]) -> str:
 def switch_links(offered: list[str], current: str, path: str, query) -> list[dict]:
     """The language switch: each offered language named in itself, linked to this page with
     its query (an entry link's crowd ids) and ``lang``, the current one marked."""
-    names = available()
+    names = dict(settings.LANGUAGES)
     links = []
     for code in offered:
         params = query.copy()
@@ -59,66 +51,77 @@ def switch_links(offered: list[str], current: str, path: str, query) -> list[dic
 
 
 class ParticipantLanguage:
-    """Activates the participant's language for the request (``choose``) and keeps an
-    explicit choice on their participation (or in the session until they have one).
+    """Activates the participant's language for a portal page (``choose``) and keeps an
+    explicit choice on their participation.
 
-    The study is the participation's, or the one named by an entry link's slug; with
-    neither (the log-in page, staff pages) the request stays in English."""
+    Only the portal's own views (the ``portal`` URL namespace) are touched: staff pages, the
+    API, media and health checks stay in English and cost no query. The study is the one an
+    entry link's slug names, else the participation's; a page of neither (log-in, sign-up)
+    stays in English. An anonymous visitor's choice lives in the URL (the entry link's page
+    posts back to itself, ``lang`` included), so nothing is stored for them. The language is
+    deactivated after every request, whatever happens in it."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        response = self.get_response(request)
-        language = getattr(request, "portal_language", None)
-        if language is not None:
-            if request.method == "POST" and getattr(request, "portal_entry", False):
-                _keep_on_new_participation(request, language)
-            response.headers.setdefault("Content-Language", language)
+        translation.deactivate()  # nothing from an earlier request on this thread
+        try:
+            response = self.get_response(request)
+            language = getattr(request, "portal_language", None)
+            if language is not None:
+                if request.method == "POST" and getattr(request, "portal_entry", False):
+                    _keep_on_new_participation(request, language)
+                if response.status_code < 400:  # refusal pages are English (web.views)
+                    response.headers.setdefault("Content-Language", language)
+                patch_vary_headers(response, ["Accept-Language"])
+            return response
+        finally:
             translation.deactivate()
-        return response
 
     def process_view(self, request, view_func, view_args, view_kwargs):
-        if request.path.startswith(STAFF_PATHS):
+        match = getattr(request, "resolver_match", None)
+        if match is None or match.namespace != "portal":
             return None
-        participation, study = _participation_and_study(request, view_kwargs)
+        participation, study, entry = _participation_and_study(request, view_kwargs)
         if study is None:
             return None
         requested = request.GET.get("lang", "")
-        kept = (participation.language if participation else "") or request.session.get(
-            SESSION_KEY, ""
-        )
-        language = choose(
-            requested, kept, request.META.get("HTTP_ACCEPT_LANGUAGE", ""), study.languages
-        )
-        if requested == language:
-            request.session[SESSION_KEY] = language
-            if participation is not None and participation.language != language:
-                type(participation).objects.filter(pk=participation.pk).update(language=language)
+        kept = participation.language if participation is not None else ""
+        accept = request.META.get("HTTP_ACCEPT_LANGUAGE", "")
+        language = choose(requested, kept, accept, study.languages)
+        if requested == language and participation is not None and kept != language:
+            type(participation).objects.filter(pk=participation.pk).update(language=language)
         translation.activate(language)
         request.LANGUAGE_CODE = request.portal_language = language
         request.portal_languages = switch_links(
             study.languages, language, request.path, request.GET
         )
-        request.portal_entry = participation is None
+        request.portal_entry = entry
         return None
 
 
 def _participation_and_study(request, view_kwargs):
+    """(the participation whose language counts, the study, whether this is an entry
+    page): an entry link's slug names the study, and the participant's participation counts
+    only when it is in that study."""
     from annotation.models import Study
     from annotation.models.studies import Participation
 
+    participation = None
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated and not user.is_staff:
         participation = (
             Participation.objects.filter(annotator__user=user).select_related("study").first()
         )
-        if participation is not None:
-            return participation, participation.study
     slug = view_kwargs.get("slug")
     if slug:
-        return None, Study.objects.filter(slug=slug).first()
-    return None, None
+        if participation is not None and participation.study.slug == slug:
+            return participation, participation.study, False
+        return None, Study.objects.filter(slug=slug).first(), True
+    if participation is not None:
+        return participation, participation.study, False
+    return None, None, False
 
 
 def _keep_on_new_participation(request, language: str) -> None:

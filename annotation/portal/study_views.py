@@ -13,6 +13,7 @@ from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -58,7 +59,9 @@ def withdraw(request):
             logout(request)
             return device.forget(redirect("portal:erased"), profile.study)
         services.withdraw_consent(profile)
-        messages.info(request, "Your consent is withdrawn. You can agree again at any time.")
+        messages.info(
+            request, gettext("Your consent is withdrawn. You can agree again at any time.")
+        )
         return redirect("portal:consent")
     return render(request, "portal/withdraw.html", {"form": form})
 
@@ -85,7 +88,7 @@ def reconsider(request):
     except AnnotationError as error:
         messages.error(request, error.message)
         return redirect("portal:screened_out")
-    messages.info(request, "Your answer is taken back: read the consent text again.")
+    messages.info(request, gettext("Your answer is taken back: read the consent text again."))
     return redirect("portal:consent")
 
 

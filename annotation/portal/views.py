@@ -94,7 +94,7 @@ def consent(request):
             return redirect("portal:screened_out")
         if action == "agree":
             services.give_consent(profile)
-            messages.success(request, "Thank you: your consent is recorded.")
+            messages.success(request, gettext("Thank you: your consent is recorded."))
             return redirect("portal:home" if profile.demographics else "portal:demographics")
         if action == "withdraw":
             return redirect("portal:withdraw")  # asks for confirmation first
@@ -128,7 +128,7 @@ def demographics(request):
             except AnnotationError as error:
                 form.add_error(None, error.message)
             else:
-                messages.success(request, "Thank you: your answers are saved.")
+                messages.success(request, gettext("Thank you: your answers are saved."))
                 return redirect("portal:home")
     else:
         form = form_class(initial=demographics_forms.initial(fields, profile.demographics))
@@ -190,7 +190,10 @@ def practice_task(request):
     context = {"practice": task, "action": reverse("portal:practice")}
     if task is None:
         return render(request, "portal/practice.html", context)
-    labels = {item.pk: f"Image {chr(ord('A') + i)}" for i, item in enumerate(task.shown)}
+    labels = {
+        item.pk: gettext("Image %(letter)s") % {"letter": chr(ord("A") + i)}
+        for i, item in enumerate(task.shown)
+    }
     shown = task.shown
     if request.method == "POST":
         order = _parse_order(request.POST.get("order", ""))
@@ -200,12 +203,12 @@ def practice_task(request):
             messages.error(request, error.message)
         else:
             if feedback.matches:
-                messages.success(request, "Your order matches the reference.")
+                messages.success(request, gettext("Your order matches the reference."))
             else:
                 messages.info(
                     request,
-                    f"{feedback.in_place} of {len(feedback.rows)} images are where the "
-                    "reference puts them.",
+                    gettext("%(placed)s of %(count)s images are where the reference puts them.")
+                    % {"placed": feedback.in_place, "count": len(feedback.rows)},
                 )
             by_id = {item.pk: item for item in task.reference}
             shown = [by_id[i] for i in order]
@@ -305,7 +308,7 @@ def rank(request):
     if assignment is None:
         if recruitment.participation_of(profile):
             return redirect("portal:complete")  # the completion code
-        messages.info(request, "No more tasks for you right now: thank you!")
+        messages.info(request, gettext("No more tasks for you right now: thank you!"))
         return redirect("portal:home")
     cards = [
         {

@@ -73,8 +73,9 @@ class QualityInputs:
     ranking_ids: list[int] = field(default_factory=list)
 
 
-LANGUAGE = "language"
-"""The grouping by the portal's language, beside the demographic fields' keys."""
+LANGUAGE = "portal_language"
+"""The grouping by the portal's language, beside the demographic fields' keys (not
+``language``: a lab may have a demographic question keyed so)."""
 
 _QUALITY_COLUMNS = (
     "id",

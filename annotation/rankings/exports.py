@@ -117,7 +117,6 @@ def ranking_rows(
             "shown_order": shown,
             "seconds_spent": seconds,
             "viewport_width": width,
-            "language": language,
             "untouched": order == shown,
             "gold": is_gold,
             "gold_score": _gold_score(reference, order) if is_gold else None,
@@ -125,7 +124,13 @@ def ranking_rows(
             "check_position": card_position,
             "check_passed": _check_passed(card, card_position, order) if card else None,
             "created_at": created.isoformat(),
-            **({"demographics": dict(annotator[3])} if demographics else {}),
+            # the portal's language says something of a person, as their answers do: it
+            # goes only where their answers may (issue 39)
+            **(
+                {"demographics": dict(annotator[3]), "portal_language": language}
+                if demographics
+                else {}
+            ),
         }
 
 
@@ -193,8 +198,11 @@ def pair_rows(
                 "task": row["task"],
                 "occupation": row["occupation"],
                 "annotator": row["annotator"],
-                "language": row["language"],
-                **({"demographics": row["demographics"]} if demographics else {}),
+                **(
+                    {"demographics": row["demographics"], "portal_language": row["portal_language"]}
+                    if demographics
+                    else {}
+                ),
             }
 
 

@@ -79,8 +79,12 @@ def test_a_dutch_browser_reads_the_path_in_dutch_and_ranks_in_it(study):
     browser.post(reverse("portal:rank"), {"task_id": assignment.task_id, "order": order})
     assert Ranking.objects.get().language == "nl"
     (row,) = ranking_rows(include_synthetic=True, study=study)
-    assert row["language"] == "nl"
-    assert {p["language"] for p in pair_rows(include_synthetic=True, study=study)} == {"nl"}
+    assert row["portal_language"] == "nl"
+    pairs = list(pair_rows(include_synthetic=True, study=study))
+    assert {p["portal_language"] for p in pairs} == {"nl"}
+    # it says something of a person: only where their answers may go
+    (row,) = ranking_rows(include_synthetic=True, study=study, demographics=False)
+    assert "portal_language" not in row
 
 
 def test_lang_ar_reads_right_to_left_and_the_switch_keeps_the_choice(study):
@@ -155,5 +159,42 @@ def test_the_quality_report_groups_by_language_under_the_small_group_rule(
         Ranking.objects.filter(annotator=profile).update(language=language)
     agreement = quality_report(n_boot=0)["agreement"]
     # the Dutch pair is a group of 2 (k): shown; the lone Arabic reader is hidden, counted
-    assert set(agreement["within_groups"]["language"]) == {"nl"}
-    assert agreement["hidden_groups"]["language"] == 1
+    assert set(agreement["within_groups"]["portal_language"]) == {"nl"}
+    assert agreement["hidden_groups"]["portal_language"] == 1
+
+
+def test_no_language_outlives_its_request_or_reaches_other_pages(study, db):
+    """From an attack review: the language is the portal's only, for one request."""
+    from django.contrib.sessions.models import Session
+    from django.utils import translation
+
+    link = FakeProlific(study.slug).link(FakeProlific.new_participant_id())
+    browser = Client(HTTP_ACCEPT_LANGUAGE="nl")
+    assert "Ik stem in" in _html(browser.get(link + "&lang=nl"))
+    assert translation.get_language() == "en-us" or translation.get_language() == "en"
+    assert not Session.objects.exists()  # an anonymous choice lives in the URL, not a session
+    join(browser, link + "&lang=nl")
+    admin = _html(browser.get("/admin/login/"))
+    assert '<html lang="en"' in admin and "Gebruikersnaam" not in admin
+    health = browser.get("/healthz")
+    assert "Content-Language" not in health
+    missing = browser.get("/join/no-such-study/?pid=x")
+    assert missing.status_code == 404 and '<html lang="en"' in _html(missing)
+    assert "Content-Language" not in missing
+
+
+def test_another_studys_link_reads_in_that_studys_languages(study, db, make_tasks):
+    """A participant of one study who opens another's link: that study's languages, and
+    their own participation keeps its language."""
+    english_only = Study.objects.create(
+        slug="english-only", name="E", platform=Study.Platform.PROLIFIC, languages=["en"]
+    )
+    make_tasks(1, 3, study=english_only)
+    browser = Client()
+    join(browser, FakeProlific(english_only.slug).link(FakeProlific.new_participant_id()))
+    mine = Participation.objects.get(study=english_only)
+    other = FakeProlific(study.slug).link(FakeProlific.new_participant_id()) + "&lang=ar"
+    page = _html(browser.get(other))
+    assert '<html lang="ar" dir="rtl">' in page and 'id="languages"' in page
+    mine.refresh_from_db()
+    assert mine.language == "en"

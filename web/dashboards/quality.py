@@ -104,7 +104,7 @@ def quality(request: HttpRequest) -> HttpResponse:
     occupations = [
         (name, a) for name, a in data["agreement"]["per_occupation"].items() if a["n_tasks"]
     ]
-    labels = {**selectors.demographic_labels(), "language": "Language (of the portal)"}
+    labels = {**selectors.demographic_labels(), "portal_language": "Language (of the portal)"}
     agreement = data["agreement"]
     within = [
         (
