@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from celery import current_app
 from django.utils import timezone
+from kombu import pools as kombu_pools
 
 
 @pytest.fixture
@@ -57,6 +58,11 @@ def point_broker(url: str, options: dict) -> None:
             with contextlib.suppress(Exception):  # a broker already gone: nothing to close
                 pool.force_close_all()
     app._pool = app.amqp._producer_pool = None
+    # kombu keeps its producer pools in a registry keyed by the connection's parameters:
+    # the closed one would come back for the next connection to the same broker ("Acquire
+    # on closed pool" in a later test's eager send)
+    with contextlib.suppress(Exception):
+        kombu_pools.reset()
 
 
 def age(seconds: float) -> None:

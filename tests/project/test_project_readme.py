@@ -39,6 +39,7 @@ from annotation.models import Study
 from annotation.models.studies import Participation
 from annotation.participants import services
 from scoring.scorer import reset_scorer
+from tests.broker import point_broker
 from tests.readme_blocks import README, blocks, steps
 from training.models import Augmentation, Checkpoint, DatasetSnapshot, Evaluation, TrainingRun
 from training.snapshots.services import EVAL, rows_of
@@ -75,6 +76,9 @@ def eager_worker():
     Every task module is imported first, as a worker's boot does, so that no task sent by
     name goes to a broker instead."""
     app.loader.import_default_modules()
+    # fresh connection and producer pools (an earlier test in this process may have closed
+    # the ones kombu keeps for this broker: "Acquire on closed pool" on the first send)
+    point_broker(app.conf.broker_url, app.conf.broker_transport_options)
     before = app.conf.task_always_eager, app.conf.task_eager_propagates
     app.conf.task_always_eager = app.conf.task_eager_propagates = True
     reset_scorer()
