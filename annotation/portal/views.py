@@ -190,10 +190,7 @@ def practice_task(request):
     context = {"practice": task, "action": reverse("portal:practice")}
     if task is None:
         return render(request, "portal/practice.html", context)
-    labels = {
-        item.pk: gettext("Image %(letter)s") % {"letter": chr(ord("A") + i)}
-        for i, item in enumerate(task.shown)
-    }
+    labels = {item.pk: _card_label(i) for i, item in enumerate(task.shown)}
     shown = task.shown
     if request.method == "POST":
         order = _parse_order(request.POST.get("order", ""))
@@ -317,7 +314,7 @@ def rank(request):
             "src": card.src,
             "text": card.text,
             "blind": not card.text,
-            "label": f"Image {chr(ord('A') + i)}",
+            "label": _card_label(i),
             "position": i + 1,
         }
         for i, card in enumerate(shown_cards(assignment))
@@ -336,3 +333,9 @@ def rank(request):
             "quota": stats["quota"],
         },
     )
+
+
+def _card_label(index: int) -> str:
+    """A card's name on the ranking and practice pages ("Image A", ...), in the
+    participant's language."""
+    return gettext("Image %(letter)s") % {"letter": chr(ord("A") + index)}

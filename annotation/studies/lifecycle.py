@@ -15,7 +15,7 @@ from django.db.models.functions import Coalesce
 from annotation.access import roles, scope
 from annotation.errors import CrowdCodesMissing, InvalidStudy, StudyConflict, StudyNotFound
 from annotation.models import AnnotatorProfile
-from annotation.models.studies import DEFAULT_STUDY_SLUG, Study, default_study
+from annotation.models.studies import DEFAULT_STUDY_SLUG, Study, default_languages, default_study
 from annotation.participants.consent import require_complete
 from annotation.rankings.selectors import consent_stands
 
@@ -149,7 +149,7 @@ def create_study(
         completion_url=completion_url.strip(),
         screen_out_code=screen_out_code.strip(),
         screen_out_url=screen_out_url.strip(),
-        languages=languages or ["en"],
+        languages=languages or default_languages(),
     )
     if Study.objects.filter(slug=slug).exists():
         raise StudyConflict(f"A study {slug!r} exists already.")

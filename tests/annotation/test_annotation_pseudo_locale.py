@@ -29,7 +29,7 @@ from annotation.models import ConsentText, Study
 from annotation.models.studies import Participation
 from annotation.rankings.exports import pseudonym
 
-WRAPPED = re.compile(r"⟦.*?⟧", re.S)
+WRAPPED = re.compile(r"⟦[^⟦⟧]*⟧")  # innermost first: a label goes inside a message
 SEPARATOR = "\n\x1e\n"
 READ_ATTRIBUTES = ("alt", "title", "aria-label", "placeholder", "aria-roledescription")
 # issue 39 open: strings not yet through the translation machinery (see the docstring).
@@ -89,7 +89,9 @@ def english_left(html: str, content: list[str]) -> set[str]:
     split over several nodes) is unwrapped whole."""
     parser = Readable()
     parser.feed(html)
-    joined = WRAPPED.sub(" ", SEPARATOR.join(parser.pieces))
+    joined = SEPARATOR.join(parser.pieces)
+    while WRAPPED.search(joined):
+        joined = WRAPPED.sub(" ", joined)
     left = set()
     for piece in joined.split(SEPARATOR):
         rest = piece
@@ -154,12 +156,12 @@ def test_the_whole_participant_path_is_translatable(db, make_tasks, pseudo, sett
 
 
 def _items(response) -> list[str]:
-    """The items' texts and labels a page shows, and the study's instructions (content, not
+    """The items' texts a page shows, and the study's instructions (content, not
     interface)."""
     context = response.context or {}
     out = [line.strip() for line in str(context.get("text") or "").splitlines()]
     for card in context.get("cards") or []:
-        out += [str(card.get("label", "")), str(card.get("text") or "")]
+        out.append(str(card.get("text") or ""))  # a card's label is interface: not here
         item = card.get("item")
         if item is not None:
             out.append(item.prompt.text)
