@@ -3,8 +3,8 @@
 A study offers some of the installation's languages (``settings.LANGUAGES``), the first its
 default. A participant's language is, in this order: the ``lang`` parameter of the request
 (the entry link's, or the language switch's), the one they chose before (kept on their
-participation), the browser's ``Accept-Language``
-among the study's languages, then the study's default. An unknown or unoffered ``lang``
+participation), the browser's ``Accept-Language`` among the study's languages, then the
+study's default. An unknown or unoffered ``lang``
 falls through to the next, with no error. Staff pages and pages of no study stay in
 English (the source language).
 """
@@ -33,7 +33,10 @@ def choose(requested: str, kept: str, accept: str, offered: list[str]) -> str:
 
 def switch_links(offered: list[str], current: str, path: str, query) -> list[dict]:
     """The language switch: each offered language named in itself, linked to this page with
-    its query (an entry link's crowd ids) and ``lang``, the current one marked."""
+    its query (an entry link's crowd ids) and ``lang``, the current one marked; none for a
+    study of one language."""
+    if len(offered) < 2:
+        return []
     names = dict(settings.LANGUAGES)
     links = []
     for code in offered:
