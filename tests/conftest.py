@@ -67,7 +67,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("services"))
         elif item.get_closest_marker("faults"):  # its own services: not in the line above's
             item.add_marker(pytest.mark.xdist_group("faults"))
-        else:
+        elif not item.get_closest_marker("xdist_group"):  # a test may name its own group
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 

@@ -25,6 +25,10 @@ LAPTOP = (1280, 800)
 PHONE = (390, 844)
 
 
+IMPLICIT_WAIT = 3
+"""Seconds a find waits for an element to appear (a page's script may add it)."""
+
+
 def new_driver(width: int = 1200, height: int = 1000):
     """A headless Chromium with the flags that keep it quiet and small."""
     from selenium import webdriver
@@ -45,7 +49,7 @@ def new_driver(width: int = 1200, height: int = 1000):
     ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.implicitly_wait(3)
+    driver.implicitly_wait(IMPLICIT_WAIT)
     return driver
 
 
@@ -89,6 +93,23 @@ def sign_in(driver, base_url: str, user) -> None:
     driver.get(base_url + "/static/portal/portal.css")  # any page of the origin
     driver.delete_all_cookies()
     driver.add_cookie({"name": settings.SESSION_COOKIE_NAME, "value": cookie.value, "path": "/"})
+
+
+def found_now(scope, selector: str, by: str = "css selector") -> list:
+    """What in ``scope`` (a driver or an element) matches ``selector`` now, without the
+    implicit wait: for what the server rendered (or a finished wait left), where an empty
+    answer is expected and would otherwise wait out the implicit wait each time."""
+    driver = getattr(scope, "parent", scope)  # an element's parent is its driver
+    driver.implicitly_wait(0)
+    try:
+        return scope.find_elements(by, selector)
+    finally:
+        driver.implicitly_wait(IMPLICIT_WAIT)
+
+
+def none_of(scope, selector: str, by: str = "css selector") -> bool:
+    """Nothing in ``scope`` matches ``selector`` (``found_now``)."""
+    return not found_now(scope, selector, by)
 
 
 def wait_until(driver, condition, timeout: float = 10):

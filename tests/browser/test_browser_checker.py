@@ -8,7 +8,7 @@ from training_study import embedding_cache, training_storage  # noqa: F401
 
 from scoring import services
 from scoring.scorer import reset_scorer
-from tests.browser.support import NEEDS_CHROMIUM, new_driver, phone
+from tests.browser.support import NEEDS_CHROMIUM, new_driver, none_of, phone
 from tests.scoring.helpers import diversity_version, scoring_user
 
 NURSE = "Generate an image of a nurse: a young slim woman in a white uniform"
@@ -104,7 +104,7 @@ def test_check_prompts_see_scores_get_and_copy_rewrites(browser, live_server, ch
     assert [r.flagged for r in expected.results] == [True, False]
 
     rewrites = results[0].find_elements(By.CSS_SELECTOR, "li.rewrite")
-    assert 1 <= len(rewrites) <= 3 and not results[1].find_elements(By.CSS_SELECTOR, "li.rewrite")
+    assert 1 <= len(rewrites) <= 3 and none_of(results[1], "li.rewrite")
     first = rewrites[0].find_element(By.CLASS_NAME, "rewrite-text").text
     assert "nurse" in first.lower() and first != NURSE
     again = services.score_prompts([first])

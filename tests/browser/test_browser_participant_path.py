@@ -20,6 +20,7 @@ from tests.browser.support import (
     NEEDS_CHROMIUM,
     axe_violations,
     laptop,
+    none_of,
     phone,
     rect,
     shown,
@@ -214,8 +215,8 @@ def test_a_prolific_participant_mis_taps_returns_and_finishes(driver, live_serve
     # Log out: how to come back, and no log-in or sign-up.
     visit.press_and_wait(driver.find_element("css selector", "header button.link"))
     assert "the same link brings you back" in driver.page_source
-    assert not driver.find_elements("css selector", f'a[href="{reverse("portal:login")}"]')
-    assert not driver.find_elements("css selector", f'a[href="{reverse("portal:signup")}"]')
+    assert none_of(driver, f'a[href="{reverse("portal:login")}"]')
+    assert none_of(driver, f'a[href="{reverse("portal:signup")}"]')
     visit.audit("logged out")
 
     participation = Participation.objects.get()

@@ -13,7 +13,7 @@ from django.urls import reverse
 from annotation.models import RankingTask
 from annotation.models.validation import ConditionPrompt
 from annotation.participants import services
-from tests.browser.support import NEEDS_CHROMIUM, laptop, phone, sign_in, wait_until
+from tests.browser.support import NEEDS_CHROMIUM, laptop, none_of, phone, sign_in, wait_until
 from tests.browser.test_browser_a11y import audit, go
 from tests.validation_helpers import make_validation_study
 
@@ -57,7 +57,7 @@ def test_the_blinded_task(driver, live_server, validation_site, size):
     go(driver, url + reverse("portal:rank"))
     found = audit(driver, "validation task")
     cards = driver.find_elements("css selector", ".rank-card")
-    assert len(cards) == 6 and not driver.find_elements("css selector", ".rank-card .prompt")
+    assert len(cards) == 6 and none_of(driver, ".rank-card .prompt")
     alts = [i.get_attribute("alt") for i in driver.find_elements("css selector", ".rank-card img")]
     assert alts == [f"Image {c}" for c in "ABCDEF"]
     wait_until(driver, images_loaded)

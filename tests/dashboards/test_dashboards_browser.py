@@ -6,7 +6,7 @@ import os
 import pytest
 from training_study import ENCODER, empty_snapshot
 
-from tests.browser.support import sign_in
+from tests.browser.support import none_of, sign_in
 from tests.browser.test_browser_portal import CHROMEDRIVER, CHROMIUM, browser  # noqa: F401
 from tests.staff import make_staff
 from training.models import TrainingRun
@@ -53,5 +53,5 @@ def test_the_runs_page_follows_a_run_without_reloading(signed_in, live_server):
     )
     text = signed_in.find_element("css selector", row).text
     assert "Done" in text and "epoch 12 of 12" in text and "0.610" in text
-    assert not signed_in.find_elements("css selector", row + " form")  # no cancel button left
+    assert none_of(signed_in, row + " form")  # no cancel button left
     assert signed_in.execute_script("return window.notReloaded") is True

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from annotation.participants import services
 from tests.browser.conftest import driver, module_driver  # noqa: F401
-from tests.browser.support import NEEDS_CHROMIUM, laptop, phone, sign_in, wait_replaced
+from tests.browser.support import NEEDS_CHROMIUM, laptop, none_of, phone, sign_in, wait_replaced
 from tests.browser.test_browser_a11y import _versions, audit, go
 from tests.staff import make_staff
 from training.models import Checkpoint
@@ -37,7 +37,7 @@ def test_promote_and_roll_back_confirm_what_will_serve(driver, live_server, staf
     SIZES[size](driver)
     sign_in(driver, live_server.url, staff_site)
     go(driver, live_server.url + reverse("dashboards:registry"))
-    assert not driver.find_elements("id", "rollback")  # v1 has nothing before it
+    assert none_of(driver, "rollback", by="id")  # v1 has nothing before it
     row = driver.find_element("css selector", 'tr[data-version="2"]')
     row.find_element("tag name", "summary").click()
     step = row.find_element("css selector", "details.confirm form")
@@ -55,7 +55,7 @@ def test_promote_and_roll_back_confirm_what_will_serve(driver, live_server, staf
     rollback.find_element("css selector", "button[type=submit]").click()
     wait_replaced(driver, html)
     assert Checkpoint.objects.get(status="active").version == 1
-    assert not driver.find_elements("id", "rollback")
+    assert none_of(driver, "rollback", by="id")
     assert not found, "\n".join(found)
 
 

@@ -69,6 +69,34 @@ def test_bootstrap_over_seeds_brackets_the_planted_projection():
     assert again.intervals == curve.intervals
 
 
+def test_the_bootstrap_equals_one_refit_per_resample():
+    """Fitting each distinct multiset of seeds once gives the intervals of refitting every
+    resample: checked against a plain bootstrap written here with scipy's curve_fit (the
+    same draws from the same generator, every resample refitted, numpy's percentiles)."""
+    from scipy.optimize import curve_fit
+
+    points, n, n_boot = _points(noise=0.02, seeds=range(3)), 2000, 200
+    curve = fit_learning_curve(points, n_rankings=n, n_boot=n_boot, seed=3)
+    rng, seeds = np.random.default_rng(3), np.unique(points.seed)
+    rho_2x, gain_500 = [], []
+    for _ in range(n_boot):
+        drawn = sorted(rng.integers(0, seeds.size, seeds.size).tolist())
+        idx = np.concatenate([np.flatnonzero(points.seed == seeds[i]) for i in drawn])
+        (a, b, c), _ = curve_fit(
+            lambda s, a, b, c: a - b * s**-c,
+            points.share[idx],
+            points.rho[idx],
+            p0=[min(1.0, points.rho[idx].max() + 0.05), 0.1, 0.5],
+            bounds=([-np.inf, 0, 1e-3], [1, np.inf, 3]),
+            maxfev=20_000,
+        )
+        rho_2x.append(a - b * 2**-c)
+        gain_500.append((a - b * (1 + 500 / n) ** -c) - (a - b))
+    for name, values in (("rho_2x", rho_2x), ("gain_next_500", gain_500)):
+        expected = np.percentile(values, [2.5, 97.5])
+        np.testing.assert_allclose(curve.intervals[name], expected, rtol=1e-4, atol=1e-6)
+
+
 def test_verdict_flips_at_the_threshold():
     points = _points(noise=0.0)
     gain = fit_learning_curve(points, 2000, n_boot=0).gain_doubling  # about 0.041

@@ -21,6 +21,7 @@ import psycopg
 import pytest
 
 from tests.faults.stack import missing
+from tests.model_exports import exported_once
 
 ROOT = Path(__file__).resolve().parents[2]
 CITED = sorted(set(re.findall(r"benchmarks/(\w+)\.py", (ROOT / "docs/benchmarks.md").read_text())))
@@ -84,12 +85,14 @@ def _marks(name: str) -> list:
         return [pytest.mark.postgres, pytest.mark.redis]
     if name in PRIVATE_SERVERS:
         return [pytest.mark.faults]
-    return []
+    # Each in a group of its own (they share no fixture), so the two pytest workers
+    # share them out instead of one worker taking all of them.
+    return [pytest.mark.xdist_group(f"benchmark-{name}")]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_marks(n)) for n in RUN])
-def test_the_benchmark_runs_at_its_smoke_size(name, tmp_path):
+def test_the_benchmark_runs_at_its_smoke_size(name, tmp_path, quant_models):
     if name in NEEDS_SERVERS and not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         pytest.skip(f"{name} needs PostgreSQL (DATABASE_URL)")
     if name in PRIVATE_SERVERS and (reason := missing()):
@@ -97,11 +100,17 @@ def test_the_benchmark_runs_at_its_smoke_size(name, tmp_path):
     argv, env = [sys.executable, f"benchmarks/{name}.py", "--smoke"], _env(name)
     if name in ("optimise", "portal_load"):
         argv += ["--port", str(_free_port())]
-    if name == "encoders":  # its exports in a folder of its own, not the repository's var/
-        argv += ["--model-dir", str(tmp_path)]
+    # The two that export MiniLM's onnx/int8 copy use the folder the quantization tests
+    # export it to (never the repository's var/), so the run exports it once, not thrice.
+    shared = name in ("encoders", "int8_serving")
+    if name == "encoders":
+        argv += ["--model-dir", str(quant_models)]
     if name == "int8_serving":
-        env["STEREORANK_MODEL_DIR"] = str(tmp_path)
-    with _own_database("bench_portal_smoke") if name == "portal_load" else nullcontext() as url:
+        env["STEREORANK_MODEL_DIR"] = str(quant_models)
+    with (
+        _own_database("bench_portal_smoke") if name == "portal_load" else nullcontext() as url,
+        exported_once(quant_models, "onnx-int8") if shared else nullcontext(),
+    ):
         if url:
             env["DATABASE_URL"] = url
         done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

@@ -145,6 +145,18 @@ def _check(points: CurvePoints, n_rankings: int, threshold: float) -> None:
         raise LearningCurveError(f"threshold must be a non-negative number, not {threshold!r}")
 
 
+def _resample(points: CurvePoints, rows: list[np.ndarray], n_rankings: int):
+    """The projections of the fit to the points of ``rows`` (one array of indices per
+    drawn seed); ``None`` when they hold fewer than 3 shares or do not fit."""
+    idx = np.concatenate(rows)
+    if np.unique(points.share[idx]).size < 3:
+        return None
+    try:
+        return _projections(_fit(points.share[idx], points.rho[idx]), n_rankings)
+    except RuntimeError:
+        return None
+
+
 def fit_learning_curve(
     points: CurvePoints,
     n_rankings: int,
@@ -172,16 +184,17 @@ def fit_learning_curve(
         rng = np.random.default_rng(seed)
         rows = [np.flatnonzero(points.seed == s) for s in seeds]
         draws: dict[str, list[float]] = {k: [] for k in out}
+        fitted: dict[tuple[int, ...], dict[str, float] | None] = {}
         for _ in range(n_boot):
-            idx = np.concatenate([rows[i] for i in rng.integers(0, seeds.size, seeds.size)])
-            if np.unique(points.share[idx]).size < 3:
-                continue
-            try:
-                boot = _projections(_fit(points.share[idx], points.rho[idx]), n_rankings)
-            except RuntimeError:
-                continue
-            for k, v in boot.items():
-                draws[k].append(v)
+            # A resample's fit depends only on which seeds it drew (the points are the
+            # same in any order), so each multiset of seeds is fitted once: with k seeds
+            # there are C(2k-1, k) of them (3 for two seeds), not n_boot.
+            drawn = tuple(sorted(rng.integers(0, seeds.size, seeds.size).tolist()))
+            if drawn not in fitted:
+                fitted[drawn] = _resample(points, [rows[i] for i in drawn], n_rankings)
+            if (boot := fitted[drawn]) is not None:
+                for k, v in boot.items():
+                    draws[k].append(v)
         if draws["rho_now"]:
             intervals = {
                 k: (float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5)))
