@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ROOT, arguments, load
+from _common import ROOT, arguments, load, migrate
 
 sys.path.insert(0, str(ROOT))
 
@@ -246,10 +246,9 @@ def main() -> None:
 
         django.setup()
         from django.conf import settings
-        from django.core.management import call_command
 
         settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]  # the test client's
-        call_command("migrate", verbosity=0)
+        migrate()
         import torch
 
         print(

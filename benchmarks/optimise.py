@@ -35,7 +35,7 @@ import threading
 import time
 from pathlib import Path
 
-from _common import ROOT, arguments, gunicorn, load
+from _common import ROOT, arguments, gunicorn, load, migrate
 
 sys.path.insert(0, str(ROOT))
 
@@ -256,7 +256,7 @@ def main() -> None:
         from annotation.accounts import tokens
         from scoring import roles, selectors
 
-        call_command("migrate", verbosity=0)
+        migrate()
         call_command("collectstatic", "--no-input", verbosity=0)
         print(f"date {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, load {load()}")
         if selectors.active_version() is None:

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import arguments  # noqa: E402
+from _common import arguments, migrate  # noqa: E402
 
 
 def _setup(database_url: str, folder: Path) -> None:
@@ -57,9 +57,7 @@ def _setup(database_url: str, folder: Path) -> None:
     import django
 
     django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    migrate()
 
 
 class Stages:

@@ -1,10 +1,11 @@
 """Every benchmark docs/benchmarks.md cites runs as written (issue 37), at its smoke size
 (``--smoke``: ``benchmarks/_common.arguments``), in a process of its own with a clean
-environment; its figures are not checked here (benchmarks measure, tests assert). One that
-needs a GPU says so and skips; a comparison with a second tree (``--rev``, ``--compare``)
-is left out, the benchmark's own figures kept. The ones that need PostgreSQL and Redis
-get them as the README's commands give them (``DATABASE_URL``, ``REDIS_URL``); the rest
-run on their own throwaway SQLite, never the test database."""
+environment (forked from one that imported torch once: ``tests.preloaded``); its figures
+are not checked here (benchmarks measure, tests assert). One that needs a GPU says so and
+skips; a comparison with a second tree (``--rev``, ``--compare``) is left out, the
+benchmark's own figures kept. The ones that need PostgreSQL and Redis get them as the
+README's commands give them (``DATABASE_URL``, ``REDIS_URL``); the rest run on their own
+throwaway SQLite, never the test database."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import pytest
 
 from tests.faults.stack import missing
 from tests.model_exports import exported_once
+from tests.preloaded import Preloader
 
 ROOT = Path(__file__).resolve().parents[2]
 CITED = sorted(set(re.findall(r"benchmarks/(\w+)\.py", (ROOT / "docs/benchmarks.md").read_text())))
@@ -90,14 +92,23 @@ def _marks(name: str) -> list:
     return [pytest.mark.xdist_group(f"benchmark-{name}")]
 
 
+@pytest.fixture(scope="session")
+def preloader():
+    """The benchmarks' processes, forked from one that imported torch and the rest once
+    (``tests.preloaded``): a benchmark's own process starts without those seconds."""
+    loaded = Preloader(_env("preloader"), ROOT)
+    yield loaded
+    loaded.close()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_marks(n)) for n in RUN])
-def test_the_benchmark_runs_at_its_smoke_size(name, tmp_path, quant_models):
+def test_the_benchmark_runs_at_its_smoke_size(name, tmp_path, quant_models, preloader):
     if name in NEEDS_SERVERS and not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         pytest.skip(f"{name} needs PostgreSQL (DATABASE_URL)")
     if name in PRIVATE_SERVERS and (reason := missing()):
         pytest.skip(f"{name} needs {reason}")
-    argv, env = [sys.executable, f"benchmarks/{name}.py", "--smoke"], _env(name)
+    argv, env = [f"benchmarks/{name}.py", "--smoke"], _env(name)
     if name in ("optimise", "portal_load"):
         argv += ["--port", str(_free_port())]
     # The two that export MiniLM's onnx/int8 copy use the folder the quantization tests
@@ -113,6 +124,38 @@ def test_the_benchmark_runs_at_its_smoke_size(name, tmp_path, quant_models):
     ):
         if url:
             env["DATABASE_URL"] = url
-        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        done = preloader.run(argv, env, ROOT, tmp_path, timeout=300)
     assert done.returncode == 0, f"{name} --smoke:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert done.stdout.strip(), f"{name} printed no figures"
+
+
+_SCHEMA = """
+import os, sqlite3, sys
+sys.path.insert(0, "benchmarks")
+os.environ.pop("DATABASE_URL", None)
+os.environ.update(DJANGO_SETTINGS_MODULE="web.settings", STEREORANK_VAR_DIR=sys.argv[1])
+import django; django.setup()
+from _common import migrate
+migrate()
+from django.conf import settings
+with sqlite3.connect(settings.DATABASES["default"]["NAME"]) as db:
+    print(sorted(db.execute("SELECT type, name, sql FROM sqlite_master")))
+    print(sorted(db.execute("SELECT app, name FROM django_migrations")))
+    print(db.execute("SELECT slug FROM annotation_study").fetchall())
+"""
+
+
+def test_a_database_migrated_from_the_kept_copy_is_the_migrated_one(tmp_path):
+    """``benchmarks/_common.migrate``: the first run migrates and keeps a copy (in its
+    temporary folder); the second starts from the copy: the same tables, indexes,
+    applied migrations and rows (the default study) as the first."""
+    env = {**_env("x"), "TMPDIR": str(tmp_path)}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _SCHEMA, str(tmp_path / name)],
+            cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+        )
+        for name in ("first", "second")
+    ]  # fmt: skip
+    assert len(list(tmp_path.glob("stereorank-migrated-*.sqlite3"))) == 1
+    assert runs[0].stdout == runs[1].stdout and "annotation_study" in runs[0].stdout
