@@ -22,7 +22,7 @@ from django.utils.html import format_html
 from annotation import models
 from annotation.access import roles, scope, services
 from annotation.access.admin import StudyScopedAdmin, StudyScopedInline, record_read
-from annotation.participants import consent, recruitment
+from annotation.participants import consent, content, recruitment
 from annotation.participants.erasure import erase_annotator
 from annotation.studies import lifecycle as studies
 from core.admin import ReadOnlyAdmin
@@ -110,7 +110,16 @@ class DemographicFieldForm(forms.ModelForm):
 
     class Meta:
         model = models.DemographicField
-        fields = ["key", "label", "help_text", "choices", "allow_other", "order", "active"]
+        fields = [
+            "key",
+            "label",
+            "help_text",
+            "choices",
+            "allow_other",
+            "order",
+            "active",
+            "translations",
+        ]
 
 
 @admin.register(models.DemographicField)
@@ -126,10 +135,10 @@ class ConsentTextAdmin(StudyScopedAdmin):
     """A study's consent versions, field by field. A version someone agreed to is read
     only: a change is a new version (add one), which everyone agrees to again."""
 
-    list_display = ["study", "version", "complete", "demonstration", "published_at"]
-    list_filter = [STUDY_FILTER, "demonstration"]
+    list_display = ["study", "language", "version", "complete", "demonstration", "published_at"]
+    list_filter = [STUDY_FILTER, "language", "demonstration"]
     fieldsets = [
-        (None, {"fields": ["study", "version", "demonstration"]}),
+        (None, {"fields": ["study", "language", "version", "demonstration"]}),
         (
             "Who is responsible, and the participant's rights",
             {
@@ -170,10 +179,11 @@ class StatusChangeInline(StudyScopedInline, admin.TabularInline):
 
 @admin.register(models.Instructions)
 class InstructionsAdmin(StudyScopedAdmin):
-    """Publish a new version to change a study's instructions; its newest is shown."""
+    """Publish a new version to change a study's instructions in a language (or
+    ``manage.py instructions``); the newest in the participant's language is shown."""
 
-    list_display = ["study", "version", "published_at"]
-    list_filter = [STUDY_FILTER]
+    list_display = ["study", "language", "version", "published_at"]
+    list_filter = [STUDY_FILTER, "language"]
 
 
 @admin.register(models.AnnotatorProfile)
@@ -330,9 +340,9 @@ class StudyAdmin(StudyScopedAdmin):
         js = ["annotation/copy_link.js"]
 
     def _warn_incomplete_consent(self, request) -> None:
-        """Open studies keep running on an incomplete consent text; staff are told until
-        it is filled (opening a new one is refused: ``consent.require_complete``)."""
-        for line in consent.incomplete_open_studies(request.user):
+        """Open studies keep running while a language lacks its content; staff are told
+        until it is filled (opening a new one is refused: ``content.require_ready``)."""
+        for line in content.unready_open_studies(request.user):
             self.message_user(request, line, messages.WARNING)
 
     def changelist_view(self, request, extra_context=None):

@@ -92,8 +92,9 @@ class StudyConflict(AnnotationError, Conflict):
     """The study exists already, or cannot move to that status from its own."""
 
 
-class ConsentIncomplete(AnnotationError, Conflict):
-    """A study cannot open while its consent text lacks a required field."""
+class StudyNotReady(AnnotationError, Conflict):
+    """A study cannot open while one of its languages lacks its consent text (or a field
+    of it), its instructions, or a translation of a demographic question."""
 
 
 class CrowdCodesMissing(AnnotationError, Conflict):

@@ -84,7 +84,7 @@ def load_catalogue(
             created["prompts"] += new
             created["items"] += _ensure_placeholders(study, prompt, placeholders_per_prompt)
     for order, field in enumerate(data["demographic_fields"]):
-        DemographicField.objects.update_or_create(
+        row, _ = DemographicField.objects.update_or_create(
             key=field["key"],
             defaults={
                 "label": field["label"],
@@ -94,24 +94,34 @@ def load_catalogue(
                 "order": order,
             },
         )
+        # The catalogue's translations replace those of their languages; a language
+        # someone added in the admin is kept.
+        merged = {**row.translations, **field.get("translations", {})}
+        if merged != row.translations:
+            DemographicField.objects.filter(pk=row.pk).update(translations=merged)
     ensure_consent_text(data, study)
     ensure_instructions(data, study)
     return created
 
 
 def ensure_consent_text(data: dict | None = None, study: Study | None = None) -> ConsentText:
-    """The study's newest consent text (the default study's unless given); the
+    """The study's newest consent text in its default language, else of any language
+    (the default study's unless given); the
     catalogue's template (the one source of the default wording, with what a study must
     fill in) is stored first when it has none. A study's own versions are never replaced
     by the template: they change through ``annotation.participants.consent.publish``."""
     study = study or default_study()
     texts = ConsentText.objects.filter(study=study)
-    newest = texts.first()
+    default = (study.languages or ["en"])[0]
+    newest = texts.filter(language=default).first() or texts.first()
     if newest is not None:
         return newest
     consent = (data or read_catalogue())["consent"]
-    # A study's versions count from 1 (the catalogue's own number is its wording's revision).
-    text, _ = texts.get_or_create(study=study, version=1, defaults={"text": consent["text"]})
+    # A study's versions count from 1 (the catalogue's own number is its wording's
+    # revision); the template is English, the source language.
+    text, _ = texts.get_or_create(
+        study=study, language="en", version=1, defaults={"text": consent["text"]}
+    )
     return text
 
 

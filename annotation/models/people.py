@@ -8,6 +8,26 @@ from django.db.models import Q
 
 from annotation.models.studies import study_field
 from annotation.stats.records import PREFER_NOT_TO_SAY
+from core.languages import SOURCE as SOURCE_LANGUAGE
+
+
+def translations_refusal(translations, choices: list) -> str | None:
+    """Why ``translations`` is not a field's translations (None when it is): an object
+    keyed by language code, each with text ``label`` and ``help_text`` and a ``choices``
+    object whose keys are the field's choices."""
+    if not isinstance(translations, dict):
+        return 'An object keyed by language code, e.g. {"nl": {"label": "Leeftijd"}}.'
+    for code, entry in translations.items():
+        if not isinstance(entry, dict) or set(entry) - {"label", "help_text", "choices"}:
+            return f"{code}: an object of label, help_text and choices."
+        if any(not isinstance(entry.get(k, ""), str) for k in ("label", "help_text")):
+            return f"{code}: label and help_text are text."
+        given = entry.get("choices", {})
+        if not isinstance(given, dict) or not all(isinstance(v, str) for v in given.values()):
+            return f"{code}: choices maps each choice to its text."
+        if unknown := set(given) - set(choices):
+            return f"{code}: no such choice {', '.join(sorted(map(repr, unknown)))}."
+    return None
 
 
 class DemographicField(models.Model):
@@ -27,6 +47,13 @@ class DemographicField(models.Model):
     )
     order = models.PositiveSmallIntegerField(default=0)
     active = models.BooleanField(default=True)
+    translations = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Per language code: {"label": ..., "help_text": ..., "choices": {choice: '
+        "its translation}}. The stored answer stays the choice itself, so groups do not "
+        "split by language.",
+    )
 
     PREFER_NOT_TO_SAY = PREFER_NOT_TO_SAY  # quality.records: the answer that forms no group
     OTHER = (
@@ -48,6 +75,30 @@ class DemographicField(models.Model):
             raise ValidationError({"choices": "Each choice may appear only once."})
         if self.allow_other and not self.choices:
             raise ValidationError({"allow_other": "A field without choices is free text already."})
+        if problem := translations_refusal(self.translations, self.choices):
+            raise ValidationError({"translations": problem})
+
+    def untranslated(self, language: str) -> list[str]:
+        """What of this field ``language`` lacks a translation of (its label, help text,
+        choices), in that order; nothing for English, the source."""
+        if language == SOURCE_LANGUAGE:
+            return []
+        mine = self.translations.get(language) or {}
+        choices = mine.get("choices") or {}
+        wanted = [(n, getattr(self, n), mine.get(n)) for n in ("label", "help_text")]
+        wanted += [(repr(c), c, choices.get(c)) for c in self.choices]
+        return [name for name, source, text in wanted if source and not (text or "").strip()]
+
+    def translated(self, language: str) -> tuple[str, str, dict[str, str]]:
+        """(label, help text, choice -> its text) in ``language``, the English for what
+        it lacks."""
+        mine = {} if language == SOURCE_LANGUAGE else self.translations.get(language) or {}
+        choices = mine.get("choices") or {}
+        return (
+            mine.get("label") or self.label,
+            mine.get("help_text") or self.help_text,
+            {c: choices.get(c) or c for c in self.choices},
+        )
 
     def quota_values(self) -> set[str] | None:
         """The values a group quota of this field may name; None when any answer may
@@ -58,7 +109,8 @@ class DemographicField(models.Model):
 
 
 class ConsentText(models.Model):
-    """A version of a study's consent text; its newest is the one its annotators agree to.
+    """A version of a study's consent text in one of its languages; versions count per
+    language, and the newest in the language a participant reads is the one they agree to.
 
     Structured as an ethics board reads it: who is responsible (``controller``), whom to
     ask (``contact_email``, ``dpo_contact``), on what ground special-category data such as
@@ -92,7 +144,10 @@ class ConsentText(models.Model):
     )
 
     study = study_field("consent_texts")
-    version = models.PositiveIntegerField()
+    language = models.CharField(
+        max_length=16, default=SOURCE_LANGUAGE, help_text="The language this text is in."
+    )
+    version = models.PositiveIntegerField(help_text="Counted per study and language.")
     controller = models.CharField(
         max_length=300, blank=True, help_text="The institution responsible for the data."
     )
@@ -135,11 +190,13 @@ class ConsentText(models.Model):
     class Meta:
         ordering = ["-version"]
         constraints = [
-            models.UniqueConstraint(fields=["study", "version"], name="consent_version_per_study")
+            models.UniqueConstraint(
+                fields=["study", "language", "version"], name="consent_version_per_language"
+            )
         ]
 
     def __str__(self) -> str:
-        return f"consent v{self.version}"
+        return f"consent v{self.version} ({self.language})"
 
 
 class AnnotatorStatus(models.TextChoices):
@@ -161,11 +218,15 @@ class SyntheticKind(models.TextChoices):
 
 
 class Instructions(models.Model):
-    """A version of a study's instructions with worked examples, shown before the first
-    task; staff publish a new version in the admin, the study's newest is the one shown."""
+    """A version of a study's instructions with worked examples, in one of its languages,
+    shown before the first task; staff publish a new version (``manage.py instructions``,
+    or the admin), the newest in the participant's language is the one shown."""
 
     study = study_field("instructions")
-    version = models.PositiveIntegerField()
+    language = models.CharField(
+        max_length=16, default=SOURCE_LANGUAGE, help_text="The language these are in."
+    )
+    version = models.PositiveIntegerField(help_text="Counted per study and language.")
     text = models.TextField(help_text="Plain text; a blank line starts a new paragraph.")
     published_at = models.DateTimeField(auto_now_add=True)
 
@@ -174,12 +235,12 @@ class Instructions(models.Model):
         verbose_name_plural = "instructions"
         constraints = [
             models.UniqueConstraint(
-                fields=["study", "version"], name="instructions_version_per_study"
+                fields=["study", "language", "version"], name="instructions_version_per_language"
             )
         ]
 
     def __str__(self) -> str:
-        return f"instructions v{self.version}"
+        return f"instructions v{self.version} ({self.language})"
 
 
 class AnnotatorProfile(models.Model):

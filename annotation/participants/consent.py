@@ -11,11 +11,11 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from annotation.access import roles, scope
 from annotation.catalogue.loading import ensure_consent_text, read_catalogue
-from annotation.errors import ConsentIncomplete, InvalidAnswer
+from annotation.errors import InvalidAnswer
 from annotation.models import ConsentText
 from annotation.models.studies import Study
+from core.languages import SOURCE
 
 TEMPLATE_MARK = "[to fill in"
 """Marks what a study must still write in the catalogue's template text."""
@@ -33,57 +33,52 @@ def missing_fields(text: ConsentText) -> list[str]:
     return missing
 
 
-def missing_line(study: Study, text: ConsentText) -> str:
-    """One line naming what ``study``'s consent text lacks ("" when complete)."""
-    missing = missing_fields(text)
-    if not missing:
-        return ""
-    return (
-        f"Study {study.slug!r}: its consent text (version {text.version}) lacks "
-        f"{', '.join(LABELS[name] for name in missing)}; fill them in "
-        f"(Admin > Consent texts, or manage.py consent --study {study.slug} --file FILE)."
-    )
-
-
-def require_complete(study: Study) -> None:
-    """``ConsentIncomplete`` naming the missing fields, unless the study's newest consent
-    text is complete: no study opens to participants on a stub."""
-    line = missing_line(study, ensure_consent_text(study=study))
-    if line:
-        raise ConsentIncomplete(line.replace(": its", " cannot open: its", 1))
-
-
-def incomplete_open_studies(viewer) -> list[str]:
-    """One line for each open study ``viewer`` has a role in whose newest consent text
-    lacks a required field: they keep running, and staff are warned until the fields are
-    filled."""
-    lines = []
-    mine = scope.visible_studies(viewer, roles.ANY_ROLE)
-    for study in mine.filter(status=Study.Status.OPEN).order_by("slug"):
-        text = ConsentText.objects.filter(study=study).first()
-        if text is not None and (line := missing_line(study, text)):
-            lines.append(line)
-    return lines
-
-
 def demonstration_values() -> dict:
     """The catalogue's made-up values that let ``bin/run`` open its demo study."""
     return dict(read_catalogue()["consent"]["demonstration"])
 
 
+NEUTRAL = ("contact_email", "legal_basis")
+"""The fields that read the same in every language: a language's first version starts
+with the default language's (the rest is written in that language)."""
+
+
+def check_offered(study: Study, language: str | None) -> str:
+    """``language`` (the study's default for None) if the study offers it; otherwise
+    ``InvalidAnswer`` naming the languages it offers."""
+    language = language or (study.languages or [SOURCE])[0]
+    if language not in study.languages:
+        raise InvalidAnswer(
+            f"Study {study.slug!r} does not offer {language!r}; its languages are "
+            f"{', '.join(study.languages)} (create_study --languages, or the staff API)."
+        )
+    return language
+
+
 @transaction.atomic
-def publish(study: Study, values: dict, *, fill_only: bool = False) -> tuple[ConsentText, bool]:
-    """A new version of ``study``'s consent text: the newest one with ``values`` put in
-    (with ``fill_only``, only into the fields it lacks); (the newest text, False) when
-    nothing would change. A text holding any of the catalogue's demonstration values is
-    marked as a demonstration. ``InvalidAnswer`` names an unknown field or a bad value,
-    and nothing is written."""
+def publish(
+    study: Study, values: dict, *, language: str | None = None, fill_only: bool = False
+) -> tuple[ConsentText, bool]:
+    """A new version of ``study``'s consent text in ``language`` (one the study offers; its
+    default for None): the newest one in that language with ``values`` put in (with
+    ``fill_only``, only into the fields it lacks); (the newest text, False) when nothing
+    would change. A language's first version starts from the default language's
+    ``NEUTRAL`` fields. A text holding any of the catalogue's demonstration values is
+    marked as a demonstration. ``InvalidAnswer`` names an unknown field, a bad value or a
+    language the study does not offer, and nothing is written."""
+    language = check_offered(study, language)
     unknown = set(values) - set(FIELDS)
     if unknown:
         raise InvalidAnswer(
             f"Unknown consent field(s) {', '.join(sorted(unknown))}; use {', '.join(FIELDS)}."
         )
-    newest = ensure_consent_text(study=study)
+    base = ensure_consent_text(study=study)  # the English template when it has none
+    texts = ConsentText.objects.select_for_update().filter(study=study, language=language)
+    newest = texts.first()
+    if newest is None:  # this language's first version
+        newest = ConsentText(study=study, language=language, version=0, text="")
+        for name in NEUTRAL:
+            setattr(newest, name, getattr(base, name))
     if fill_only:
         lacking = set(missing_fields(newest))
         values = {name: value for name, value in values.items() if name in lacking}
@@ -91,9 +86,15 @@ def publish(study: Study, values: dict, *, fill_only: bool = False) -> tuple[Con
     merged = {**current, **{name: str(value).strip() for name, value in values.items()}}
     demo = demonstration_values()  # a choice (the legal basis) is nobody's made-up value
     marked = any(merged[n] and merged[n] == demo[n] for n in FIELDS if n != "legal_basis")
-    if merged == current and marked == newest.demonstration:
+    if newest.pk and merged == current and marked == newest.demonstration:
         return newest, False
-    text = ConsentText(study=study, version=newest.version + 1, demonstration=marked, **merged)
+    text = ConsentText(
+        study=study,
+        language=language,
+        version=newest.version + 1,
+        demonstration=marked,
+        **merged,
+    )
     try:
         text.full_clean(exclude=["study"])
     except ValidationError as error:

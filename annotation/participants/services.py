@@ -13,7 +13,6 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from annotation.assignment import blinding, overlap
-from annotation.catalogue.loading import ensure_consent_text
 from annotation.errors import (
     AlreadyRanked,
     AnnotatorExcluded,
@@ -34,6 +33,7 @@ from annotation.models import (
     Study,
 )
 from annotation.models.studies import Participation
+from annotation.participants import content
 from annotation.quality import standing
 from annotation.rankings.selectors import demographic_questions, excluded_message
 from core.ids import MAX_ID
@@ -76,10 +76,13 @@ def create_annotator(username: str, password: str, *, staff: bool, consent: bool
 
 
 @transaction.atomic
-def give_consent(profile: AnnotatorProfile) -> Consent:
-    """Agree to the newest consent text of the profile's study (the catalogue's when it
-    has none yet)."""
-    text = ensure_consent_text(study=profile.study)
+def give_consent(profile: AnnotatorProfile, language: str | None = None) -> Consent:
+    """Agree to the newest consent text of the profile's study in ``language`` (None:
+    their participation's, else the study's default; a language without a text of its
+    own reads the default language's: ``content.consent_text``), the one they were shown;
+    the record's text says which version and language."""
+    language = language or _participation_language(profile) or None
+    text = content.consent_text(profile.study, language)
     current = profile.consents.active().first()
     if current and current.text_id == text.pk:
         return current

@@ -15,10 +15,9 @@ from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation.catalogue.loading import ensure_consent_text
 from annotation.errors import AnnotationError, UnknownKey
 from annotation.models.studies import Participation, Study
-from annotation.participants import admission, recruitment, services
+from annotation.participants import admission, content, recruitment, services
 from annotation.portal import device
 from annotation.rankings import selectors
 from core.errors import http_status
@@ -88,7 +87,7 @@ def _consent_page(request, study: Study, arrival: recruitment.Arrival):
     if admission.matches(held, study, arrival):  # this browser took part: one POST back
         return render(request, "portal/join_back.html", context)
     admission.check_newcomer(study, arrival)
-    text = ensure_consent_text(study=study)
+    text = content.consent_text(study, getattr(request, "portal_language", None))
     query = request.META.get("QUERY_STRING", "")
     decline = reverse("portal:join_decline", args=[study.slug]) + (f"?{query}" if query else "")
     return render(
@@ -135,7 +134,7 @@ def _join(request, study: Study, arrival: recruitment.Arrival):
             participation.annotator.user,
             backend="django.contrib.auth.backends.ModelBackend",
         )
-    response = redirect(_answer(participation, action))
+    response = redirect(_answer(participation, action, getattr(request, "portal_language", None)))
     if secret := secret or admission.issue_secret(participation) or "":
         device.remember(response, study, secret)
     return response
@@ -155,14 +154,15 @@ def _arrives_as(request, study: Study, participation: Participation) -> bool:
     return admission.matches(participation, study, arrival)
 
 
-def _answer(participation: Participation, action: str) -> str:
-    """Record a first answer to the consent (later ones go through the consent page);
-    the page (URL name) to go on to."""
+def _answer(participation: Participation, action: str, language: str | None) -> str:
+    """Record a first answer to the consent (later ones go through the consent page), an
+    agreement to the text in ``language``, the one the page showed; the page (URL name)
+    to go on to."""
     profile = participation.annotator
     fresh = participation.outcome == Participation.Outcome.TAKING_PART
     if fresh and not profile.consents.exists():
         if action == AGREE:
-            services.give_consent(profile)
+            services.give_consent(profile, language)
             return "portal:home" if profile.demographics else "portal:demographics"
         if action == DECLINE:
             recruitment.screen_out(participation, Participation.ScreenOut.DECLINED_CONSENT)

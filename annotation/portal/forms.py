@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django import forms
+from django.utils.translation import gettext
 
 from annotation.models import DemographicField
 from annotation.participants import services
+from core.languages import SOURCE as SOURCE_LANGUAGE
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
 OTHER_CHOICE = "__other__"
@@ -38,38 +40,44 @@ class DemographicsForm(forms.Form):
             words = (data.get(other_key(field)) or "").strip()
             if field.allow_other and data.get(field.key) == OTHER_CHOICE and not words:
                 self.add_error(
-                    other_key(field), "Describe it in your own words, or pick an option."
+                    other_key(field), gettext("Describe it in your own words, or pick an option.")
                 )
         return data
 
 
-def demographics_form_class(fields: Sequence[DemographicField]) -> type[DemographicsForm]:
-    """A form with one optional question per field (see the module docstring)."""
+def demographics_form_class(
+    fields: Sequence[DemographicField], language: str | None = None
+) -> type[DemographicsForm]:
+    """A form with one optional question per field (see the module docstring), its
+    labels, help and choices in ``language`` (the fields' translations; the interface's
+    own words through gettext); the values posted stay the canonical choices."""
     form_fields: dict[str, forms.Field] = {}
     for field in fields:
+        label, help_text, shown = field.translated(language or SOURCE_LANGUAGE)
         if field.choices:
-            options = [("", "—")] + [(c, c) for c in field.choices]
+            options = [("", "—")] + [(c, shown[c]) for c in field.choices]
             if field.allow_other:
-                options.append((OTHER_CHOICE, "other (in my own words)"))
-            options.append((PREFER_NOT, PREFER_NOT))
+                options.append((OTHER_CHOICE, gettext("other (in my own words)")))
+            options.append((PREFER_NOT, gettext("prefer not to say")))
             form_fields[field.key] = forms.ChoiceField(
-                label=field.label, help_text=field.help_text, choices=options, required=False
+                label=label, help_text=help_text, choices=options, required=False
             )
             if field.allow_other:
                 form_fields[other_key(field)] = forms.CharField(
-                    label=f"{field.label}, in your own words",
+                    label=gettext("%(question)s, in your own words") % {"question": label},
                     required=False,
                     max_length=services.MAX_ANSWER_LENGTH,
                 )
         else:
             form_fields[field.key] = forms.CharField(
-                label=field.label,
-                help_text=field.help_text,
+                label=label,
+                help_text=help_text,
                 required=False,
                 max_length=services.MAX_ANSWER_LENGTH,
             )
             form_fields[prefer_not_key(field)] = forms.BooleanField(
-                label=f"{field.label}: {PREFER_NOT}", required=False
+                label=gettext("%(question)s: prefer not to say") % {"question": label},
+                required=False,
             )
     return type(
         "DemographicsForm",

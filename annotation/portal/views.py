@@ -19,10 +19,9 @@ from django.views.decorators.http import require_http_methods
 
 from annotation.assignment.next_task import next_task
 from annotation.assignment.selectors import shown_cards
-from annotation.catalogue.loading import ensure_consent_text, ensure_instructions
 from annotation.errors import AnnotationError, AnnotatorExcluded, GroupFull, RankedBefore
 from annotation.models import AnnotatorStatus
-from annotation.participants import admission, recruitment, services
+from annotation.participants import admission, content, recruitment, services
 from annotation.portal import device, practice
 from annotation.portal import forms as demographics_forms
 from annotation.portal.study_views import turned_away
@@ -93,12 +92,12 @@ def consent(request):
             recruitment.screen_out(participation, participation.ScreenOut.DECLINED_CONSENT)
             return redirect("portal:screened_out")
         if action == "agree":
-            services.give_consent(profile)
+            services.give_consent(profile, getattr(request, "portal_language", None))
             messages.success(request, gettext("Thank you: your consent is recorded."))
             return redirect("portal:home" if profile.demographics else "portal:demographics")
         if action == "withdraw":
             return redirect("portal:withdraw")  # asks for confirmation first
-    text = ensure_consent_text(study=profile.study)
+    text = content.consent_text(profile.study, getattr(request, "portal_language", None))
     standing = profile.consents.active().select_related("text").first()
     return render(
         request,
@@ -106,7 +105,9 @@ def consent(request):
         {
             "consent": text,
             "version": text.version,
-            "has_consent": standing is not None and standing.text_id == text.pk,
+            # Agreed to the newest version in the language they agreed in (a participant
+            # who switched language since keeps it: ``selectors.has_consent``).
+            "has_consent": standing is not None and selectors.has_consent(profile),
             "agreed_version": standing.text.version if standing else None,
             "pseudonym": pseudonym(request.user.pk),
             "participant": participation is not None,
@@ -119,7 +120,9 @@ def consent(request):
 def demographics(request):
     profile = request.profile
     fields = list(selectors.demographic_questions())
-    form_class = demographics_forms.demographics_form_class(fields)
+    form_class = demographics_forms.demographics_form_class(
+        fields, getattr(request, "portal_language", None)
+    )
     if request.method == "POST":
         form = form_class(request.POST)
         if form.is_valid():
@@ -173,7 +176,7 @@ def instructions(request):
     """The newest instructions of the annotator's study, with worked examples; offered
     before the first task."""
     study = services.get_profile(request.user).study
-    text = ensure_instructions(study=study)
+    text = content.instructions(study, getattr(request, "portal_language", None))
     request.session["instructions_read"] = text.version
     return render(
         request,

@@ -24,7 +24,6 @@ from django.db.models import (
     OuterRef,
     Q,
     QuerySet,
-    Subquery,
     Sum,
     Value,
     When,
@@ -52,24 +51,31 @@ def consent_stands(annotator: str = "annotator") -> Exists:
     return Exists(Consent.objects.active().filter(annotator=OuterRef(annotator)))
 
 
-def current_consent_text(study) -> Subquery:
-    """The id of the newest consent text of ``study`` (a study, its id or an
-    ``OuterRef``), as a subquery (a new version needs consent again)."""
-    return Subquery(ConsentText.objects.filter(study=study).order_by("-version").values("pk")[:1])
+def _superseded() -> Exists:
+    """``EXISTS`` a newer version, in the same language, of the study's consent text the
+    outer consent agreed to."""
+    return Exists(
+        ConsentText.objects.filter(
+            study_id=OuterRef("text__study_id"),
+            language=OuterRef("text__language"),
+            version__gt=OuterRef("text__version"),
+        )
+    )
 
 
 def consents_to_current_text(annotator) -> Exists:
-    """Whether ``annotator`` (a profile or an ``OuterRef``) agreed to the newest text of
-    their study and has not withdrawn; an older version's consent still makes its
-    rankings count (``counted_rankings``) but gives no new task."""
-    newest = current_consent_text(OuterRef("annotator__study_id"))
-    return Exists(Consent.objects.active().filter(annotator=annotator, text_id=newest))
+    """Whether ``annotator`` (a profile or an ``OuterRef``) agreed to the newest text, in
+    the language they agreed in, of their study and has not withdrawn; an older version's
+    consent still makes its rankings count (``counted_rankings``) but gives no new task.
+    Versions count per language: a new Dutch version asks again those who agreed in
+    Dutch; a participant who switches language afterwards keeps the consent they gave."""
+    return Exists(Consent.objects.active().filter(annotator=annotator).filter(~_superseded()))
 
 
 def has_consent(profile: AnnotatorProfile) -> bool:
-    """An active consent to the newest consent text of the profile's study."""
-    newest = current_consent_text(profile.study_id)
-    return Consent.objects.active().filter(annotator=profile, text_id=newest).exists()
+    """An active consent to the newest consent text of the profile's study, in the
+    language they agreed in (``consents_to_current_text``)."""
+    return Consent.objects.active().filter(annotator=profile).filter(~_superseded()).exists()
 
 
 def progress(profile: AnnotatorProfile) -> dict:

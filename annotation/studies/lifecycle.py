@@ -16,7 +16,7 @@ from annotation.access import roles, scope
 from annotation.errors import CrowdCodesMissing, InvalidStudy, StudyConflict, StudyNotFound
 from annotation.models import AnnotatorProfile
 from annotation.models.studies import DEFAULT_STUDY_SLUG, Study, default_languages, default_study
-from annotation.participants.consent import require_complete
+from annotation.participants import content
 from annotation.rankings.selectors import consent_stands
 
 
@@ -198,9 +198,10 @@ def require_codes(study: Study) -> None:
 
 def transition(study: Study, status: str) -> Study:
     """Move the study to ``status`` along ``Study.TRANSITIONS`` (draft -> open -> closed
-    -> open or archived); ``StudyConflict`` for any other move, ``ConsentIncomplete`` for
-    an opening while the study's consent text lacks a required field. Conditional on the
-    status read, so two staff moving one study at once cannot both win."""
+    -> open or archived); ``StudyConflict`` for any other move, ``StudyNotReady`` for
+    an opening while one of its languages lacks its content (``content.require_ready``).
+    Conditional on the status read, so two staff moving one study at once cannot both
+    win."""
     if status not in Study.Status.values:
         raise InvalidStudy(f"{status!r} is not a status; use one of {', '.join(Study.Status)}.")
     if status not in Study.TRANSITIONS[Study.Status(study.status)]:
@@ -210,7 +211,7 @@ def transition(study: Study, status: str) -> Study:
         )
     if status == Study.Status.OPEN:
         require_codes(study)
-        require_complete(study)  # ConsentIncomplete names what the consent text lacks
+        content.require_ready(study)  # one line per language naming what it lacks
     moved = Study.objects.filter(pk=study.pk, status=study.status).update(status=status)
     if not moved:
         raise StudyConflict(f"Study {study.slug!r} changed meanwhile; reload and try again.")

@@ -17,7 +17,7 @@ from annotation.assignment.next_task import next_task
 from annotation.catalogue.loading import ensure_consent_text, read_catalogue
 from annotation.models import AnnotatorStatus, ConsentText, Ranking, RankingTask, StatusChange
 from annotation.models.studies import Participation, Study, default_study
-from annotation.participants import admission, consent, services
+from annotation.participants import admission, consent, content, services
 from annotation.participants.recruitment import Arrival
 from annotation.quality import standing
 from annotation.rankings.exports import pseudonym
@@ -66,8 +66,8 @@ def test_publishing_from_a_file_makes_a_new_version_and_refuses_bad_input_whole(
     good = tmp_path / "consent.json"
     good.write_text(json.dumps(FILLED))
     out = run("consent", "--file", str(good))
-    assert f"consent version {before.version + 1}, published" in out
-    assert "complete: the study can open" in out
+    assert f"consent version {before.version + 1} (en), published" in out
+    assert "complete in en" in out and "the study can open" in out
     newest = ensure_consent_text(study=study)
     assert consent.missing_fields(newest) == [] and not newest.demonstration
     assert "unchanged" in run("consent", "--file", str(good))  # same values: no new version
@@ -94,13 +94,13 @@ def test_demo_values_are_marked_and_the_consent_page_shows_every_field(portal_cl
     assert f'href="mailto:{FILLED["contact_email"]}"' in page
 
 
-def test_open_studies_with_an_incomplete_consent_are_named_for_staff(db):
+def test_open_studies_lacking_their_content_are_named_for_staff(db):
     study = Study.objects.create(slug="wave-1", name="Wave 1", platform="prolific")
     ensure_consent_text(study=study)
-    lines = consent.incomplete_open_studies(SYSTEM)
+    lines = content.unready_open_studies(SYSTEM)
     assert any(line.startswith("Study 'wave-1': its consent text") for line in lines)
     consent.publish(study, FILLED)
-    assert not any("'wave-1'" in line for line in consent.incomplete_open_studies(SYSTEM))
+    assert not any("'wave-1'" in line for line in content.unready_open_studies(SYSTEM))
 
 
 @pytest.fixture

@@ -50,7 +50,7 @@ def test_staff_publish_a_new_version_in_the_admin(client, django_user_model, por
     client.force_login(staff)
     response = client.post(
         reverse("admin:annotation_instructions_add"),
-        {"study": default_study_pk(), "version": 7, "text": "Seventh version."},
+        {"study": default_study_pk(), "language": "en", "version": 7, "text": "Seventh version."},
     )
     assert response.status_code == 302
     page = portal_client().get(reverse("portal:instructions")).content.decode()

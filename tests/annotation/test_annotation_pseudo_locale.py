@@ -25,7 +25,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.translation import trans_real
 
-from annotation.models import ConsentText, Study
+from annotation.models import ConsentText, DemographicField, Study
 from annotation.models.studies import Participation
 from annotation.rankings.exports import pseudonym
 
@@ -115,6 +115,14 @@ def test_the_whole_participant_path_is_translatable(db, make_tasks, pseudo, sett
         languages=["xx"],  # past the model's check, which knows only shipped catalogues
     )
     make_tasks(2, 3, study=study)
+    # The questions' own words are content, translated with the fields; the form's words
+    # around them ("other", "prefer not to say") are the interface's.
+    translated = {"label": "Gxx", "help_text": "Hxx", "choices": {"woman": "Wxx", "man": "Mxx"}}
+    DemographicField.objects.create(
+        key="gender", label="Gender", help_text="Pick one.", choices=["woman", "man"],
+        allow_other=True, translations={"xx": translated},
+    )  # fmt: skip
+    DemographicField.objects.create(key="town", label="Town", translations={"xx": {"label": "Txx"}})
     prolific = FakeProlific(study.slug)
     client = Client(REMOTE_ADDR="203.0.113.7")
     pages: list[tuple[str, str, list[str]]] = []
@@ -143,6 +151,7 @@ def test_the_whole_participant_path_is_translatable(db, make_tasks, pseudo, sett
 
     consent = ConsentText.objects.filter(study=study).order_by("-version").first()
     content = [study.name, "stereorank", "Prolific", "C0MPL3T3", "SCR33N", "nurse", "Nurse"]
+    content += ["Gxx", "Hxx", "Wxx", "Mxx", "Txx"]  # the questions, in the study's language
     content += [pseudonym(p.annotator.user_id) for p in Participation.objects.all()]
     # the consent text's lines (linebreaks makes each a paragraph) and its facts
     content += [line.strip() for line in consent.text.splitlines() if line.strip()]

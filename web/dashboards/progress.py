@@ -18,7 +18,7 @@ from django.utils import timezone
 from annotation.access import roles
 from annotation.assignment import quotas
 from annotation.models import DemographicField
-from annotation.participants import consent
+from annotation.participants import content
 from annotation.rankings import selectors
 from annotation.rankings.exports import pseudonym
 from annotation.studies import lifecycle as studies
@@ -119,7 +119,7 @@ def progress(request: HttpRequest) -> HttpResponse:
             "quotas_hidden": quotas_hidden,
             "learning": learning.context(request.user),
             "samplers": selectors.study_samplers(request.user),
-            "consent_warnings": consent.incomplete_open_studies(request.user),
+            "consent_warnings": content.unready_open_studies(request.user),
             "group_k": k,
             "section": "progress",
         },

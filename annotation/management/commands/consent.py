@@ -3,8 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from annotation.catalogue.loading import ensure_consent_text
-from annotation.participants import consent
+from annotation.participants import consent, content
 from annotation.studies import lifecycle as studies
 from core.commands import ServiceCommand
 
@@ -18,6 +17,11 @@ class Command(ServiceCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--study", metavar="SLUG", help="the study (default: the default one)")
+        parser.add_argument(
+            "--language",
+            metavar="CODE",
+            help="the language of the text (one of the study's; default: its first)",
+        )
         source = parser.add_mutually_exclusive_group()
         source.add_argument(
             "--file",
@@ -31,14 +35,21 @@ class Command(ServiceCommand):
             "demonstration (never for a real study)",
         )
 
-    def handle(self, *args, study, file, demo, **options):
+    def handle(self, *args, study, language, file, demo, **options):
         study = studies.resolve(study)
+        language = consent.check_offered(study, language)
         if file is not None:
-            text, created = consent.publish(study, self._read(file))
+            text, created = consent.publish(study, self._read(file), language=language)
         elif demo:
-            text, created = consent.publish(study, consent.demonstration_values(), fill_only=True)
+            values = consent.demonstration_values()
+            text, created = consent.publish(study, values, language=language, fill_only=True)
         else:
-            text, created = ensure_consent_text(study=study), False
+            text, created = content.consent_text(study, language), False
+            if text.language != language:
+                raise CommandError(
+                    f"study {study.slug} has no consent text in {language} yet: publish one "
+                    f"with --language {language} --file FILE"
+                )
         self._show(study, text, created)
 
     def _read(self, path: Path) -> dict:
@@ -53,7 +64,9 @@ class Command(ServiceCommand):
     def _show(self, study, text, created: bool) -> None:
         state = "published" if created else "unchanged"
         demo = " (demonstration values)" if text.demonstration else ""
-        self.stdout.write(f"study {study.slug}: consent version {text.version}, {state}{demo}")
+        self.stdout.write(
+            f"study {study.slug}: consent version {text.version} ({text.language}), {state}{demo}"
+        )
         for name in consent.FIELDS:
             if name != "text":
                 value = getattr(text, name)
@@ -64,4 +77,9 @@ class Command(ServiceCommand):
         if missing:
             self.stdout.write(f"  missing: {', '.join(consent.LABELS[n] for n in missing)}")
         else:
-            self.stdout.write("  complete: the study can open")
+            self.stdout.write(f"  complete in {text.language}")
+        lines = content.lacking(study)
+        for line in lines:
+            self.stdout.write(f"  before the study opens: {line}")
+        if not lines:
+            self.stdout.write("  the study can open: each of its languages has its content")
