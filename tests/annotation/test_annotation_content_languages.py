@@ -244,3 +244,27 @@ def test_the_done_when_path(catalogue, tmp_path, make_tasks):
     call_command("export_rankings", "--study", "three", "--out", str(out), stderr=io.StringIO())
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [row["portal_language"] for row in rows] == ["nl"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_gives_existing_content_its_study_default_language():
+    """Texts and instructions written before languages are in the language every
+    participant was shown them in: their study's default."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    before = [("annotation", "0021_languages")]
+    after = executor.loader.graph.leaf_nodes()
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    studies = old.get_model("annotation", "Study").objects
+    dutch = studies.create(slug="nl-first", name="NL", platform="generic", languages=["nl", "en"])
+    english = studies.create(slug="en-only", name="EN", platform="generic", languages=["en"])
+    for study in (dutch, english):
+        old.get_model("annotation", "ConsentText").objects.create(study=study, version=1, text="t")
+        old.get_model("annotation", "Instructions").objects.create(study=study, version=1, text="i")
+    MigrationExecutor(connection).migrate(after)
+    for slug, language in (("nl-first", "nl"), ("en-only", "en")):
+        assert ConsentText.objects.get(study__slug=slug).language == language
+        assert Instructions.objects.get(study__slug=slug).language == language
