@@ -14,6 +14,12 @@ from django.conf import settings
 
 SOURCE = "en"
 
+GROUPING = "portal_language"
+"""The grouping of rankings by the portal's language they were made in, beside the
+demographic fields' keys in the quality and perspective reports (not ``language``: a lab
+may have a demographic question keyed so)."""
+GROUPING_LABEL = "Language (of the portal)"
+
 
 def _catalogue(code: str) -> Path | None:
     for folder in settings.LOCALE_PATHS:

@@ -15,6 +15,7 @@ from django_celery_beat.models import PeriodicTask
 
 from annotation.access import roles, scope
 from annotation.rankings.selectors import counted_rankings, erasures_after
+from core.languages import GROUPING
 from training.access import (
     checkpoint_filter,
     sees_schedule,
@@ -286,7 +287,8 @@ def snapshot_studies(snapshot: DatasetSnapshot) -> list[int] | None:
 
 def snapshot_rankings(snapshot: DatasetSnapshot) -> list[tuple[int, int, list[int], dict, str]]:
     """The rankings behind ``snapshot`` as they count today: ``(ranking id, annotator id,
-    item ids most to least stereotypical, the annotator's demographics, occupation)``.
+    item ids most to least stereotypical, the annotator's demographics with the ranking's
+    portal language under ``core.languages.GROUPING``, occupation)``.
 
     A snapshot stores aggregated labels only; its rankings are those that count
     (``counted_rankings``, synthetic ones as the snapshot took them) with an id up
@@ -298,11 +300,15 @@ def snapshot_rankings(snapshot: DatasetSnapshot) -> list[tuple[int, int, list[in
     rankings = counted_rankings(snapshot.include_synthetic, snapshot_studies(snapshot)).filter(
         pk__lte=snapshot.last_ranking_id
     )
-    return list(
-        rankings.order_by("id").values_list(
-            "id", "annotator_id", "order", "annotator__demographics", "task__occupation__name"
-        )
-    )
+    rows = rankings.order_by("id").values_list(
+        "id", "annotator_id", "order", "annotator__demographics", "task__occupation__name",
+        "language",
+    )  # fmt: skip
+    # The portal's language the ranking was made in is a grouping too (core.languages).
+    return [
+        (rid, annotator, order, {**(demographics or {}), GROUPING: language or None}, occupation)
+        for rid, annotator, order, demographics, occupation, language in rows
+    ]
 
 
 def snapshot_task_rankings(snapshot: DatasetSnapshot) -> list[tuple[int, list[int]]]:

@@ -38,6 +38,7 @@ from annotation.models.studies import Erasure, Study
 from annotation.rankings.selectors import consented_rankings
 from annotation.stats.gold import AttentionCheck, GoldReference
 from annotation.stats.records import RankingRecord
+from core.languages import GROUPING
 from core.prepared import Param, Prepared
 
 log = logging.getLogger(__name__)
@@ -73,9 +74,7 @@ class QualityInputs:
     ranking_ids: list[int] = field(default_factory=list)
 
 
-LANGUAGE = "portal_language"
-"""The grouping by the portal's language, beside the demographic fields' keys (not
-``language``: a lab may have a demographic question keyed so)."""
+LANGUAGE = GROUPING  # the grouping by the portal's language (core.languages)
 
 _QUALITY_COLUMNS = (
     "id",

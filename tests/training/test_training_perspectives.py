@@ -232,3 +232,31 @@ def test_an_item_the_snapshot_does_not_hold_is_dropped_not_its_ranking(snapshot)
     rankings = selectors.snapshot_rankings(snapshot)
     assert any(dropped["item_id"] in order for _, _, order, _, _ in rankings)
     assert summary.n_rankings == len(rankings)
+
+
+def test_the_portal_language_is_a_grouping_under_the_small_group_rule(snapshot):
+    """Rankings made in Dutch by the 18-24 group and in English by the 25-34 group (those
+    who prefer not to say ranked before languages: none): the report by language is the
+    report by age band under other names, the group under k named only."""
+    from annotation.models import Ranking
+
+    members = {
+        band: [p.pk for p in AnnotatorProfile.objects.all() if p.demographics["age_band"] == band]
+        for band in ("18-24", "25-34")
+    }
+    Ranking.objects.filter(annotator__in=members["18-24"]).update(language="nl")
+    Ranking.objects.filter(annotator__in=members["25-34"]).update(language="en")
+    checkpoint, _ = register_head(snapshot, seed=3)
+    assert "portal_language" not in perspectives.report_fields(snapshot)  # asked for only
+    by_band, by_language = perspectives.compute_reports(
+        checkpoint, fields=["age_band", "portal_language"], n_boot=200
+    )
+    assert (by_band.field, by_language.field) == ("age_band", "portal_language")
+    rows = {(r.field, r.group): r for r in PerspectiveReport.objects.filter(checkpoint=checkpoint)}
+    assert {g for f, g in rows if f == "portal_language"} == {"nl", "en"}
+    dutch, young = rows[("portal_language", "nl")], rows[("age_band", "18-24")]
+    assert dutch.status == PerspectiveReport.Status.COMPUTED
+    for key in ("alignment", "spearman", "n_rankings", "n_annotators", "n_prompts"):
+        assert dutch.figures[key] == pytest.approx(young.figures[key]), key
+    english = rows[("portal_language", "en")]
+    assert (english.status, english.alignment, english.figures) == ("fewer_than_k", None, {})

@@ -39,6 +39,7 @@ from annotation.models import DemographicField
 from annotation.stats.records import group_of
 from core import queue
 from core.json import json_safe
+from core.languages import GROUPING
 from core.small_groups import keep_groups
 from training import selectors
 from training.errors import PerspectiveError, PerspectivesPending, UnknownField
@@ -79,12 +80,15 @@ def report_snapshot(
 
 
 def report_fields(snapshot: DatasetSnapshot, fields: Iterable[str] | None = None) -> list[str]:
-    """The fields asked for, checked; all the snapshot's demographic fields by default."""
-    known = set(snapshot.group_labels or {}) | set(
-        DemographicField.objects.values_list("key", flat=True)
+    """The fields asked for, checked; all the snapshot's demographic fields by default.
+    The portal's language (``core.languages.GROUPING``) is a field one may ask for."""
+    known = (
+        set(snapshot.group_labels or {})
+        | set(DemographicField.objects.values_list("key", flat=True))
+        | {GROUPING}
     )
     if fields is None:
-        return sorted(snapshot.group_labels or {}) or sorted(known)
+        return sorted(snapshot.group_labels or {}) or sorted(known - {GROUPING})
     fields = list(dict.fromkeys(fields))
     unknown = [f for f in fields if f not in known]
     if unknown:

@@ -12,6 +12,7 @@ from django import forms
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 from annotation.rankings import selectors as annotation_selectors
+from core.languages import GROUPING, GROUPING_LABEL
 from core.small_groups import hidden_note
 from training import selectors, services
 from training.errors import PerspectiveError, PerspectivesPending
@@ -50,7 +51,7 @@ class PerspectivesForm(forms.Form):
             self.fields[name].queryset = selectors.checkpoints(viewer)
         self.fields["snapshot"].queryset = selectors.snapshots(viewer)
         keys = annotation_selectors.demographic_fields().values_list("key", "label")
-        self.fields["field"].choices = [("", "default")] + list(keys)
+        self.fields["field"].choices = [("", "default"), *keys, (GROUPING, GROUPING_LABEL)]
 
 
 def _version(viewer, picked: Checkpoint | None) -> Checkpoint | None:
@@ -105,7 +106,9 @@ def perspectives(request: HttpRequest) -> HttpResponse:
         checkpoint=checkpoint,
         snapshot=snapshot,
         field=field,
-        field_label=annotation_selectors.demographic_labels().get(field, field),
+        field_label={**annotation_selectors.demographic_labels(), GROUPING: GROUPING_LABEL}.get(
+            field, field
+        ),
         groups_query=urlencode(query),
         versions_query=urlencode(across),
         export_query=urlencode({"snapshot": snapshot.pk, "field": field}),

@@ -26,6 +26,7 @@ from annotation.quality import standing
 from annotation.quality import store as quality_store
 from annotation.rankings import selectors
 from annotation.rankings.exports import pseudonym
+from core.languages import GROUPING, GROUPING_LABEL
 from core.small_groups import hidden_note
 
 from . import base
@@ -104,7 +105,7 @@ def quality(request: HttpRequest) -> HttpResponse:
     occupations = [
         (name, a) for name, a in data["agreement"]["per_occupation"].items() if a["n_tasks"]
     ]
-    labels = {**selectors.demographic_labels(), "portal_language": "Language (of the portal)"}
+    labels = {**selectors.demographic_labels(), GROUPING: GROUPING_LABEL}
     agreement = data["agreement"]
     within = [
         (
