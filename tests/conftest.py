@@ -112,6 +112,9 @@ def _a_broker_and_cache_per_xdist_worker():
         caches["default"]["LOCATION"] = on_db(caches["default"]["LOCATION"], 15 - int(index))
     # override_settings sends setting_changed, which rebuilds django.core.cache.caches
     with override_settings(CACHES=caches):
+        from django.core.cache import cache
+
+        cache.clear()  # this worker's own database: nothing of an earlier run (throttles)
         yield
     settings.CELERY_BROKER_URL, settings.CELERY_RESULT_BACKEND = before
     app.conf.broker_url, app.conf.result_backend = before

@@ -15,11 +15,13 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from django.http import HttpResponse
+from django.utils.translation import gettext
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.views import APIView
 
+from annotation.api.language import InTheirLanguage
 from annotation.assignment import selectors as task_selectors
 from annotation.catalogue.images import CONTENT_TYPES
 from annotation.participants import services
@@ -32,7 +34,7 @@ POLICY = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox
 CACHE_CONTROL = "private, max-age=3600"
 
 
-class CardImageView(ParsedFirst, APIView):
+class CardImageView(ParsedFirst, InTheirLanguage, APIView):
     @extend_schema(
         responses={(200, "image/*"): OpenApiTypes.BINARY, 404: None},
         description="A card's image on a blinded task (a validation study's), under the "
@@ -43,12 +45,12 @@ class CardImageView(ParsedFirst, APIView):
         item = task_selectors.card_item(profile, name)
         content_type = item and SERVED.get(PurePosixPath(item.image.name).suffix.lower())
         if content_type is None:
-            raise NotFound("No such image.")
+            raise NotFound(gettext("No such image."))
         try:
             with item.image.open("rb") as image:
                 body = image.read()
         except FileNotFoundError:
-            raise NotFound("No such image.") from None
+            raise NotFound(gettext("No such image.")) from None
         response = HttpResponse(body, content_type=content_type)
         response["X-Content-Type-Options"] = "nosniff"
         response["Content-Security-Policy"] = POLICY

@@ -5,6 +5,7 @@ and ``annotation.rankings.exports``."""
 from collections.abc import Iterator
 
 from django.http import StreamingHttpResponse
+from django.utils.translation import gettext
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -21,6 +22,7 @@ from rest_framework.views import APIView
 
 from annotation.access import log as access_log
 from annotation.access import roles, scope
+from annotation.api.language import InTheirLanguage
 from annotation.assignment import blinding
 from annotation.assignment import next_task as assignment
 from annotation.assignment import selectors as task_selectors
@@ -99,10 +101,12 @@ def query_flag(request, name: str) -> bool | None:
         return True
     if raw.lower() in {"0", "false", "no"}:
         return False
-    raise ParseError(f"{name}: '{raw}' is not true or false.")
+    raise ParseError(
+        gettext("%(name)s: '%(value)s' is not true or false.") % {"name": name, "value": raw}
+    )
 
 
-class NextTaskView(ParsedFirst, APIView):
+class NextTaskView(ParsedFirst, InTheirLanguage, APIView):
     @extend_schema(request=None, responses={200: TaskSerializer, 204: None})
     def post(self, request):
         profile = services.get_profile(request.user)
@@ -112,7 +116,7 @@ class NextTaskView(ParsedFirst, APIView):
         return Response(TaskSerializer(reservation, context={"request": request}).data)
 
 
-class SubmitRankingView(ParsedFirst, APIView):
+class SubmitRankingView(ParsedFirst, InTheirLanguage, APIView):
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "submit"
 
@@ -139,7 +143,7 @@ class SubmitRankingView(ParsedFirst, APIView):
         return Response(out, status=201 if created else 200)
 
 
-class MeView(ParsedFirst, APIView):
+class MeView(ParsedFirst, InTheirLanguage, APIView):
     @extend_schema(
         responses=inline_serializer(
             "Me",
@@ -185,7 +189,7 @@ class DemographicsOutSerializer(DemographicsSerializer):
     questions = DemographicQuestionSerializer(many=True, read_only=True)
 
 
-class MyDemographicsView(ParsedFirst, APIView):
+class MyDemographicsView(ParsedFirst, InTheirLanguage, APIView):
     """The annotator's own demographics: read, replace (PUT) or change some (PATCH)."""
 
     def _answer(self, profile) -> Response:
@@ -202,7 +206,7 @@ class MyDemographicsView(ParsedFirst, APIView):
         data.is_valid(raise_exception=True)
         profile = services.get_profile(request.user)
         if not selectors.has_consent(profile):
-            raise ConsentRequired("Agree to the current consent text before answering.")
+            raise ConsentRequired(gettext("Agree to the current consent text before answering."))
         services.save_demographics(profile, data.validated_data["demographics"], merge=merge)
         return self._answer(profile)
 
@@ -215,7 +219,7 @@ class MyDemographicsView(ParsedFirst, APIView):
         return self._save(request, merge=True)
 
 
-class ConsentView(ParsedFirst, APIView):
+class ConsentView(ParsedFirst, InTheirLanguage, APIView):
     @extend_schema(request=None, responses={201: None})
     def post(self, request):
         services.give_consent(services.get_profile(request.user))
@@ -227,7 +231,7 @@ class ConsentView(ParsedFirst, APIView):
         return Response(status=204)
 
 
-class ErasureView(ParsedFirst, APIView):
+class ErasureView(ParsedFirst, InTheirLanguage, APIView):
     """Withdraw and erase: demographics, external ids and rankings deleted, account closed."""
 
     @extend_schema(request=None, responses={204: None})

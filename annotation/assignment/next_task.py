@@ -56,6 +56,7 @@ from django.db.models import (
 from django.db.models.expressions import BaseExpression, OrderBy
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotation.assignment import quotas
 from annotation.assignment.selectors import live_reservations
@@ -243,7 +244,7 @@ def next_task(profile: AnnotatorProfile, ordering: str | None = None) -> Assignm
     (state,) = _STATE.rows(profile=profile.pk, now=now)
     ordering = ordering or state["study__sampler"]
     if not state["consented"]:
-        raise ConsentRequired("Give consent before ranking.")
+        raise ConsentRequired(gettext("Give consent before ranking."))
     if state["status"] == AnnotatorStatus.EXCLUDED:
         raise AnnotatorExcluded(excluded_message(profile))
     if state["current"] is not None:

@@ -81,7 +81,7 @@ def give_consent(profile: AnnotatorProfile, language: str | None = None) -> Cons
     their participation's, else the study's default; a language without a text of its
     own reads the default language's: ``content.consent_text``), the one they were shown;
     the record's text says which version and language."""
-    language = language or _participation_language(profile) or None
+    language = language or participation_language(profile) or None
     text = content.consent_text(profile.study, language)
     current = profile.consents.active().first()
     if current and current.text_id == text.pk:
@@ -208,7 +208,7 @@ def submit_ranking(
                 shown_order=assignment.shown_order,
                 seconds_spent=seconds_spent,
                 viewport_width=viewport_width,
-                language=_participation_language(profile) if language is None else language,
+                language=participation_language(profile) if language is None else language,
             )
             shown_at = {item_id: i for i, item_id in enumerate(assignment.shown_order)}
             RankedItem.objects.bulk_create(
@@ -284,16 +284,17 @@ def validate_order(order, item_ids: set[int]) -> list[int]:
     if missing or foreign:
         parts = []
         if missing:
-            parts.append(f"missing items {sorted(missing)}")
+            parts.append(gettext("missing items %(ids)s") % {"ids": sorted(missing)})
         if foreign:
-            parts.append(f"items not in this task {sorted(foreign)}")
+            parts.append(gettext("items not in this task %(ids)s") % {"ids": sorted(foreign)})
         raise InvalidAnswer(
-            f"The order must rank exactly this task's {len(item_ids)} items: {'; '.join(parts)}."
+            gettext("The order must rank exactly this task's %(count)s items: %(problems)s.")
+            % {"count": len(item_ids), "problems": "; ".join(parts)}
         )
     return order
 
 
-def _participation_language(profile: AnnotatorProfile) -> str:
+def participation_language(profile: AnnotatorProfile) -> str:
     """The language a participant chose on the portal ("" for an account with no study
     link)."""
     found = Participation.objects.filter(annotator=profile).values_list("language", flat=True)

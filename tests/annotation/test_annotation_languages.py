@@ -198,3 +198,30 @@ def test_another_studys_link_reads_in_that_studys_languages(study, db, make_task
     assert '<html lang="ar" dir="rtl">' in page and 'id="languages"' in page
     mine.refresh_from_db()
     assert mine.language == "en"
+
+
+def test_the_participant_api_answers_in_the_participant_language(study):
+    """A refusal of the participant API (a bad order, a field DRF finds missing) is in the
+    language of the participant's participation; without one, English."""
+    from rest_framework.test import APIClient
+
+    from annotation.accounts import tokens
+
+    answers = {}
+    for n, accept in enumerate(("nl", "en")):
+        browser = Client(HTTP_ACCEPT_LANGUAGE=accept, REMOTE_ADDR=f"203.0.113.{40 + n}")
+        link = FakeProlific(study.slug).link(FakeProlific.new_participant_id())
+        join(browser, link)
+        user = Participation.objects.filter(study=study).latest("started_at").annotator.user
+        api = APIClient()
+        api.credentials(HTTP_AUTHORIZATION=f"Token {tokens.issue(user)[1]}")
+        task = api.post("/api/tasks/next/").json()
+        bad = api.post(f"/api/tasks/{task['id']}/ranking/", {"order": [0]}, format="json")
+        lacking = api.post(f"/api/tasks/{task['id']}/ranking/", {}, format="json")
+        assert (bad.status_code, lacking.status_code) == (400, 400)
+        answers[accept] = (bad.json()["detail"], lacking.content.decode())
+    assert answers["nl"][0].startswith("De volgorde moet precies de 3 items van deze taak")
+    assert "ontbrekende items" in answers["nl"][0]
+    assert answers["en"][0].startswith("The order must rank exactly this task's 3 items")
+    assert "Dit veld is vereist" in answers["nl"][1]  # DRF's own message, its catalogue's
+    assert "This field is required" in answers["en"][1]
