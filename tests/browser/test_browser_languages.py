@@ -1,9 +1,12 @@
 """The participant path in Dutch and in Arabic, in headless Chromium at laptop and phone
 size (issue 39), axe-audited on every page and no page wider than its window: the entry
 link's consent page in the language its ``lang`` names, the home page, a task (a card moved
-by keyboard on the laptop, where Left and Right follow the reading direction, by its
-button on the phone), the review dialog, the next page. Arabic reads right to left: the
-page's direction is rtl and a card's move buttons sit on its left."""
+by keyboard on the laptop, where Left and Right follow the reading direction; by a finger
+on its handle and by its button on the phone), the review dialog, the next page. Arabic
+reads right to left: the page's direction is rtl, a card's move buttons sit on its left
+and the card after it on the phone's two columns too."""
+
+import time
 
 import pytest
 from crowd_fakes import FakeProlific
@@ -11,7 +14,14 @@ from django.urls import reverse
 
 from annotation.models import ConsentText, Ranking
 from annotation.models.studies import Participation, Study
-from tests.browser.support import NEEDS_CHROMIUM, rect, shown, wait_replaced, wait_until
+from tests.browser.support import (
+    NEEDS_CHROMIUM,
+    rect,
+    shown,
+    touch_drag,
+    wait_replaced,
+    wait_until,
+)
 from tests.browser.test_browser_participant_path import SIZES, Visit
 
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
@@ -82,6 +92,20 @@ def test_the_path_in_dutch_and_arabic(driver, live_server, study, size, lang):
     else:
         visit.press(first.find_element("css selector", "button.move[data-move=down]"))
         assert shown(driver) == [before[1], before[0], *before[2:]]
+        # A finger drags the first card by its handle onto the second, beside it (on its
+        # left in Arabic, on its right in Dutch): the two swap back.
+        cards = driver.find_elements("css selector", ".rank-card")
+        driver.execute_script("arguments[0].scrollIntoView(); scrollBy(0, -120);", cards[0])
+        handle, beside = cards[0].find_element("css selector", ".handle"), rect(driver, cards[1])
+        assert (beside["left"] < rect(driver, cards[0])["left"]) == (lang == "ar"), beside
+        touch_drag(driver, _middle(rect(driver, handle)), _middle(beside))
+        assert shown(driver) == before
+        # Emulated touch: a tap within about half a second of a drag's end is not turned
+        # into a click (measured: 0.6 s is enough), so the finger rests first.
+        time.sleep(0.6)
+        first = driver.find_elements("css selector", ".rank-card")[0]
+        visit.press(first.find_element("css selector", "button.move[data-move=down]"))
+        assert shown(driver) == [before[1], before[0], *before[2:]]
         visit.press("review-order")
     wait_until(driver, lambda d: d.find_element("id", "confirm-panel").is_displayed())
     visit.audit(f"{lang} review dialog")
@@ -94,3 +118,7 @@ def test_the_path_in_dutch_and_arabic(driver, live_server, study, size, lang):
     (ranking,) = Ranking.objects.all()
     assert ranking.language == lang
     assert Participation.objects.get().language == lang
+
+
+def _middle(box: dict) -> tuple[float, float]:
+    return box["left"] + box["width"] / 2, box["top"] + box["height"] / 2
