@@ -3,6 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
+from annotation.management.commands._content import add_study_and_language, write_lacking
 from annotation.participants import consent, content
 from annotation.studies import lifecycle as studies
 from core.commands import ServiceCommand
@@ -16,12 +17,7 @@ class Command(ServiceCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--study", metavar="SLUG", help="the study (default: the default one)")
-        parser.add_argument(
-            "--language",
-            metavar="CODE",
-            help="the language of the text (one of the study's; default: its first)",
-        )
+        add_study_and_language(parser)
         source = parser.add_mutually_exclusive_group()
         source.add_argument(
             "--file",
@@ -78,8 +74,4 @@ class Command(ServiceCommand):
             self.stdout.write(f"  missing: {', '.join(consent.LABELS[n] for n in missing)}")
         else:
             self.stdout.write(f"  complete in {text.language}")
-        lines = content.lacking(study)
-        for line in lines:
-            self.stdout.write(f"  before the study opens: {line}")
-        if not lines:
-            self.stdout.write("  the study can open: each of its languages has its content")
+        write_lacking(self.stdout, study)

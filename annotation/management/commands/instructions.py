@@ -2,6 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
+from annotation.management.commands._content import add_study_and_language, write_lacking
 from annotation.participants import consent, content
 from annotation.studies import lifecycle as studies
 from core.commands import ServiceCommand
@@ -14,12 +15,7 @@ class Command(ServiceCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--study", metavar="SLUG", help="the study (default: the default one)")
-        parser.add_argument(
-            "--language",
-            metavar="CODE",
-            help="the language of the text (one of the study's; default: its first)",
-        )
+        add_study_and_language(parser)
         parser.add_argument("--file", type=Path, help="a UTF-8 text file of the instructions")
 
     def handle(self, *args, study, language, file, **options):
@@ -43,8 +39,4 @@ class Command(ServiceCommand):
             f"study {study.slug}: instructions version {shown.version} ({shown.language}), "
             f"{state}, {len(shown.text.split())} words"
         )
-        lines = content.lacking(study)
-        for line in lines:
-            self.stdout.write(f"  before the study opens: {line}")
-        if not lines:
-            self.stdout.write("  the study can open: each of its languages has its content")
+        write_lacking(self.stdout, study)
