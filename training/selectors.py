@@ -287,8 +287,7 @@ def snapshot_studies(snapshot: DatasetSnapshot) -> list[int] | None:
 
 def snapshot_rankings(snapshot: DatasetSnapshot) -> list[tuple[int, int, list[int], dict, str]]:
     """The rankings behind ``snapshot`` as they count today: ``(ranking id, annotator id,
-    item ids most to least stereotypical, the annotator's demographics with the ranking's
-    portal language under ``core.languages.GROUPING``, occupation)``.
+    items most to least stereotypical, demographics and ``GROUPING``: language, occupation)``.
 
     A snapshot stores aggregated labels only; its rankings are those that count
     (``counted_rankings``, synthetic ones as the snapshot took them) with an id up
@@ -300,11 +299,8 @@ def snapshot_rankings(snapshot: DatasetSnapshot) -> list[tuple[int, int, list[in
     rankings = counted_rankings(snapshot.include_synthetic, snapshot_studies(snapshot)).filter(
         pk__lte=snapshot.last_ranking_id
     )
-    rows = rankings.order_by("id").values_list(
-        "id", "annotator_id", "order", "annotator__demographics", "task__occupation__name",
-        "language",
-    )  # fmt: skip
-    # The portal's language the ranking was made in is a grouping too (core.languages).
+    fields = ("id", "annotator_id", "order", "annotator__demographics", "task__occupation__name")
+    rows = rankings.order_by("id").values_list(*fields, "language")
     return [
         (rid, annotator, order, {**(demographics or {}), GROUPING: language or None}, occupation)
         for rid, annotator, order, demographics, occupation, language in rows
