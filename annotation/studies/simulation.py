@@ -399,7 +399,10 @@ def simulate(
                 seconds = round(max(5.0, rng.gauss(8.0 * len(items), 10.0)), 1)
             else:
                 order, seconds = careless_order(kinds[n], assignment.shown_order, rng)
-            _, created = services.submit_ranking(profile, task.pk, order, seconds_spent=seconds)
+            # A synthetic annotator has no participation, so no portal language: none read.
+            _, created = services.submit_ranking(
+                profile, task.pk, order, seconds_spent=seconds, language=""
+            )
             rankings += created
             done += 1
         excluded += profile.status == AnnotatorStatus.EXCLUDED
