@@ -1,10 +1,11 @@
 """The participant path in Dutch and in Arabic, in headless Chromium at laptop and phone
 size (issue 39), axe-audited on every page and no page wider than its window: the entry
-link's consent page in the language its ``lang`` names, the home page, a task (a card moved
-by keyboard on the laptop, where Left and Right follow the reading direction; by a finger
-on its handle and by its button on the phone), the review dialog, the next page. Arabic
-reads right to left: the page's direction is rtl, a card's move buttons sit on its left
-and the card after it on the phone's two columns too."""
+link's consent page in the language its ``lang`` names, the home page, the instructions,
+practice and withdrawal pages, a task (a card moved by keyboard on the laptop, where Left
+and Right follow the reading direction; by a finger on its handle and by its button on the
+phone), the review dialog, the next page. Arabic reads right to left: the page's direction
+is rtl, a card's move buttons sit on its left and the card after it on the phone's two
+columns too."""
 
 import time
 
@@ -71,6 +72,10 @@ def test_the_path_in_dutch_and_arabic(driver, live_server, study, size, lang):
     visit.go(reverse("portal:home"))
     assert driver.find_element("tag name", "h1").text == WORDS[lang][1]
     visit.audit(f"{lang} home")
+    for name in ("instructions", "practice", "withdraw"):  # the path's other pages
+        visit.go(reverse(f"portal:{name}"))
+        assert driver.find_element("tag name", "html").get_attribute("lang") == lang, name
+        visit.audit(f"{lang} {name}")
     visit.go(reverse("portal:rank"))
     visit.audit(f"{lang} rank")
 
