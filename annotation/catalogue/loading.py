@@ -112,8 +112,7 @@ def ensure_consent_text(data: dict | None = None, study: Study | None = None) ->
     by the template: they change through ``annotation.participants.consent.publish``."""
     study = study or default_study()
     texts = ConsentText.objects.filter(study=study)
-    default = (study.languages or ["en"])[0]
-    newest = texts.filter(language=default).first() or texts.first()
+    newest = texts.filter(language=study.default_language).first() or texts.first()
     if newest is not None:
         return newest
     consent = (data or read_catalogue())["consent"]

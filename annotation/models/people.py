@@ -89,10 +89,10 @@ class DemographicField(models.Model):
         wanted += [(repr(c), c, choices.get(c)) for c in self.choices]
         return [name for name, source, text in wanted if source and not (text or "").strip()]
 
-    def translated(self, language: str) -> tuple[str, str, dict[str, str]]:
+    def translated(self, language: str | None) -> tuple[str, str, dict[str, str]]:
         """(label, help text, choice -> its text) in ``language``, the English for what
-        it lacks."""
-        mine = {} if language == SOURCE_LANGUAGE else self.translations.get(language) or {}
+        it lacks (all of it for None or English)."""
+        mine = {} if language in (None, SOURCE_LANGUAGE) else self.translations.get(language) or {}
         choices = mine.get("choices") or {}
         return (
             mine.get("label") or self.label,

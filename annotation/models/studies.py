@@ -232,6 +232,11 @@ class Study(models.Model):
         return self.status == self.Status.OPEN
 
     @property
+    def default_language(self) -> str:
+        """The study's first language: what a participant reads unless they choose."""
+        return (self.languages or default_languages())[0]
+
+    @property
     def makes_labels(self) -> bool:
         """A collection study's rankings become training labels; a validation study's never."""
         return self.kind == self.Kind.COLLECTION

@@ -15,7 +15,6 @@ from annotation.catalogue.loading import ensure_consent_text, read_catalogue
 from annotation.errors import InvalidAnswer
 from annotation.models import ConsentText
 from annotation.models.studies import Study
-from core.languages import SOURCE
 
 TEMPLATE_MARK = "[to fill in"
 """Marks what a study must still write in the catalogue's template text."""
@@ -46,7 +45,7 @@ with the default language's (the rest is written in that language)."""
 def check_offered(study: Study, language: str | None) -> str:
     """``language`` (the study's default for None) if the study offers it; otherwise
     ``InvalidAnswer`` naming the languages it offers."""
-    language = language or (study.languages or [SOURCE])[0]
+    language = language or study.default_language
     if language not in study.languages:
         raise InvalidAnswer(
             f"Study {study.slug!r} does not offer {language!r}; its languages are "

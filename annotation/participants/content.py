@@ -21,32 +21,27 @@ from annotation.participants import consent
 from core.languages import SOURCE
 
 
-def default_language(study: Study) -> str:
-    """The study's first language: what a participant reads unless they choose."""
-    return (study.languages or [SOURCE])[0]
-
-
-def consent_text(study: Study, language: str | None = None) -> ConsentText:
-    """The newest consent text in ``language`` (the study's default for None), else in
-    the study's default language, else the newest of any (the catalogue's English template
-    is stored first when the study has none)."""
-    ensure_consent_text(study=study)
-    texts = ConsentText.objects.filter(study=study)
-    for code in (language, default_language(study)):
-        if code and (text := texts.filter(language=code).first()) is not None:
-            return text
-    return texts.first()
-
-
-def instructions(study: Study, language: str | None = None) -> Instructions:
-    """The newest instructions in ``language``, else in the study's default language, else
-    the newest of any (the catalogue's English ones are stored first when it has none)."""
-    ensure_instructions(study=study)
-    versions = Instructions.objects.filter(study=study)
-    for code in (language, default_language(study)):
+def _newest(versions, study: Study, language: str | None):
+    """The newest of ``versions`` (a study's texts or instructions) in ``language``, else in
+    the study's default language, else of any language."""
+    for code in (language, study.default_language):
         if code and (found := versions.filter(language=code).first()) is not None:
             return found
     return versions.first()
+
+
+def consent_text(study: Study, language: str | None = None) -> ConsentText:
+    """The consent text a participant reading ``language`` is shown (``_newest``; the
+    catalogue's English template is stored first when the study has none)."""
+    ensure_consent_text(study=study)
+    return _newest(ConsentText.objects.filter(study=study), study, language)
+
+
+def instructions(study: Study, language: str | None = None) -> Instructions:
+    """The instructions a participant reading ``language`` is shown (``_newest``; the
+    catalogue's English ones are stored first when the study has none)."""
+    ensure_instructions(study=study)
+    return _newest(Instructions.objects.filter(study=study), study, language)
 
 
 @transaction.atomic
@@ -70,12 +65,13 @@ def publish_instructions(
     return made, True
 
 
-def lacking(study: Study) -> list[str]:
+def lacking(study: Study, fields: list[DemographicField] | None = None) -> list[str]:
     """What ``study`` lacks before it may open, one line per language that lacks
     something (its consent text or fields of it, its instructions, translations of the
-    demographic questions), each saying where to fill it in; [] when ready. A study of
-    one language names none."""
-    fields = list(DemographicField.objects.filter(active=True))
+    active demographic questions, ``fields`` when the caller read them), each saying where
+    to fill it in; [] when ready. A study of one language names none."""
+    if fields is None:
+        fields = list(DemographicField.objects.filter(active=True))
     several = len(study.languages) > 1
     lines = []
     for language in study.languages:
@@ -127,8 +123,9 @@ def unready_open_studies(viewer) -> list[str]:
     """One line per language lacking something, for each open study ``viewer`` has a role
     in (``lacking``): they keep running, and staff are warned until it is filled in."""
     mine = scope.visible_studies(viewer, roles.ANY_ROLE)
+    fields = list(DemographicField.objects.filter(active=True))  # shared by every study
     return [
         f"Study {study.slug!r}: {line}."
         for study in mine.filter(status=Study.Status.OPEN).order_by("slug")
-        for line in lacking(study)
+        for line in lacking(study, fields)
     ]

@@ -87,7 +87,7 @@ def _consent_page(request, study: Study, arrival: recruitment.Arrival):
     if admission.matches(held, study, arrival):  # this browser took part: one POST back
         return render(request, "portal/join_back.html", context)
     admission.check_newcomer(study, arrival)
-    text = content.consent_text(study, getattr(request, "portal_language", None))
+    text = content.consent_text(study, request.portal_language)
     query = request.META.get("QUERY_STRING", "")
     decline = reverse("portal:join_decline", args=[study.slug]) + (f"?{query}" if query else "")
     return render(
@@ -134,7 +134,7 @@ def _join(request, study: Study, arrival: recruitment.Arrival):
             participation.annotator.user,
             backend="django.contrib.auth.backends.ModelBackend",
         )
-    response = redirect(_answer(participation, action, getattr(request, "portal_language", None)))
+    response = redirect(_answer(participation, action, request.portal_language))
     if secret := secret or admission.issue_secret(participation) or "":
         device.remember(response, study, secret)
     return response

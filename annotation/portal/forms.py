@@ -15,7 +15,6 @@ from django.utils.translation import gettext
 
 from annotation.models import DemographicField
 from annotation.participants import services
-from core.languages import SOURCE as SOURCE_LANGUAGE
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY
 OTHER_CHOICE = "__other__"
@@ -53,7 +52,7 @@ def demographics_form_class(
     own words through gettext); the values posted stay the canonical choices."""
     form_fields: dict[str, forms.Field] = {}
     for field in fields:
-        label, help_text, shown = field.translated(language or SOURCE_LANGUAGE)
+        label, help_text, shown = field.translated(language)
         if field.choices:
             options = [("", "—")] + [(c, shown[c]) for c in field.choices]
             if field.allow_other:

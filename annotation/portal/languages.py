@@ -86,6 +86,7 @@ class ParticipantLanguage:
         match = getattr(request, "resolver_match", None)
         if match is None or match.namespace != "portal":
             return None
+        request.portal_language = None  # a portal page of no study (log-in): English
         participation, study, entry = _participation_and_study(request, view_kwargs)
         if study is None:
             return None

@@ -92,12 +92,12 @@ def consent(request):
             recruitment.screen_out(participation, participation.ScreenOut.DECLINED_CONSENT)
             return redirect("portal:screened_out")
         if action == "agree":
-            services.give_consent(profile, getattr(request, "portal_language", None))
+            services.give_consent(profile, request.portal_language)
             messages.success(request, gettext("Thank you: your consent is recorded."))
             return redirect("portal:home" if profile.demographics else "portal:demographics")
         if action == "withdraw":
             return redirect("portal:withdraw")  # asks for confirmation first
-    text = content.consent_text(profile.study, getattr(request, "portal_language", None))
+    text = content.consent_text(profile.study, request.portal_language)
     standing = profile.consents.active().select_related("text").first()
     return render(
         request,
@@ -120,9 +120,7 @@ def consent(request):
 def demographics(request):
     profile = request.profile
     fields = list(selectors.demographic_questions())
-    form_class = demographics_forms.demographics_form_class(
-        fields, getattr(request, "portal_language", None)
-    )
+    form_class = demographics_forms.demographics_form_class(fields, request.portal_language)
     if request.method == "POST":
         form = form_class(request.POST)
         if form.is_valid():
@@ -176,7 +174,7 @@ def instructions(request):
     """The newest instructions of the annotator's study, with worked examples; offered
     before the first task."""
     study = services.get_profile(request.user).study
-    text = content.instructions(study, getattr(request, "portal_language", None))
+    text = content.instructions(study, request.portal_language)
     request.session["instructions_read"] = text.version
     return render(
         request,
@@ -282,7 +280,7 @@ def rank(request):
                 _parse_order(request.POST.get("order", "")),
                 _number(request.POST.get("seconds_spent"), float, 0),
                 _number(request.POST.get("viewport_width"), int, 1, services.MAX_VIEWPORT_WIDTH),
-                getattr(request, "portal_language", ""),
+                request.portal_language or "",
             )
         except RankedBefore:
             # Stored by an earlier submit whose answer was lost (a restart, a page shown

@@ -33,6 +33,7 @@ from annotation.stats.gold import AttentionCheck, annotator_quality
 from annotation.stats.position_bias import position_bias
 from annotation.stats.records import RankingRecord
 from core.json import json_safe
+from core.languages import GROUPING
 
 ANNOTATOR_COLUMNS = (
     "pseudonym",
@@ -149,7 +150,7 @@ def quality_report(
     consented = quality_selectors.consented_quality(include_synthetic, _scope(study))
     records = without_check_cards(consented.counted(), consented.inputs.checks)
     fields = list(selectors.demographic_questions().values_list("key", flat=True))
-    fields.append(quality_selectors.LANGUAGE)  # the portal's language, a grouping too
+    fields.append(GROUPING)  # the portal's language, a grouping too (core.languages)
     agreement = breakdown(records, fields, k=config["GROUP_K"], n_boot=n_boot, seed=seed)
     # Position bias on tasks without a check card: a check's instructed card, taken out,
     # would leave the others' shown places gapped, and the page names a group by the cards

@@ -74,8 +74,6 @@ class QualityInputs:
     ranking_ids: list[int] = field(default_factory=list)
 
 
-LANGUAGE = GROUPING  # the grouping by the portal's language (core.languages)
-
 _QUALITY_COLUMNS = (
     "id",
     "task_id",
@@ -159,7 +157,7 @@ def consented_quality(include_synthetic: bool = False, studies=None) -> Consente
     def group(user: int, language: str) -> dict:
         key = (user, language)
         if key not in groups:
-            groups[key] = {**(demographics.get(user) or {}), LANGUAGE: language or None}
+            groups[key] = {**(demographics.get(user) or {}), GROUPING: language or None}
         return groups[key]
 
     def flagged():

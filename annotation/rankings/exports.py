@@ -18,6 +18,7 @@ from annotation.models import AnnotatorProfile, DemographicField, Item, Study, p
 from annotation.models.studies import study_ids
 from annotation.rankings.selectors import consented_rankings, counted_rankings
 from annotation.stats.gold import AttentionCheck, gold_score
+from core.languages import GROUPING
 from core.spreadsheet import safe_row
 
 PSEUDONYM = re.compile(r"a-[0-9a-f]{12}")
@@ -126,11 +127,7 @@ def ranking_rows(
             "created_at": created.isoformat(),
             # the portal's language says something of a person, as their answers do: it
             # goes only where their answers may (issue 39)
-            **(
-                {"demographics": dict(annotator[3]), "portal_language": language}
-                if demographics
-                else {}
-            ),
+            **({"demographics": dict(annotator[3]), GROUPING: language} if demographics else {}),
         }
 
 
@@ -199,7 +196,7 @@ def pair_rows(
                 "occupation": row["occupation"],
                 "annotator": row["annotator"],
                 **(
-                    {"demographics": row["demographics"], "portal_language": row["portal_language"]}
+                    {"demographics": row["demographics"], GROUPING: row[GROUPING]}
                     if demographics
                     else {}
                 ),

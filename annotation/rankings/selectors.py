@@ -63,19 +63,25 @@ def _superseded() -> Exists:
     )
 
 
+def _current_consents(annotator):
+    """The active consents of ``annotator`` to a text no newer version (in its language)
+    has replaced."""
+    return Consent.objects.active().filter(annotator=annotator).filter(~_superseded())
+
+
 def consents_to_current_text(annotator) -> Exists:
     """Whether ``annotator`` (a profile or an ``OuterRef``) agreed to the newest text, in
     the language they agreed in, of their study and has not withdrawn; an older version's
     consent still makes its rankings count (``counted_rankings``) but gives no new task.
     Versions count per language: a new Dutch version asks again those who agreed in
     Dutch; a participant who switches language afterwards keeps the consent they gave."""
-    return Exists(Consent.objects.active().filter(annotator=annotator).filter(~_superseded()))
+    return Exists(_current_consents(annotator))
 
 
 def has_consent(profile: AnnotatorProfile) -> bool:
     """An active consent to the newest consent text of the profile's study, in the
     language they agreed in (``consents_to_current_text``)."""
-    return Consent.objects.active().filter(annotator=profile).filter(~_superseded()).exists()
+    return _current_consents(profile).exists()
 
 
 def progress(profile: AnnotatorProfile) -> dict:
