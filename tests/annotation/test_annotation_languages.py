@@ -207,13 +207,13 @@ def test_the_participant_api_answers_in_the_participant_language(study):
 
     from annotation.accounts import tokens
 
-    answers = {}
+    answers, clients = {}, {}
     for n, accept in enumerate(("nl", "en")):
         browser = Client(HTTP_ACCEPT_LANGUAGE=accept, REMOTE_ADDR=f"203.0.113.{40 + n}")
         link = FakeProlific(study.slug).link(FakeProlific.new_participant_id())
         join(browser, link)
         user = Participation.objects.filter(study=study).latest("started_at").annotator.user
-        api = APIClient()
+        api = clients[accept] = APIClient()
         api.credentials(HTTP_AUTHORIZATION=f"Token {tokens.issue(user)[1]}")
         task = api.post("/api/tasks/next/").json()
         bad = api.post(f"/api/tasks/{task['id']}/ranking/", {"order": [0]}, format="json")
@@ -224,4 +224,10 @@ def test_the_participant_api_answers_in_the_participant_language(study):
     assert "ontbrekende items" in answers["nl"][0]
     assert answers["en"][0].startswith("The order must rank exactly this task's 3 items")
     assert "Dit veld is vereist" in answers["nl"][1]  # DRF's own message, its catalogue's
+    # The Dutch participant's language stays with their request: the next caller on the
+    # same thread, who is nobody, is refused in English.
+    assert clients["nl"].post("/api/tasks/next/").status_code == 200
+    refused = APIClient().post("/api/tasks/next/")
+    assert refused.status_code == 403, refused.content
+    assert refused.json()["detail"] == "Authentication credentials were not provided."
     assert "This field is required" in answers["en"][1]
