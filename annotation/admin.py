@@ -307,8 +307,16 @@ class StudyAdmin(StudyScopedAdmin):
         if not change and not scope.is_superuser(request.user):  # its maker owns it
             services.grant(obj, request.user.get_username(), roles.OWNER, by=request.user)
 
-    list_display = ["name", "kind", "status", "sampler", "platform", "created_at"]
-    list_filter = ["kind", "status", "sampler", "platform"]
+    list_display = [
+        "name",
+        "kind",
+        "status",
+        "question_format",
+        "sampler",
+        "platform",
+        "created_at",
+    ]
+    list_filter = ["kind", "status", "question_format", "sampler", "platform"]
     prepopulated_fields = {"slug": ["name"]}
     readonly_fields = ["status"]
     actions = ["open_studies", "close_studies", "archive_studies"]

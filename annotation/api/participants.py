@@ -33,6 +33,7 @@ from annotation.participants import services
 from annotation.participants.erasure import erase_annotator
 from annotation.rankings import selectors
 from annotation.rankings.exports import csv_lines, jsonl_lines, pair_rows, ranking_rows
+from annotation.stats import tiers
 from core.api_bodies import ParsedFirst
 from core.throttling import ScopedRateThrottle
 
@@ -68,12 +69,31 @@ class TaskSerializer(serializers.Serializer):
     {"type": "array", "items": {"type": "integer"}, "minItems": 1, "uniqueItems": True}
 )
 class OrderField(serializers.JSONField):
-    """Any JSON, checked by services.validate_order (a permutation of the task's items,
-    with its own message); documented as what it must be: a list of item ids."""
+    """Any JSON, checked by annotation.rankings.tiers.validate (a permutation of the task's
+    items, with its own message); documented as what it must be: a list of item ids."""
+
+
+@extend_schema_field(
+    {
+        "type": "array",
+        "minItems": 1,
+        "items": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
+    }
+)
+class TiersField(serializers.JSONField):
+    """Any JSON, checked by annotation.rankings.tiers.validate (each of the task's items in
+    exactly one tier, and the study's format's rule); documented as lists of item ids."""
 
 
 class RankingInSerializer(serializers.Serializer):
-    order = OrderField(help_text="Item ids, most to least stereotypical.")
+    order = OrderField(
+        required=False, help_text="Item ids, most to least stereotypical (a strict order)."
+    )
+    tiers = TiersField(
+        required=False,
+        help_text="Or: lists of item ids judged equal, most to least stereotypical, as the "
+        "study's question_format asks (rank_ties, top_k, best_worst, pairwise).",
+    )
     seconds_spent = serializers.FloatField(required=False, allow_null=True, min_value=0)
     viewport_width = serializers.IntegerField(
         required=False,
@@ -83,13 +103,31 @@ class RankingInSerializer(serializers.Serializer):
         help_text="The window's width in CSS pixels when the order was made, if known.",
     )
 
+    def validate(self, data):
+        if "order" not in data and "tiers" not in data:  # DRF's own words, translated
+            raise serializers.ValidationError(
+                {"order": self.fields["order"].error_messages["required"]}
+            )
+        if "order" in data and "tiers" in data:
+            raise serializers.ValidationError(gettext("Send either an order or tiers, not both."))
+        return data
+
+    @property
+    def answer(self):
+        return self.validated_data.get("order", self.validated_data.get("tiers"))
+
 
 class RankingOutSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     task = serializers.IntegerField(source="task_id")
     order = serializers.JSONField()
+    tiers = serializers.SerializerMethodField()
     shown_order = serializers.JSONField()
     created_at = serializers.DateTimeField()
+
+    @extend_schema_field(TiersField)
+    def get_tiers(self, ranking) -> list[list[int]]:
+        return [list(t) for t in tiers.of_ranking(ranking.order, ranking.tiers)]
 
 
 def query_flag(request, name: str) -> bool | None:
@@ -131,7 +169,7 @@ class SubmitRankingView(ParsedFirst, InTheirLanguage, APIView):
         ranking, created = services.submit_ranking(
             profile,
             task_id,
-            data.validated_data["order"],
+            data.answer,
             data.validated_data.get("seconds_spent"),
             data.validated_data.get("viewport_width"),
             getattr(profile, "portal_language", None),  # read with the token (accounts.tokens)
@@ -140,6 +178,7 @@ class SubmitRankingView(ParsedFirst, InTheirLanguage, APIView):
         if blinding.blinded(ranking.task):  # the order as the participant named the cards
             out["order"] = blinding.names(ranking.task, profile.pk, ranking.order)
             out["shown_order"] = blinding.names(ranking.task, profile.pk, ranking.shown_order)
+            out["tiers"] = [[name] for name in out["order"]]  # a validation study: strict
         return Response(out, status=201 if created else 200)
 
 

@@ -119,6 +119,15 @@ class CreateStudySerializer(serializers.Serializer):
         help_text="Languages participants may read the portal in, the first the default "
         '(e.g. ["nl", "en"]); each needs a shipped catalogue. Default: ["en"].',
     )
+    question_format = serializers.ChoiceField(
+        Study.Question.choices,
+        default=Study.Question.RANK,
+        help_text="What each task asks; 400 when it does not fit the task size (pairwise: "
+        "2 cards; top_k: question_k below the task size less one).",
+    )
+    question_k = StrictIntegerField(
+        min_value=1, max_value=100, required=False, help_text="top_k: the cards ordered."
+    )
 
 
 class StudySerializer(serializers.ModelSerializer):
@@ -140,6 +149,8 @@ class StudySerializer(serializers.ModelSerializer):
             "screen_out_code",
             "screen_out_url",
             "languages",
+            "question_format",
+            "question_k",
         ]
 
 

@@ -70,7 +70,7 @@ def items_of_order(task: RankingTask, annotator_id: int, order, shown: Sequence[
     names, every one of the ``shown`` items once, become their items; the items' own ids
     (the server's own callers: simulations, imports) are taken as they are; anything else
     is an ``InvalidAnswer`` that names no item. Other tasks' orders are returned unchanged
-    (``services.validate_order`` checks them)."""
+    (``annotation.rankings.tiers.validate`` checks them)."""
     if not blinded(task):
         return order
     by_name = {card_name(annotator_id, i): i for i in shown}

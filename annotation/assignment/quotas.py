@@ -24,8 +24,14 @@ from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Su
 from django.db.models.functions import Coalesce
 
 from annotation.errors import GroupFull
-from annotation.models import AnnotatorProfile, Assignment, DemographicField, Ranking
-from annotation.models.studies import GroupQuota, QuotaSeat
+from annotation.models import (
+    AnnotatorProfile,
+    Assignment,
+    DemographicField,
+    GroupQuota,
+    QuotaSeat,
+    Ranking,
+)
 from annotation.rankings.selectors import consent_stands
 
 PREFER_NOT = DemographicField.PREFER_NOT_TO_SAY

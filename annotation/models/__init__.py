@@ -17,13 +17,12 @@ from annotation.models.people import (
     StatusChange,
     SyntheticKind,
 )
+from annotation.models.quotas import GroupQuota, QuotaSeat
 from annotation.models.rankings import RankedItem, Ranking
 from annotation.models.reports import QualityAnnotatorRow, QualityReport
 from annotation.models.studies import (
     Erasure,
-    GroupQuota,
     Participation,
-    QuotaSeat,
     Study,
     default_study,
     default_study_pk,

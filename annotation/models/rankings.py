@@ -8,7 +8,8 @@ from annotation.models.tasks import RankingTask
 
 
 class Ranking(models.Model):
-    """One annotator's order of a task's items, most (0) to least stereotypical."""
+    """One annotator's answer to a task: its items in tiers, most (0) to least
+    stereotypical (``annotation.stats.tiers``)."""
 
     # No index of its own: the unique (task, annotator) leads with it (one write less a submit).
     task = models.ForeignKey(
@@ -17,7 +18,10 @@ class Ranking(models.Model):
     annotator = models.ForeignKey(
         AnnotatorProfile, on_delete=models.PROTECT, related_name="rankings"
     )
-    order = models.JSONField(help_text="Item ids, most to least stereotypical.")
+    order = models.JSONField(help_text="Item ids, most to least stereotypical, tier after tier.")
+    # The tiers (lists of item ids judged equal), only when one holds more than one item;
+    # null: every item of ``order`` is a tier of its own (a strict ranking).
+    tiers = models.JSONField(null=True, blank=True)
     shown_order = models.JSONField(help_text="Item ids in the order they were shown.")
     seconds_spent = models.FloatField(null=True, blank=True)
     # The browser window's width in CSS pixels when the ranking was submitted (none before
@@ -36,10 +40,13 @@ class Ranking(models.Model):
 
 
 class RankedItem(models.Model):
-    """One row per (ranking, item): the long form labels and agreement read."""
+    """One row per (ranking, item): the long form labels and agreement read.
 
-    # No index of its own: the unique (ranking, item) and (ranking, position) lead with it
-    # (K index writes less a submit).
+    ``position`` is the index of the item's tier (``annotation.stats.tiers``): items judged
+    equal share it; a strict ranking's positions are 0 to K - 1."""
+
+    # No index of its own: the unique (ranking, item) and the (ranking, position) index
+    # lead with it (K index writes less a submit).
     ranking = models.ForeignKey(
         Ranking, on_delete=models.CASCADE, related_name="positions", db_index=False
     )
@@ -50,5 +57,6 @@ class RankedItem(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["ranking", "item"], name="unique_ranked_item"),
-            models.UniqueConstraint(fields=["ranking", "position"], name="unique_position"),
         ]
+        # Not unique since tiers (issue 40): items ranked equal share a position.
+        indexes = [models.Index(fields=["ranking", "position"], name="ranked_item_position")]

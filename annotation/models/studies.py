@@ -1,11 +1,12 @@
 """Models of running a study: the study (the unit a lab runs), erasure records,
-recruitment, group quotas.
+recruitment (group quotas: ``annotation.models.quotas``).
 
 Kept apart from ``annotation.models`` (which imports this module so that Django
 registers them) so that each concept has a home of its own; this module imports
 nothing from the app (other models are named by string), so no cycle.
 """
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
@@ -105,6 +106,15 @@ class Study(models.Model):
         UNIFORM = "uniform", "Uniform (the occupation seen least, then the fewest rankings)"
         ACTIVE = "active", "Active (the model's D-optimal priorities, 20% exploration)"
 
+    class Question(models.TextChoices):
+        """What each task asks (``annotation.rankings.tiers``: the answers each accepts)."""
+
+        RANK = "rank", "Rank all cards (a strict order)"
+        RANK_TIES = "rank_ties", "Rank all cards, ties allowed"
+        TOP_K = "top_k", "Order the k most stereotypical cards"
+        BEST_WORST = "best_worst", "Pick the most and the least stereotypical card"
+        PAIRWISE = "pairwise", "Compare two cards (or call them equal)"
+
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
         OPEN = "open", "Open"
@@ -136,6 +146,16 @@ class Study(models.Model):
     )
     overlap = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Rankings per task; blank: STEREORANK_TASK_OVERLAP."
+    )
+    question_format = models.CharField(
+        max_length=20,
+        choices=Question.choices,
+        default=Question.RANK,
+        db_default=Question.RANK,
+        help_text="What each task asks; fixed once the study holds a ranking.",
+    )
+    question_k = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="top_k: how many cards are ordered (below task size)."
     )
     sampler = models.CharField(
         max_length=20,
@@ -242,6 +262,17 @@ class Study(models.Model):
         return self.kind == self.Kind.COLLECTION
 
     def clean(self) -> None:
+        size = self.task_size or settings.STEREORANK["TASK_SIZE"]
+        if problem := question_refusal(self.question_format, size, self.question_k):
+            raise ValidationError({"question_format": problem[0].upper() + problem[1:] + "."})
+        if self.kind == self.Kind.VALIDATION and self.question_format != self.Question.RANK:
+            raise ValidationError(
+                {"question_format": "A validation study asks for a strict order (rank)."}
+            )
+        if self.pk and self.question_changed_after_rankings():
+            raise ValidationError(
+                {"question_format": "The format is fixed once the study holds a ranking."}
+            )
         if not self.languages:
             self.languages = default_languages()
         if problem := language_refusal(self.languages):
@@ -262,6 +293,35 @@ class Study(models.Model):
                     "they are how the quality policy finds careless annotators."
                 }
             )
+
+    def question_changed_after_rankings(self) -> bool:
+        """The format or k differs from the stored one while the study holds a ranking: its
+        rankings would mean something else than its later ones."""
+        stored = Study.objects.filter(pk=self.pk).values("question_format", "question_k").first()
+        changed = stored and (stored["question_format"], stored["question_k"]) != (
+            self.question_format,
+            self.question_k,
+        )
+        return bool(changed) and self.tasks.filter(ranking_count__gt=0).exists()
+
+
+def question_refusal(question: str, task_size: int, k: int | None) -> str:
+    """Why tasks of ``task_size`` cards cannot be asked in ``question`` with ``k`` ("" when
+    they can): one line, for ``create_study``, the admin and the staff API."""
+    if question not in Study.Question.values:
+        return f"unknown question format {question!r}; use one of {', '.join(Study.Question)}"
+    if question == Study.Question.TOP_K:
+        if k is None:
+            return "top_k needs k, the number of cards ordered"
+        if not 1 <= k < task_size - 1:
+            return f"top_k needs 1 <= k < {task_size - 1} for tasks of {task_size} cards, not {k}"
+    elif k is not None:
+        return f"k is for top_k only, not {question}"
+    if question == Study.Question.PAIRWISE and task_size != 2:
+        return f"pairwise asks about 2 cards a task, not {task_size} (set task size 2)"
+    if question == Study.Question.BEST_WORST and task_size < 3:
+        return f"best_worst needs tasks of 3 or more cards, not {task_size}"
+    return ""
 
 
 def study_field(related_name: str) -> models.ForeignKey:
@@ -335,52 +395,3 @@ class Participation(models.Model):
 
     def __str__(self) -> str:
         return f"participant {self.annotator_id} in {self.study_id}"
-
-
-class GroupQuota(models.Model):
-    """How many annotators one group (answer) of a demographic field may hold in one study.
-
-    ``value`` is one of the field's choices, "prefer not to say" (which also holds
-    those who skipped the question: no answer is ever required), or "other" (answers
-    in the annotator's own words); for a free-text field, an answer (case ignored).
-    Groups without a quota are not limited.
-    """
-
-    study = study_field("quotas")
-    field = models.ForeignKey(
-        "annotation.DemographicField", on_delete=models.CASCADE, related_name="quotas"
-    )
-    value = models.CharField(max_length=200)
-    target = models.PositiveIntegerField(help_text="Annotators this group may hold.")
-
-    class Meta:
-        ordering = ["field__order", "field__key", "value"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["study", "field", "value"], name="one_quota_per_group_per_study"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.field.label}: {self.value} ({self.target})"
-
-    def clean(self) -> None:
-        allowed = self.field.quota_values() if self.field_id else None
-        if allowed is not None and self.value not in allowed:
-            raise ValidationError({"value": f"Use one of: {', '.join(sorted(allowed))}."})
-
-
-class QuotaSeat(models.Model):
-    """An annotator's place in a group quota, taken with their first task. It counts
-    while their consent stands and they have ranked, or hold a reservation."""
-
-    quota = models.ForeignKey(GroupQuota, on_delete=models.CASCADE, related_name="seats")
-    annotator = models.ForeignKey(
-        "annotation.AnnotatorProfile", on_delete=models.CASCADE, related_name="quota_seats"
-    )
-    taken_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["quota", "annotator"], name="one_seat_per_quota")
-        ]

@@ -69,8 +69,16 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from annotation.errors import AlreadyErased
-from annotation.models import AnnotatorProfile, AnnotatorStatus, Ranking, RankingTask, StatusChange
-from annotation.models.studies import Erasure, Participation, QuotaSeat
+from annotation.models import (
+    AnnotatorProfile,
+    AnnotatorStatus,
+    Erasure,
+    Participation,
+    QuotaSeat,
+    Ranking,
+    RankingTask,
+    StatusChange,
+)
 from annotation.participants import traces
 from annotation.quality import store as quality_store
 from annotation.rankings.exports import pseudonym

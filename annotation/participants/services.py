@@ -35,7 +35,9 @@ from annotation.models import (
 from annotation.models.studies import Participation
 from annotation.participants import content
 from annotation.quality import standing
+from annotation.rankings import tiers as answer_tiers
 from annotation.rankings.selectors import demographic_questions, excluded_message
+from annotation.stats import tiers
 from core.ids import MAX_ID
 from core.prepared import Param, Prepared, columns, instance, server_binding
 
@@ -157,14 +159,17 @@ ranking_stored = Signal()
 def submit_ranking(
     profile: AnnotatorProfile,
     task_id: int,
-    order: list,
+    answer: list,
     seconds_spent: float | None = None,
     viewport_width: int | None = None,
     language: str | None = None,
 ) -> tuple[Ranking, bool]:
-    """Store a ranking of a task reserved by this annotator; (ranking, created).
+    """Store an answer to a task reserved by this annotator; (ranking, created).
 
-    Idempotent: the same order submitted again returns the stored ranking; another order
+    ``answer``: an order (item ids, most to least stereotypical: a strict ranking) or
+    tiers (lists of item ids judged equal, ``annotation.stats.tiers``), checked against
+    the task's items and its study's question format (``annotation.rankings.tiers``).
+    Idempotent: the same answer submitted again returns the stored ranking; another answer
     for a task the annotator ranked already is ``RankedBefore`` (the first one stands).
     The task row is locked first, so a submit racing its own retry stores one ranking.
     ``viewport_width``: the browser window's width in CSS pixels, when the client says.
@@ -181,30 +186,30 @@ def submit_ranking(
         if row is None:
             raise TaskNotFound(gettext("Task %(id)s does not exist.") % {"id": task_id})
         task = instance(RankingTask, row)
+        question = row["study__question_format"], row["study__question_k"]
         assignment, existing_pk = _locked_reservation(task, profile)
         if existing_pk is not None or assignment is None:
             existing = Ranking.objects.filter(task=task, annotator=profile).first()
             if existing:
                 shown = existing.shown_order
-                order = blinding.items_of_order(task, profile.pk, order, shown)
-                if validate_order(order, set(shown)) == existing.order:
+                given = _answer_tiers(task, profile, answer, shown, question)
+                if given == tiers.of_ranking(existing.order, existing.tiers):
                     return existing, False
                 raise RankedBefore(gettext("You already ranked this task differently."))
         if assignment is None:
-            # A garbled order is a 400; then that the task is not theirs, and nothing of
+            # A garbled answer is a 400; then that the task is not theirs, and nothing of
             # what it holds (its items are for whoever it is reserved for).
-            check_order_shape(order)
+            answer_tiers.check_shape(answer)
             raise NotReserved(gettext("This task is not reserved for you; ask for the next task."))
-        # A blinded task's order names its cards as the participant saw them: mapped back.
-        order = blinding.items_of_order(task, profile.pk, order, assignment.shown_order)
-        order = validate_order(order, set(assignment.shown_order))
+        given = _answer_tiers(task, profile, answer, assignment.shown_order, question)
         if task.ranking_count >= task.overlap and not (task.is_gold or task.check_item_id):
             raise AlreadyRanked(gettext("This task already has all the rankings it needs."))
         with server_binding():  # prepared: parsed and planned once per connection
             ranking = Ranking.objects.create(
                 task=task,
                 annotator=profile,
-                order=order,
+                order=tiers.flatten(given),
+                tiers=None if tiers.is_strict(given) else [list(t) for t in given],
                 shown_order=assignment.shown_order,
                 seconds_spent=seconds_spent,
                 viewport_width=viewport_width,
@@ -215,7 +220,8 @@ def submit_ranking(
                 RankedItem(
                     ranking=ranking, item_id=item_id, position=i, shown_position=shown_at[item_id]
                 )
-                for i, item_id in enumerate(order)
+                for i, tier in enumerate(given)
+                for item_id in tier
             )
             RankingTask.objects.filter(pk=task.pk).update(ranking_count=F("ranking_count") + 1)
             Assignment.objects.filter(pk=assignment.pk).delete()
@@ -225,12 +231,26 @@ def submit_ranking(
     return ranking, True
 
 
+def _answer_tiers(task, profile, answer, shown: list[int], question) -> tiers.Tiers:
+    """The answer's tiers, checked (``annotation.rankings.tiers.validate``), each tier's
+    items in the order they were shown, so an answer has one stored form."""
+    # A blinded task's order names its cards as the participant saw them: mapped back.
+    answer = blinding.items_of_order(task, profile.pk, answer, shown)
+    given = answer_tiers.validate(answer, set(shown), *question)
+    at = {item: i for i, item in enumerate(shown)}
+    return tuple(tuple(sorted(tier, key=at.__getitem__)) for tier in given)
+
+
 TASK, PROFILE = Param("task", IntegerField()), Param("profile", IntegerField())
 
 
 def _locked_task_query() -> QuerySet:
     """The task row, locked: a submit racing its retry, or an erasure, waits here."""
-    return RankingTask.objects.select_for_update().filter(pk=TASK).values(*columns(RankingTask))
+    return (
+        RankingTask.objects.select_for_update(of=("self",))
+        .filter(pk=TASK)
+        .values(*columns(RankingTask), "study__question_format", "study__question_k")
+    )
 
 
 def _reservation_query() -> QuerySet:
@@ -263,35 +283,6 @@ def _locked_reservation(
     if row is None:
         return None, None
     return instance(Assignment, row), row["ranked"]
-
-
-def check_order_shape(order) -> list[int]:
-    """An order is a list of distinct item ids (integers), whatever the task."""
-    if not isinstance(order, list) or not all(
-        isinstance(i, int) and not isinstance(i, bool) for i in order
-    ):
-        raise InvalidAnswer(gettext("The order must be a list of item ids (integers)."))
-    if len(set(order)) != len(order):
-        raise InvalidAnswer(gettext("Each item may appear only once in the order."))
-    return order
-
-
-def validate_order(order, item_ids: set[int]) -> list[int]:
-    """An order must be exactly a permutation of the task's item ids (which the message
-    names: call it only with a task the caller may see)."""
-    check_order_shape(order)
-    missing, foreign = item_ids - set(order), set(order) - item_ids
-    if missing or foreign:
-        parts = []
-        if missing:
-            parts.append(gettext("missing items %(ids)s") % {"ids": sorted(missing)})
-        if foreign:
-            parts.append(gettext("items not in this task %(ids)s") % {"ids": sorted(foreign)})
-        raise InvalidAnswer(
-            gettext("The order must rank exactly this task's %(count)s items: %(problems)s.")
-            % {"count": len(item_ids), "problems": "; ".join(parts)}
-        )
-    return order
 
 
 def participation_language(profile: AnnotatorProfile) -> str:

@@ -5,7 +5,7 @@ order is never a ranking, an assignment or a label."""
 from dataclasses import dataclass
 
 from annotation.models import Item, Occupation, PromptType
-from annotation.participants.services import validate_order
+from annotation.rankings.tiers import validate_order
 
 # The reference: the order the catalogue's prompts were written for.
 REFERENCE_TYPES = [PromptType.STEREOTYPICAL, PromptType.NEUTRAL, PromptType.DIVERSE]

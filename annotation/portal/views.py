@@ -259,7 +259,7 @@ def _parse_order(raw: str):
     try:
         return [int(part) for part in raw.split(",") if part.strip()]
     except ValueError:
-        return raw  # services.validate_order refuses it with a clear message
+        return raw  # annotation.rankings.tiers.validate refuses it with a clear message
 
 
 @never_cache  # back or reload asks again: a task ranked meanwhile is never shown anew

@@ -32,6 +32,7 @@ from annotation.stats.breakdown import breakdown
 from annotation.stats.gold import AttentionCheck, annotator_quality
 from annotation.stats.position_bias import position_bias
 from annotation.stats.records import RankingRecord
+from annotation.stats.tiers import flatten, without
 from core.json import json_safe
 from core.languages import GROUPING
 
@@ -60,10 +61,11 @@ def without_check_cards(
         if check is None:
             out.append(r)
             continue
-        order = tuple(i for i in r.order if i != check.item)
-        if order:
+        tiers = without(r.tiered(), check.item)
+        if tiers:
             shown = tuple(i for i in r.shown_order if i != check.item)
-            out.append(dataclasses.replace(r, order=order, shown_order=shown))
+            order = tuple(flatten(tiers))
+            out.append(dataclasses.replace(r, order=order, shown_order=shown, tiers=tiers))
     return out
 
 

@@ -87,6 +87,7 @@ _QUALITY_COLUMNS = (
     "task__gold_reference",
     "task__check_item_id",
     "task__check_position",
+    "tiers",
 )
 
 
@@ -130,6 +131,7 @@ def consented_quality(include_synthetic: bool = False, studies=None) -> Consente
             order_text=Cast("order", TextField()),
             shown_text=Cast("shown_order", TextField()),
             reference_text=Cast("task__gold_reference", TextField()),
+            tiers_text=Cast("tiers", TextField()),
         )
         .order_by("id")
         .values_list(
@@ -147,6 +149,7 @@ def consented_quality(include_synthetic: bool = False, studies=None) -> Consente
             "is_since",
             "is_excluded",
             "language",
+            "tiers_text",
         )
     )
     out = ConsentedQuality(QualityInputs(), [], [], [])
@@ -172,14 +175,15 @@ def consented_quality(include_synthetic: bool = False, studies=None) -> Consente
         yield from parsed(chunk)
 
     def parsed(chunk):
-        texts = [t or "null" for row in chunk for t in (row[4], row[5], row[8])]
+        texts = [t or "null" for row in chunk for t in (row[4], row[5], row[8], row[14])]
         values = iter(json.loads("[" + ",".join(texts) + "]"))
-        for rid, task, user, occ, _, _, secs, gold, _, card, at, since, excluded, lang in chunk:
-            order, shown, ref = next(values), next(values), next(values)
+        for rid, task, user, occ, _, _, secs, gold, _, card, at, since, excluded, lang, _ in chunk:
+            order, shown, ref, tiers = next(values), next(values), next(values), next(values)
             out.gold_task.append(gold)
             out.since_reinstatement.append(since)
             out.excluded.append(excluded)
-            yield rid, task, user, occ, order, shown, secs, group(user, lang), gold, ref, card, at
+            demo = group(user, lang)
+            yield rid, task, user, occ, order, shown, secs, demo, gold, ref, card, at, tiers
 
     out.inputs = _quality_inputs(flagged())
     return out
@@ -203,10 +207,11 @@ def annotator_quality_inputs(profile: AnnotatorProfile) -> QualityInputs:
 
 def _quality_inputs(rows) -> QualityInputs:
     out, malformed = QualityInputs(), set()
-    for rid, task, user, occupation, order, shown, seconds, demo, gold, ref, card, at in rows:
+    for row in rows:
+        rid, task, user, occupation, order, shown, seconds, demo, gold, ref, card, at, tiers = row
         out.ranking_ids.append(rid)
         out.records.append(
-            RankingRecord(task, user, occupation, order, shown or (), seconds, demo or {})
+            RankingRecord(task, user, occupation, order, shown or (), seconds, demo or {}, tiers)
         )
         if gold and task not in out.gold and task not in malformed:
             try:
@@ -306,6 +311,7 @@ def failed_attention_checks(study: Study) -> list[CheckStanding]:
         .select_related("annotator__user", "task")
         .only(
             "order",
+            "tiers",
             "created_at",
             "viewport_width",
             "task__check_item_id",
@@ -319,7 +325,7 @@ def failed_attention_checks(study: Study) -> list[CheckStanding]:
     standings: dict[int, CheckStanding] = {}
     for ranking in rows:
         check = AttentionCheck(ranking.task.check_item_id, ranking.task.check_position)
-        if ranking.order and not check.passed(ranking.order):
+        if ranking.order and not check.passed(ranking.order, ranking.tiers):
             standing = standings.setdefault(ranking.annotator_id, CheckStanding(ranking.annotator))
             standing.failed.append(FailedCheck(ranking.created_at, ranking.viewport_width))
     return list(standings.values())

@@ -9,7 +9,6 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterator
-from itertools import combinations
 
 from django.conf import settings
 
@@ -18,6 +17,7 @@ from annotation.models import AnnotatorProfile, DemographicField, Item, Study, p
 from annotation.models.studies import study_ids
 from annotation.rankings.selectors import consented_rankings, counted_rankings
 from annotation.stats.gold import AttentionCheck, gold_score
+from annotation.stats.tiers import Tiers, of_ranking, pairs, places, without
 from core.languages import GROUPING
 from core.spreadsheet import safe_row
 
@@ -44,16 +44,16 @@ def annotator_for_pseudonym(name: str, among=None) -> AnnotatorProfile:
     raise UnknownAnnotator(f"No annotator has the pseudonym '{name}'.")
 
 
-def _gold_score(reference: str | None, order: list[int]) -> float | None:
+def _gold_score(reference: str | None, ranked: Tiers) -> float | None:
     try:
-        return gold_score(order, parse_gold_reference(reference))
+        return gold_score(places(ranked), parse_gold_reference(reference))
     except ValueError:  # a malformed reference, or none of its pairs in this ranking
         return None
 
 
-def _check_passed(card: int, position: int | None, order: list[int]) -> bool | None:
+def _check_passed(card: int, position: int | None, order: list[int], ranked) -> bool | None:
     try:
-        return AttentionCheck(card, position).passed(order)
+        return AttentionCheck(card, position).passed(order, ranked)
     except ValueError:  # the card is not in the ranking, or the position is past it
         return None
 
@@ -76,6 +76,7 @@ RANKING_COLUMNS = (
     "task__gold_reference",
     "task__check_item_id",
     "task__check_position",
+    "tiers",
 )
 
 
@@ -88,9 +89,12 @@ def ranking_rows(
     """One row per ranking that counts; demographics as ``demographics`` (one key per
     field), left out (not even read) without ``demographics``.
 
-    Each row carries its annotator's status and its quality flags: ``gold`` (and the
-    ranking's ``gold_score``), the attention check's card, position and whether it
-    passed, and ``untouched`` (submitted in the shown order). ``include_left_out``:
+    Each row carries its ``tiers`` (lists of item ids judged equal, most to least
+    stereotypical: ``annotation.stats.tiers``; a strict ranking's are of one item), the
+    ``pairs`` they state ([more, less] stereotypical; none within a tier), its annotator's
+    status and its quality flags: ``gold`` (and the ranking's ``gold_score``), the
+    attention check's card, position and whether it passed, and ``untouched`` (submitted
+    in the shown order, or everything in one tier). ``include_left_out``:
     every consented ranking, gold tasks' and excluded annotators' too (the flags say
     which), for audits; labels never read those.
 
@@ -103,10 +107,12 @@ def ranking_rows(
     rows = rankings(include_synthetic, _scope(study)).order_by("id").values_list(*RANKING_COLUMNS)
     annotators = _annotators(rows.values("annotator_id"), keys)
     for (task, annotator_id, order, shown, seconds, width, language, created, occupation,
-         is_gold, reference, card, card_position) in rows.iterator(chunk_size=2000):  # fmt: skip
+         is_gold, reference, card, card_position, stored_tiers
+         ) in rows.iterator(chunk_size=2000):  # fmt: skip
         if annotator_id not in annotators:  # joined after the annotators were read
             annotators.update(_annotators([annotator_id], keys))
         annotator = annotators[annotator_id]
+        ranked = of_ranking(order, stored_tiers)
         yield {
             "task": task,
             "occupation": occupation,
@@ -115,15 +121,17 @@ def ranking_rows(
             "synthetic": annotator[2],
             "duplicate": annotator[4],
             "order": order,
+            "tiers": [list(t) for t in ranked],
+            "pairs": [list(p) for p in pairs(ranked)],
             "shown_order": shown,
             "seconds_spent": seconds,
             "viewport_width": width,
-            "untouched": order == shown,
+            "untouched": order == shown or len(ranked) == 1,
             "gold": is_gold,
-            "gold_score": _gold_score(reference, order) if is_gold else None,
+            "gold_score": _gold_score(reference, ranked) if is_gold else None,
             "check_item": card,
             "check_position": card_position,
-            "check_passed": _check_passed(card, card_position, order) if card else None,
+            "check_passed": _check_passed(card, card_position, order, ranked) if card else None,
             "created_at": created.isoformat(),
             # the portal's language says something of a person, as their answers do: it
             # goes only where their answers may (issue 39)
@@ -175,9 +183,9 @@ def pair_rows(
         ).values_list("id", "prompt__text", "prompt__prompt_type", "image")
     }
     for row in ranking_rows(include_synthetic, study=study, demographics=demographics):
-        order = [i for i in row["order"] if i != row["check_item"]]
-        k = len(order)
-        for (i, earlier), (j, later) in combinations(enumerate(order), 2):
+        ranked = without(row["tiers"], row["check_item"])
+        k, place = sum(len(t) for t in ranked), places(ranked)
+        for earlier, later in pairs(ranked):
             chosen, chosen_type, chosen_image = items[later]
             rejected, rejected_type, rejected_image = items[earlier]
             if chosen == rejected and not keep_identical_texts:
@@ -185,7 +193,7 @@ def pair_rows(
             yield {
                 "chosen": chosen,
                 "rejected": rejected,
-                "margin": (j - i) / (k - 1),
+                "margin": (place[later] - place[earlier]) / (k - 1),
                 "chosen_item": later,
                 "rejected_item": earlier,
                 "chosen_prompt_type": chosen_type,
@@ -215,8 +223,9 @@ def csv_lines(rows: Iterator[dict]) -> Iterator[str]:
     header = None
     for row in rows:
         flat = {k: v for k, v in row.items() if k != "demographics"}
-        flat["order"] = json.dumps(flat["order"])
-        flat["shown_order"] = json.dumps(flat["shown_order"])
+        for key in ("order", "shown_order", "tiers", "pairs"):
+            if key in flat:
+                flat[key] = json.dumps(flat[key])
         flat.update(row.get("demographics", {}))
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=list(flat))

@@ -1,21 +1,22 @@
 """Item and group labels aggregated in PostgreSQL, without one Python object per ranked item.
 
 The same labels as ``labels.item_labels`` and ``labels.group_labels`` over
-``selectors.label_rows`` (unweighted), computed by one query: the ranked items of
-the rankings that count, the attention-check card dropped, each item's position
-closed up with a window (``row_number() over (partition by ranking order by
-position) - 1``) and K the ranking's remaining items (``count(*) over``); then
-``sum(position)`` and ``count(*)`` per cell (item, K and the annotator's group in
-every field: the groups are worked out once per annotator, not per ranked item),
-and from the cells per item and K, for everyone and per group of each field
-(``GROUPING SETS``, hashed: the transaction's ``work_mem`` is raised for it). An item's label is
-``sum over K of (sum of positions / (K - 1))`` over its rankings of 2 or more
-items, divided by their number. A group is ``quality.records.group_of``'s rule in
-SQL: a string answer, trimmed of whitespace, not empty, not "prefer not to say".
-What comes back is one row per item, K and group, not per ranked item.
+``selectors.label_rows`` (unweighted), computed by one query: the ranked items of the
+rankings that count, the attention-check card dropped, each item's place among the rest
+(``annotation.stats.tiers``) from one window ordered by tier index, doubled to stay an
+integer: ``rank() over w - 1`` items in earlier tiers plus ``count(*) over w - 1`` (the
+default frame runs to the last item of the row's own tier), and K the ranking's remaining
+items (``count(*) over``); then ``sum(2 x place)`` and ``count(*)`` per cell (item, K and
+the annotator's group in every field: the groups are worked out once per annotator, not per
+ranked item), and from the cells per item and K, for everyone and per group of each field
+(``GROUPING SETS``, hashed: the transaction's ``work_mem`` is raised for it). An item's
+label is ``sum over K of (sum of places / (K - 1))`` over its rankings of 2 or more items,
+divided by their number. A group is ``quality.records.group_of``'s rule in SQL: a string
+answer, trimmed of whitespace, not empty, not "prefer not to say". What comes back is one
+row per item, K and group, not per ranked item.
 
-Other databases (SQLite, the embedded default) return ``None``: the callers keep
-the Python path there.
+Other databases (SQLite, the embedded default) return ``None``: the callers keep the Python
+path there.
 """
 
 from __future__ import annotations
@@ -81,14 +82,15 @@ def _sql(fields: Sequence[str], counted_sql: str) -> str:
     return f"""{_prefix(counted_sql)},
     ri AS (
         SELECT x.item_id, d.annotator_id,
-               row_number() OVER w - 1 AS pos, count(*) OVER (PARTITION BY x.ranking_id) AS k
+               rank() OVER w + count(*) OVER w - 2 AS pos2,
+               count(*) OVER (PARTITION BY x.ranking_id) AS k
         FROM {ranked} x JOIN d ON d.id = x.ranking_id
         WHERE x.item_id IS DISTINCT FROM d.card
         WINDOW w AS (PARTITION BY x.ranking_id ORDER BY x.position)
     ),
     g AS MATERIALIZED (SELECT p.id{groups} FROM {profile} p),
     cell AS (
-        SELECT ri.item_id, ri.k{"".join(", g." + c for c in gs)}, sum(ri.pos) AS s, count(*) AS c
+        SELECT ri.item_id, ri.k{"".join(", g." + c for c in gs)}, sum(ri.pos2) AS s, count(*) AS c
         FROM ri JOIN g ON g.id = ri.annotator_id
         GROUP BY ri.item_id, ri.k{"".join(", g." + c for c in gs)}
     )
@@ -141,7 +143,7 @@ def aggregated_labels(
             if (key is not None and key[1] is None) or k < 2:
                 continue  # no group (unanswered, prefer not to say), or K < 2
             acc = sums[key][item]
-            acc[0] += float(total) / (k - 1)
+            acc[0] += float(total) / 2 / (k - 1)
             acc[1] += rows
     labels = {i: s / c for i, (s, c) in sorted(sums.pop(None, {}).items())}
     groups: dict[str, dict[str, dict[int, float]]] = {f: {} for f in fields}

@@ -1,10 +1,11 @@
 """Rankings -> item labels, for all annotators or one demographic group.
 
-An item's label from one ranking of K items is ``position / (K - 1)`` (0 = most
-stereotypical, 1 = least); its label is the mean over the rankings that contain
-it, or, with reliability weights (``quality.weights``, off by default), the mean
-weighted by each ranking's annotator; a group label uses only that group's
-rankings, unweighted. The functions over rows are pure; ``annotation.rankings.selectors.label_rows``
+An item's label from one ranking of K items is ``place / (K - 1)`` (0 = most stereotypical,
+1 = least; its place is its position, or its tier's mean position when it was ranked equal
+with others: ``annotation.stats.tiers``); its label is the mean over the rankings that
+contain it, or, with reliability weights (``quality.weights``, off by default), the mean
+weighted by each ranking's annotator; a group label uses only that group's rankings,
+unweighted. The functions over rows are pure; ``annotation.rankings.selectors.label_rows``
 is the one query that feeds them.
 """
 
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from annotation.stats.records import RankingRecord, group_of
+from annotation.stats.tiers import flatten, from_tier_index
 from core.small_groups import keep_groups
 
 
@@ -25,7 +27,7 @@ class LabelRow:
 
     ranking_id: int
     item_id: int
-    position: int
+    position: float  # the item's place (``annotation.stats.tiers.places``)
     demographics: dict
     annotator: int | None = None
     task_id: int | None = None
@@ -78,15 +80,19 @@ def ranking_records(rows: Iterable[LabelRow]) -> list[RankingRecord]:
     by_ranking: dict[int, list[LabelRow]] = defaultdict(list)
     for r in rows:
         by_ranking[r.ranking_id].append(r)
-    return [
-        RankingRecord(
-            task_id=ranked[0].task_id,
-            annotator=ranked[0].annotator,
-            occupation="",
-            order=tuple(r.item_id for r in sorted(ranked, key=lambda r: r.position)),
+    out = []
+    for _, ranked in sorted(by_ranking.items()):
+        tiers = from_tier_index({r.item_id: r.position for r in ranked})
+        out.append(
+            RankingRecord(
+                task_id=ranked[0].task_id,
+                annotator=ranked[0].annotator,
+                occupation="",
+                order=tuple(flatten(tiers)),
+                tiers=tiers,
+            )
         )
-        for _, ranked in sorted(by_ranking.items())
-    ]
+    return out
 
 
 def group_labels(

@@ -13,7 +13,8 @@ parsed for the quality library) are ``annotation.quality.selectors``.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from itertools import groupby
+from operator import itemgetter
 
 from django.core.paginator import Page, Paginator
 from django.db.models import (
@@ -43,6 +44,7 @@ from annotation.models import (
 )
 from annotation.models.studies import Erasure, Study, study_ids
 from annotation.rankings.labels import LabelRow
+from annotation.stats.tiers import closed_places
 
 
 def consent_stands(annotator: str = "annotator") -> Exists:
@@ -154,8 +156,9 @@ def label_rows(include_synthetic: bool = False, studies=None) -> list[LabelRow]:
     never: they judge conditions, not items), with the annotator's demographics
     (one query; the input of ``labels.item_labels`` and ``labels.group_labels``).
 
-    An attention-check card is dropped and the other items' positions close up
-    (0..K-2), so the card neither gets a label nor shifts the others'.
+    An attention-check card is dropped and the others close up, so the card neither gets
+    a label nor shifts the others'; each row's position is the item's place among the
+    rest (``annotation.stats.tiers``: items ranked equal share their tier's mean).
     """
     values = (
         RankedItem.objects.filter(ranking__in=counted_rankings(include_synthetic, studies))
@@ -168,14 +171,15 @@ def label_rows(include_synthetic: bool = False, studies=None) -> list[LabelRow]:
             "ranking__task__check_item_id",
             "ranking__annotator__user_id",
             "ranking__task_id",
+            "position",
         )
     )
-    rows, position = [], defaultdict(int)
-    for rid, iid, demo, card, annotator, task in values:
-        if iid == card:
-            continue
-        rows.append(LabelRow(rid, iid, position[rid], demo or {}, annotator, task))
-        position[rid] += 1
+    rows = []
+    for rid, ranked in groupby(values, key=itemgetter(0)):
+        kept = [v for v in ranked if v[1] != v[3]]
+        places = closed_places([v[6] for v in kept])
+        for (_, iid, demo, _, annotator, task, _), place in zip(kept, places, strict=True):
+            rows.append(LabelRow(rid, iid, place, demo or {}, annotator, task))
     return rows
 
 

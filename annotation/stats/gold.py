@@ -10,11 +10,13 @@
       score = (concordant - discordant) / keyed pairs present
 
   "present": both items are in the ranking. 1 = every keyed pair kept, -1 =
-  every one reversed, about 0 for a random order. An annotator's gold score is
-  the mean over their gold tasks.
+  every one reversed, about 0 for a random order; a keyed pair ranked equal (one
+  tier, ``tiers.py``) is neither kept nor reversed. An annotator's gold score is the
+  mean over their gold tasks.
 * An **attention check** is an instructional card inside a task ("this is a
-  check: put this card first"); it passes iff the card is at the instructed
-  position (Prolific's rules: an explicit instruction, no memory needed).
+  check: put this card first"); it passes iff the card is alone in its tier and that
+  tier starts at the instructed position (Prolific's rules: an explicit instruction,
+  no memory needed). The instruction fits each format (``annotation.models.tasks``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from core.json import AsDict
 
 from .records import Annotator, ItemId, RankingRecord, TaskId
+from .tiers import Tiers
 
 
 @dataclass(frozen=True)
@@ -58,17 +61,19 @@ class GoldReference:
         return cls(frozenset(tuple(p) for p in pairs))
 
 
-def gold_score(order: Sequence[ItemId], reference: GoldReference) -> float:
-    """``(concordant - discordant) / present`` over the reference's keyed pairs.
+def gold_score(order: Sequence[ItemId] | Mapping[ItemId, float], reference: GoldReference) -> float:
+    """``(concordant - discordant) / present`` over the reference's keyed pairs, of a
+    strict ``order`` or of ``{item: place}`` (``RankingRecord.positions``: ties).
 
     Raises ``ValueError`` when no keyed pair has both items in ``order``.
     """
-    position = {item: i for i, item in enumerate(order)}
+    position = order if isinstance(order, Mapping) else {i: p for p, i in enumerate(order)}
     present = [(a, b) for a, b in reference.pairs if a in position and b in position]
     if not present:
         raise ValueError(f"no keyed pair of the gold reference is in the ranking {tuple(order)!r}")
     concordant = sum(1 for a, b in present if position[a] < position[b])
-    return (concordant - (len(present) - concordant)) / len(present)
+    discordant = sum(1 for a, b in present if position[a] > position[b])
+    return (concordant - discordant) / len(present)
 
 
 @dataclass(frozen=True)
@@ -82,14 +87,17 @@ class AttentionCheck:
         if self.position < 0:
             raise ValueError(f"an attention check's position must be >= 0, got {self.position}")
 
-    def passed(self, order: Sequence[ItemId]) -> bool:
-        """True iff the card is at the instructed position of ``order``."""
+    def passed(self, order: Sequence[ItemId], tiers: Tiers | None = None) -> bool:
+        """True iff the card is at the instructed position of ``order`` and, with
+        ``tiers`` (a ranking with ties), alone in its tier."""
         if self.item not in order:
             raise ValueError(f"attention check card {self.item!r} is not in {tuple(order)!r}")
         if self.position >= len(order):
             raise ValueError(
                 f"attention check position {self.position} is past a task of {len(order)} cards"
             )
+        if tiers is not None and (self.item,) not in tiers:
+            return False
         return order[self.position] == self.item
 
 
@@ -135,8 +143,8 @@ def annotator_quality(
         mine[r.annotator].append(r)
     out = {}
     for annotator, rs in mine.items():
-        scores = [gold_score(r.order, gold[r.task_id]) for r in rs if r.task_id in gold]
-        results = [checks[r.task_id].passed(r.order) for r in rs if r.task_id in checks]
+        scores = [gold_score(r.positions(), gold[r.task_id]) for r in rs if r.task_id in gold]
+        results = [checks[r.task_id].passed(r.order, r.tiers) for r in rs if r.task_id in checks]
         seconds = [r.seconds for r in rs if r.seconds is not None]
         known = [r.untouched for r in rs if r.untouched is not None]
         failed = results.count(False)

@@ -10,6 +10,8 @@ from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .tiers import Tiers, flatten, is_strict, places, strict
+
 ItemId = Hashable
 TaskId = Hashable
 Annotator = Hashable
@@ -34,10 +36,11 @@ class RankingRecord:
     """One annotator's ranking of one task.
 
     ``order``: the task's item ids from most stereotypical (position 0) to least
-    (position K - 1). ``shown_order``: the same ids in the order they were shown,
-    or empty when unknown (imported data). ``seconds``: time spent, if known.
-    ``group``: the annotator's demographics, ``{field: value}``. ``items``: the set of
-    items ranked (set on creation).
+    (position K - 1), tier after tier. ``shown_order``: the same ids in the order they
+    were shown, or empty when unknown (imported data). ``seconds``: time spent, if known.
+    ``group``: the annotator's demographics, ``{field: value}``. ``tiers``: the items
+    judged equal, grouped (``tiers.py``), when the ranking has ties; None: strict.
+    ``items``: the set of items ranked (set on creation).
     """
 
     task_id: TaskId
@@ -47,8 +50,15 @@ class RankingRecord:
     shown_order: tuple[ItemId, ...] = ()
     seconds: float | None = None
     group: Mapping[str, str | None] = field(default_factory=dict)
+    tiers: Tiers | None = None
 
     def __post_init__(self) -> None:
+        if self.tiers is not None:
+            tiers = tuple(tuple(t) for t in self.tiers)
+            object.__setattr__(self, "tiers", None if is_strict(tiers) else tiers)
+            if flatten(tiers) != list(self.order):
+                where = f"ranking of task {self.task_id!r} by {self.annotator!r}"
+                raise ValueError(f"{where}: order {self.order!r} is not its tiers {tiers!r}")
         object.__setattr__(self, "order", tuple(self.order))
         object.__setattr__(self, "shown_order", tuple(self.shown_order))
         items = frozenset(self.order)
@@ -83,19 +93,31 @@ class RankingRecord:
         """Number of items ranked."""
         return len(self.order)
 
-    def positions(self) -> dict[ItemId, int]:
-        """``{item: final position}`` (0 = most stereotypical), computed once (the
-        breakdowns read a ranking's positions many times over; do not change it)."""
+    def positions(self) -> dict[ItemId, float]:
+        """``{item: place}`` (0 = most stereotypical; items judged equal share their
+        tier's mean position: ``tiers.places``), computed once (the breakdowns read a
+        ranking's positions many times over; do not change it)."""
         cached = self.__dict__.get("_positions")
         if cached is None:
-            cached = {item: i for i, item in enumerate(self.order)}
+            if self.tiers is None:
+                cached = {item: i for i, item in enumerate(self.order)}
+            else:
+                cached = places(self.tiers)
             object.__setattr__(self, "_positions", cached)
         return cached
 
+    def tiered(self) -> Tiers:
+        """The ranking's tiers (tiers of one for a strict ranking)."""
+        return strict(self.order) if self.tiers is None else self.tiers
+
     @property
     def untouched(self) -> bool | None:
-        """Submitted in the shown order; ``None`` when the shown order is unknown."""
-        return self.order == self.shown_order if self.shown_order else None
+        """Answered without judging: submitted in the shown order (a tier's items are kept
+        in shown order), or everything in one tier (all equal); ``None`` when the shown
+        order is unknown."""
+        if not self.shown_order:
+            return None
+        return self.order == self.shown_order or (self.tiers is not None and len(self.tiers) == 1)
 
 
 def by_task(records: Iterable[RankingRecord]) -> dict[TaskId, list[RankingRecord]]:

@@ -129,10 +129,13 @@ def create_study(
     screen_out_code: str = "",
     screen_out_url: str = "",
     languages: list[str] | None = None,
+    question_format: str = Study.Question.RANK,
+    question_k: int | None = None,
 ) -> Study:
     """A new study, a ``draft`` until staff open it; ``InvalidStudy`` saying what is wrong
-    (gold or attention-check tasks off without a reason, a link that is not https, among
-    it), ``StudyConflict`` when the slug is taken."""
+    (gold or attention-check tasks off without a reason, a link that is not https, a
+    question format that does not fit the task size, among it), ``StudyConflict`` when the
+    slug is taken."""
     reason = quality_off_reason.strip()
     study = Study(
         slug=slug,
@@ -150,6 +153,8 @@ def create_study(
         screen_out_code=screen_out_code.strip(),
         screen_out_url=screen_out_url.strip(),
         languages=languages or default_languages(),
+        question_format=question_format,
+        question_k=question_k,
     )
     if Study.objects.filter(slug=slug).exists():
         raise StudyConflict(f"A study {slug!r} exists already.")

@@ -86,6 +86,7 @@ def test_a_study_added_in_the_admin_is_its_makers_and_a_viewer_sees_no_rows(alph
         "kind": "collection",
         "platform": "generic",
         "sampler": "uniform",
+        "question_format": "rank",
         "gold_per_occupation": 1,
         "checks_per_occupation": 1,
         "quality_off_reason": "",

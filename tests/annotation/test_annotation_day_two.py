@@ -300,6 +300,7 @@ def test_the_admin_refuses_to_turn_quality_off_without_a_reason(admin_client):
         "kind": study.kind,
         "platform": "generic",
         "sampler": study.sampler,
+        "question_format": "rank",
         "gold_per_occupation": 0,
         "checks_per_occupation": 1,
         "quality_off_reason": "",

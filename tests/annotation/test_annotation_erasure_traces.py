@@ -34,9 +34,17 @@ from django.urls import reverse
 from privacy_claims import says
 
 from annotation.assignment.next_task import next_task
-from annotation.models import AnnotatorProfile, DemographicField, Ranking, StatusChange
+from annotation.models import (
+    AnnotatorProfile,
+    DemographicField,
+    Erasure,
+    GroupQuota,
+    Participation,
+    Ranking,
+    StatusChange,
+    Study,
+)
 from annotation.models.reports import QualityReport
-from annotation.models.studies import Erasure, GroupQuota, Participation, Study
 from annotation.participants import services
 from annotation.participants.erasure import erase_annotator
 from annotation.quality import store as quality_store

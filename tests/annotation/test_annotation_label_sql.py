@@ -1,10 +1,11 @@
 """Labels aggregated in PostgreSQL equal the Python path's (``label_rows`` ->
-``item_labels`` / ``group_labels``): check cards dropped, K mixed, groups by
-``group_of``'s rule (trimmed, "prefer not to say" and non-strings form none)."""
+``item_labels`` / ``group_labels``): check cards dropped, K mixed, ties (a third of the
+rankings tie two items: issue 40), groups by ``group_of``'s rule (trimmed, "prefer not to
+say" and non-strings form none)."""
 
 import pytest
 
-from annotation.models import AnnotatorProfile, RankingTask
+from annotation.models import AnnotatorProfile, RankingTask, Study
 from annotation.rankings.label_sql import aggregated_labels
 from annotation.rankings.labels import group_labels, item_labels
 from annotation.rankings.selectors import label_rows
@@ -23,6 +24,7 @@ ANSWERS = [
 
 @pytest.fixture
 def ranked(make_tasks, annotator, store_ranking):
+    Study.objects.update(question_format=Study.Question.RANK_TIES)
     tasks = make_tasks(3, k=4, overlap=6) + make_tasks(2, k=5, overlap=6, occupation="chef")
     (single,) = make_tasks(1, k=1, overlap=6, occupation="pilot")
     card_task = tasks[3]
@@ -40,7 +42,10 @@ def ranked(make_tasks, annotator, store_ranking):
             if task == card_task:  # the card where it was asked to go: the check passes
                 order.remove(card)
                 order.insert(2, card)
-            store_ranking(profile, task, order, shown=order[::-1])
+            answer = order
+            if n % 3 == 0 and task != card_task and len(order) > 2:
+                answer = [[order[0]], order[1:3], *([i] for i in order[3:])]
+            store_ranking(profile, task, answer, shown=order[::-1])
 
 
 def test_sql_labels_equal_the_python_path(ranked):

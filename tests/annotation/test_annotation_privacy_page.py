@@ -28,9 +28,17 @@ from django.urls import reverse
 from privacy_claims import PAGE, says
 
 from annotation.assignment.next_task import next_task
-from annotation.models import DemographicField, RankedItem, Ranking
+from annotation.models import (
+    DemographicField,
+    Erasure,
+    GroupQuota,
+    Participation,
+    QuotaSeat,
+    RankedItem,
+    Ranking,
+    Study,
+)
 from annotation.models.reports import QualityAnnotatorRow
-from annotation.models.studies import Erasure, GroupQuota, Participation, QuotaSeat, Study
 from annotation.participants import services
 from annotation.participants.erasure import erase_annotator
 from annotation.quality import store as quality_store

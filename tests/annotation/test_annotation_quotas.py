@@ -17,8 +17,14 @@ from django.utils import timezone
 from annotation.assignment import quotas
 from annotation.assignment.next_task import next_task
 from annotation.errors import GroupFull
-from annotation.models import Assignment, DemographicField
-from annotation.models.studies import GroupQuota, Participation, QuotaSeat, Study
+from annotation.models import (
+    Assignment,
+    DemographicField,
+    GroupQuota,
+    Participation,
+    QuotaSeat,
+    Study,
+)
 from annotation.participants import services
 from annotation.participants.erasure import erase_annotator
 

@@ -37,7 +37,7 @@ def test_withdrawn_and_erased_annotators_are_neither_listed_nor_counted(
 def test_each_quota_shows_its_fill_groups_under_k_hidden(
     staff_client, make_tasks, annotator, rank, settings
 ):
-    from annotation.models.studies import GroupQuota
+    from annotation.models import GroupQuota
 
     settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 2}
 

@@ -89,6 +89,14 @@ class Command(ServiceCommand):
             "default (e.g. nl,en,ar); each needs a shipped catalogue",
         )
         parser.add_argument(
+            "--question",
+            choices=Study.Question.values,
+            default=Study.Question.RANK,
+            help="what each task asks: rank (a strict order, the default), rank_ties, top_k "
+            "(with --k), best_worst or pairwise (with --task-size 2)",
+        )
+        parser.add_argument("--k", type=int, help="top_k: how many cards are ordered")
+        parser.add_argument(
             "--no-conditions",
             action="store_true",
             help="validation studies: none yet (add them with validation_condition)",
@@ -118,13 +126,19 @@ class Command(ServiceCommand):
                 screen_out_code=options["screen_out_code"],
                 screen_out_url=options["screen_out_url"],
                 languages=[c.strip() for c in options["languages"].split(",") if c.strip()],
+                question_format=options["question"],
+                question_k=options["k"],
             )
             if options["owner"]:
                 access.grant(study, options["owner"], roles.OWNER)
             made = None
             if kind == Study.Kind.VALIDATION and not options["no_conditions"]:
                 made = conditions.from_active_version(study, placeholder_images=placeholders)
-        self.stdout.write(f"study {study.slug} created ({study.kind}, {study.status})")
+        asks = [study.kind, study.status]
+        if study.question_format != Study.Question.RANK:  # the default goes unsaid
+            asks.append(study.question_format)
+            asks += [f"k={study.question_k}"] if study.question_k else []
+        self.stdout.write(f"study {study.slug} created ({', '.join(asks)})")
         if options["owner"]:
             self.stdout.write(f"{options['owner']} owns it")
         for code in study.languages:
