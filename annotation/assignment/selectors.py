@@ -75,7 +75,8 @@ def shown_cards(assignment: Assignment) -> list[Card]:
 
     def text(item: Item) -> str:
         if item.pk == task.check_item_id:
-            return check_instruction(task.check_position)
+            study = task.study  # a check card only: its format words the instruction
+            return check_instruction(task.check_position, study.question_format, len(items))
         if mode == task.CardText.NONE:
             return ""
         return texts.get(item.pk, "") if texts else item.prompt.text

@@ -62,4 +62,19 @@ class Migration(migrations.Migration):
                 help_text="Item ids, most to least stereotypical, tier after tier."
             ),
         ),
+        migrations.AlterField(
+            model_name="annotatorprofile",
+            name="synthetic_kind",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("careful", "Careful"),
+                    ("random", "Random order"),
+                    ("shown", "Keeps the shown order"),
+                    ("hurried", "Hurried"),
+                    ("equal", "Calls every card equal"),
+                ],
+                max_length=20,
+            ),
+        ),
     ]

@@ -215,6 +215,7 @@ class SyntheticKind(models.TextChoices):
     RANDOM = "random", "Random order"
     SHOWN = "shown", "Keeps the shown order"
     HURRIED = "hurried", "Hurried"
+    EQUAL = "equal", "Calls every card equal"
 
 
 class Instructions(models.Model):

@@ -12,12 +12,34 @@ from annotation.models.studies import study_field
 from annotation.stats.gold import GoldReference
 
 
-def check_instruction(position: int) -> str:
-    """The text an attention-check card shows instead of a prompt (``position`` from 0).
+def check_instruction(position: int, question: str = "rank", size: int = 0) -> str:
+    """The text an attention-check card shows instead of a prompt (``position`` from 0),
+    worded for the study's question format (``Study.Question``; ``size``: the task's cards,
+    for best_worst's last place).
 
     Prolific's rules: an explicit instruction, no trick, nothing to remember. In the
     participant's language (read when the page is made).
     """
+    if question == "best_worst":
+        if position == 0:
+            return gettext(
+                "This card is an attention check, not a prompt to judge: "
+                "please pick it as the most stereotypical card."
+            )
+        return gettext(
+            "This card is an attention check, not a prompt to judge: "
+            "please pick it as the least stereotypical card."
+        )
+    if question == "pairwise":
+        return gettext(
+            "This card is an attention check, not a prompt to judge: "
+            "please choose this card (not equal)."
+        )
+    if question == "rank_ties":
+        return gettext(
+            "This card is an attention check, not a prompt to rank: "
+            "please put it at position %(position)s, on its own (tied with no other card)."
+        ) % {"position": position + 1}
     return gettext(
         "This card is an attention check, not a prompt to rank: "
         "please put it at position %(position)s."

@@ -50,7 +50,10 @@ latent model and the cards' texts; their kind is stored in
 * ``random``: a uniformly random order, 2-4 s per item;
 * ``shown``: submits the order the cards were shown in, 1-3 s per task;
 * ``hurried``: moves one random card to the top and submits the rest as shown,
-  1-4 s per task.
+  1-4 s per task;
+* ``equal`` (a format with ties: rank_ties, pairwise): calls every card equal, 1-3 s.
+
+Each answers in the study's question format (``answering``: ties, top-k, best-worst, pairs).
 
 Past 400 lines because this docstring states the whole model it draws from (55 lines).
 """
@@ -78,6 +81,8 @@ from annotation.models import (
 from annotation.models.studies import DEFAULT_STUDY_SLUG
 from annotation.participants import services
 from annotation.rankings import selectors
+from annotation.stats.tiers import flatten
+from annotation.studies import answering
 from annotation.studies import lifecycle as studies
 
 BASE = {"stereotypical": 0.2, "neutral": 0.5, "diverse": 0.8}
@@ -239,6 +244,17 @@ def latent_order(
     views: Mapping[str, View] = DEFAULT_VIEWS,
 ) -> list[int]:
     """Item ids by latent diversity ascending (most stereotypical first)."""
+    scores = latent_scores(items, demographics, rng, views)
+    return sorted(scores, key=lambda pk: (scores[pk], pk))
+
+
+def latent_scores(
+    items: list[Item],
+    demographics: dict,
+    rng: random.Random,
+    views: Mapping[str, View] = DEFAULT_VIEWS,
+) -> dict[int, float]:
+    """``{item id: the diversity this annotator perceives}`` (module docstring)."""
     view = views.get(demographics.get(VIEW_FIELD), View())
     scores = {}
     for item in sorted(items, key=lambda i: i.pk):
@@ -247,53 +263,32 @@ def latent_order(
         if view.aspects:
             z += sum(view.aspects.get(a, 0.0) for a in aspects_of(item))
         scores[item.pk] = z + rng.gauss(0.0, NOISE_SD)
-    return sorted(scores, key=lambda pk: (scores[pk], pk))
+    return scores
 
 
 CARELESS_KINDS = (SyntheticKind.RANDOM, SyntheticKind.SHOWN, SyntheticKind.HURRIED)
+TIED_KINDS = (*CARELESS_KINDS, SyntheticKind.EQUAL)  # where the format lets cards tie
 
 
-def careless_kinds(count: int, fraction: float, seed: int) -> list[str]:
+def careless_kinds(count: int, fraction: float, seed: int, ties: bool = False) -> list[str]:
     """Each of ``count`` annotators' kind: ``round(fraction * count)`` of them, drawn at
-    random, careless (the kinds in turn), the rest careful."""
+    random, careless (the kinds in turn; ``equal`` among them where the format has ties),
+    the rest careful."""
     if not 0 <= fraction <= 1:
         raise ValueError(f"the careless fraction must be in [0, 1], got {fraction}")
     rng = random.Random(f"{seed}:careless")
     drawn = rng.sample(range(count), round(fraction * count))
     kinds = [SyntheticKind.CAREFUL.value] * count
+    cycle = TIED_KINDS if ties else CARELESS_KINDS
     for i, n in enumerate(drawn):
-        kinds[n] = CARELESS_KINDS[i % len(CARELESS_KINDS)].value
+        kinds[n] = cycle[i % len(cycle)].value
     return kinds
 
 
-def careful_order(
-    task: RankingTask,
-    items: list[Item],
-    demographics: dict,
-    rng,
-    views: Mapping[str, View] = DEFAULT_VIEWS,
-) -> list[int]:
-    """The latent order, with an attention-check card moved where its instruction says."""
-    card = task.check_item_id
-    order = latent_order([i for i in items if i.pk != card], demographics, rng, views)
-    if card is not None:
-        order.insert(min(task.check_position, len(order)), card)
-    return order
-
-
 def careless_order(kind: str, shown: list[int], rng: random.Random) -> tuple[list[int], float]:
-    """A careless annotator's order of the shown cards and the seconds it took."""
-    order = list(shown)
-    if kind == SyntheticKind.RANDOM:
-        order = sorted(order)  # a seeded order whatever the (random) shown order
-        rng.shuffle(order)
-        return order, round(rng.uniform(2.0, 4.0) * len(order), 1)
-    if kind == SyntheticKind.HURRIED:
-        order.insert(0, order.pop(rng.randrange(len(order))))
-        return order, round(rng.uniform(1.0, 4.0), 1)
-    if kind == SyntheticKind.SHOWN:
-        return order, round(rng.uniform(1.0, 3.0), 1)
-    raise ValueError(f"not a careless kind: {kind!r}")
+    """A careless annotator's strict order of the shown cards and the seconds it took."""
+    tiers, seconds = answering.careless(kind, shown, Study.Question.RANK, None, rng)
+    return flatten(tiers), seconds
 
 
 def validation_treated(study: Study) -> set[int]:
@@ -349,7 +344,9 @@ def simulate(
     prefix = "synthetic" if study.slug == DEFAULT_STUDY_SLUG else f"synthetic-{study.slug}"
     User = get_user_model()
     fields = list(selectors.demographic_questions())
-    kinds = careless_kinds(count, careless, seed)
+    question, k = study.question_format, study.question_k
+    ties = question in (Study.Question.RANK_TIES, Study.Question.PAIRWISE)
+    kinds = careless_kinds(count, careless, seed, ties)
     views = planted.views if planted else DEFAULT_VIEWS
     groups = planted_groups(count, planted, seed) if planted else None
     treated = validation_treated(study) if study.kind == Study.Kind.VALIDATION else None
@@ -391,14 +388,21 @@ def simulate(
             task, items = seen[assignment.task_id]
             hashes = ",".join(sorted(item.image_sha256 for item in items))
             rng = random.Random(f"{seed}:{n}:{hashes}")
+            card = task.check_item_id
             if kinds[n] == SyntheticKind.CAREFUL and treated is not None and not task.is_gold:
                 order = validation_order(task, items, treated, effect, rng)
-                seconds = round(max(5.0, rng.gauss(8.0 * len(items), 10.0)), 1)
+                seconds = answering.careful_seconds(question, len(items), rng)
             elif kinds[n] == SyntheticKind.CAREFUL:
-                order = careful_order(task, items, profile.demographics, rng, views)
-                seconds = round(max(5.0, rng.gauss(8.0 * len(items), 10.0)), 1)
+                kept = [i for i in items if i.pk != card]
+                scores = latent_scores(kept, profile.demographics, rng, views)
+                tiers = answering.from_scores(scores, question, k, card, task.check_position)
+                order = [list(t) for t in tiers]
+                seconds = answering.careful_seconds(question, len(items), rng)
             else:
-                order, seconds = careless_order(kinds[n], assignment.shown_order, rng)
+                tiers, seconds = answering.careless(
+                    kinds[n], assignment.shown_order, question, k, rng
+                )
+                order = [list(t) for t in tiers]
             # A synthetic annotator has no participation, so no portal language: none read.
             _, created = services.submit_ranking(
                 profile, task.pk, order, seconds_spent=seconds, language=""

@@ -9,6 +9,11 @@ Three kinds, all alike to an annotator (same size, same mix of prompt types):
 * attention-check tasks (``build_check_tasks``): one card shows an instruction
   (``models.check_instruction``) instead of its prompt.
 
+A pairwise study's ordinary tasks are pairs (``cycle_pairs``): the items of each mixed chunk
+of six form a cycle, so each item is compared with two others of its occupation, of other
+prompt types where the chunk has them, and the pairs of a chunk connect (scores fitted from
+pairs need connected comparisons); disjoint pairs would compare each item once.
+
 Gold and check tasks reuse items that are already in ordinary tasks. Each builder
 works inside one study (the default one unless given): its items, its tasks.
 ``build_study_tasks`` (the ``build_tasks`` command) makes all three, as many gold and
@@ -43,6 +48,15 @@ def mixed_chunks(items_by_type: dict[str, list], size: int) -> list[list]:
     return chunks
 
 
+PAIR_CHUNK = 6
+
+
+def cycle_pairs(chunk: list) -> list[list]:
+    """A chunk's items as a cycle of pairs (each item in two), or the chunk if it is a pair."""
+    n = len(chunk)
+    return [[chunk[i], chunk[(i + 1) % n]] for i in range(n)] if n > 2 else [chunk]
+
+
 def agreement_subset(occupation_of: list[int], fraction: float, rng: random.Random) -> set[int]:
     """Indices of ``round(fraction * n)`` tasks, spread over occupations.
 
@@ -69,7 +83,8 @@ def build_tasks(
     agreement_overlap: int = 3,
     study: Study | None = None,
 ) -> int:
-    """Create tasks for every item of the study not yet in one; returns how many were made.
+    """Create tasks for every item of the study not yet in one; returns how many were made
+    (a pairwise study's: pairs, ``cycle_pairs``).
 
     ``agreement_fraction`` of them (``agreement_subset``) get ``agreement_overlap``,
     the others ``overlap``.
@@ -86,11 +101,15 @@ def build_tasks(
     by_occupation: dict[int, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for item in pending:
         by_occupation[item.prompt.occupation_id][item.prompt.prompt_type].append(item)
+    pairwise = study.question_format == Study.Question.PAIRWISE
     planned: list[tuple[int, list]] = []
     for occupation_id, by_type in by_occupation.items():
         for items in by_type.values():
             rng.shuffle(items)
-        planned += [(occupation_id, c) for c in mixed_chunks(dict(sorted(by_type.items())), size)]
+        chunks = mixed_chunks(dict(sorted(by_type.items())), PAIR_CHUNK if pairwise else size)
+        if pairwise:
+            chunks = [pair for chunk in chunks for pair in cycle_pairs(chunk)]
+        planned += [(occupation_id, c) for c in chunks]
     shared = agreement_subset([o for o, _ in planned], agreement_fraction, rng)
     for i, (occupation_id, chunk) in enumerate(planned):
         task = RankingTask.objects.create(
@@ -103,9 +122,10 @@ def build_tasks(
 
 
 def _sample_chunk(
-    study: Study, occupation: Occupation, size: int, rng: random.Random
+    study: Study, occupation: Occupation, size: int, rng: random.Random, gold: bool = False
 ) -> list[Item]:
-    """``size`` of the occupation's items in the study, types mixed as ``build_tasks`` does."""
+    """``size`` of the occupation's items in the study, types mixed as ``build_tasks`` does
+    (a gold pair: a stereotypical and a diverse one, when there are both)."""
     by_type: dict[str, list] = defaultdict(list)
     items = Item.objects.filter(study=study, prompt__occupation=occupation)
     for item in items.select_related("prompt"):
@@ -113,6 +133,8 @@ def _sample_chunk(
     for items in by_type.values():
         items.sort(key=lambda i: i.pk)
         rng.shuffle(items)
+    if gold and size == 2 and by_type[PromptType.STEREOTYPICAL] and by_type[PromptType.DIVERSE]:
+        return [by_type[PromptType.STEREOTYPICAL][0], by_type[PromptType.DIVERSE][0]]
     chunks = mixed_chunks(dict(sorted(by_type.items())), size)
     return chunks[0][:size] if chunks else []
 
@@ -151,7 +173,7 @@ def build_gold_tasks(
     made = 0
     for occupation, short in _missing(study, Q(tasks__is_gold=True), per_occupation):
         for _ in range(short):
-            items = _sample_chunk(study, occupation, size, rng)
+            items = _sample_chunk(study, occupation, size, rng, gold=True)
             types = {i.pk: i.prompt.prompt_type for i in items}
             stereo = [i for i, t in types.items() if t == PromptType.STEREOTYPICAL]
             diverse = [i for i, t in types.items() if t == PromptType.DIVERSE]
@@ -163,6 +185,19 @@ def build_gold_tasks(
     return made
 
 
+def check_positions(study: Study, size: int) -> list[int]:
+    """The places a check card can be asked for in a task of ``size`` cards: any in a
+    ranking, the top k in top_k, first or last in best_worst, first (chosen) in a pair."""
+    question, k = study.question_format, study.question_k
+    if question == Study.Question.TOP_K:
+        return list(range(min(k or size, size)))
+    if question == Study.Question.BEST_WORST:
+        return [0, size - 1]
+    if question == Study.Question.PAIRWISE:
+        return [0]
+    return list(range(size))
+
+
 @transaction.atomic
 def build_check_tasks(
     per_occupation: int = 1, size: int = 6, seed: int = 0, study: Study | None = None
@@ -171,7 +206,8 @@ def build_check_tasks(
 
     A check task is an ordinary task (overlap 1) of ``size`` of the occupation's
     items; one of them, drawn at random, is the check card, and the position it
-    asks for is drawn at random too.
+    asks for is drawn at random among those its study's format can ask for
+    (``check_positions``).
     """
     study = study or studies.default_study()
     rng = random.Random(seed)
@@ -182,7 +218,7 @@ def build_check_tasks(
             if len(items) < 2:
                 break
             card = rng.choice(items)
-            position = rng.randrange(len(items))
+            position = rng.choice(check_positions(study, len(items)))
             _create(study, occupation, items, check_item=card, check_position=position)
             made += 1
     return made

@@ -2,6 +2,7 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django.db import transaction
 
+from annotation.models.studies import question_refusal
 from annotation.studies import lifecycle as studies
 from annotation.studies.tasks_builder import build_study_tasks
 from core.commands import ServiceCommand
@@ -65,6 +66,8 @@ class Command(ServiceCommand):
             )
         if not 0 <= agreement_fraction <= 1:
             raise CommandError("--agreement-fraction must be between 0 and 1")
+        if problem := question_refusal(study.question_format, size, study.question_k):
+            raise CommandError(f"--size {size} does not fit study {study.slug}: {problem}")
         gold, checks = options["gold_per_occupation"], options["checks_per_occupation"]
         reason = options["quality_off_reason"]
         if (gold or 0) < 0 or (checks or 0) < 0:

@@ -1,0 +1,114 @@
+"""How a synthetic annotator answers a task in its study's question format (issue 40).
+
+A careful annotator perceives a score per card (``simulation.latent_order``'s model:
+lower = more stereotypical) and answers the format from it (``from_scores``):
+
+* ``rank``: every card in order of its score;
+* ``rank_ties``: the same order, with neighbours whose scores differ by less than
+  ``TIE_MARGIN`` called equal (a chain of close cards becomes one tier);
+* ``top_k``: the k lowest scores in order, the rest together;
+* ``best_worst``: the lowest and the highest, the rest together;
+* ``pairwise``: the lower of the two first, or "equal" within ``TIE_MARGIN``.
+
+An attention-check card is put where its instruction says (``check_positions``: always a
+place the format can state), alone in its tier. Careless annotators answer the format from
+a random or the shown order (``from_order``); the ``equal`` kind calls every card equal
+where the format allows it (rank_ties, pairwise) and keeps the shown order elsewhere.
+
+The seconds a careful answer takes (``careful_seconds``) are a simulation's assumption,
+not a measurement: about 8 s a card for an order of every card (rank, rank_ties), 6 s a card
+for picking k or the two ends, 5 s a pair.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+
+from annotation.models import Study
+from annotation.stats.tiers import Tiers, strict
+
+Q = Study.Question
+TIE_MARGIN = 0.05
+
+
+def _place_card(order: list[int], card: int | None, position: int | None) -> list[int]:
+    order = [i for i in order if i != card]
+    if card is not None:
+        order.insert(min(position or 0, len(order)), card)
+    return order
+
+
+def from_order(
+    order: Sequence[int],
+    question: str,
+    k: int | None = None,
+    ties: Sequence[bool] = (),
+    card: int | None = None,
+) -> Tiers:
+    """A strict ``order`` as the format's answer; ``ties[i]``: card i and i + 1 are close
+    (rank_ties and pairwise call them equal; never the check ``card``)."""
+    order = list(order)
+    n = len(order)
+    if question == Q.TOP_K:
+        return (*strict(order[:k]), tuple(order[k:]))
+    if question == Q.BEST_WORST:
+        return ((order[0],), tuple(order[1:-1]), (order[-1],))
+    if question in (Q.RANK_TIES, Q.PAIRWISE):
+        tiers: list[list[int]] = [[order[0]]]
+        for i in range(1, n):
+            close = i - 1 < len(ties) and ties[i - 1] and card not in (order[i - 1], order[i])
+            if close:
+                tiers[-1].append(order[i])
+            else:
+                tiers.append([order[i]])
+        return tuple(tuple(t) for t in tiers)
+    return strict(order)
+
+
+def from_scores(
+    scores: Mapping[int, float],
+    question: str,
+    k: int | None = None,
+    card: int | None = None,
+    position: int | None = None,
+) -> Tiers:
+    """A careful annotator's answer from the scores they perceive (module docstring)."""
+    order = _place_card(sorted(scores, key=lambda pk: (scores[pk], pk)), card, position)
+    ties = [
+        abs(scores[a] - scores[b]) < TIE_MARGIN if card not in (a, b) else False
+        for a, b in zip(order, order[1:], strict=False)
+    ]
+    return from_order(order, question, k, ties, card)
+
+
+def careless(
+    kind: str, shown: list[int], question: str, k: int | None, rng: random.Random
+) -> tuple[Tiers, float]:
+    """A careless annotator's answer of the shown cards and the seconds it took (kinds:
+    ``annotation.models.SyntheticKind``)."""
+    order = list(shown)
+    if kind == "equal" and question in (Q.RANK_TIES, Q.PAIRWISE):
+        return (tuple(order),), round(rng.uniform(1.0, 3.0), 1)
+    if kind == "random":
+        order = sorted(order)  # a seeded order whatever the (random) shown order
+        rng.shuffle(order)
+        return from_order(order, question, k), round(rng.uniform(2.0, 4.0) * len(order), 1)
+    if kind == "hurried":
+        order.insert(0, order.pop(rng.randrange(len(order))))
+        return from_order(order, question, k), round(rng.uniform(1.0, 4.0), 1)
+    if kind in ("shown", "equal"):
+        return from_order(order, question, k), round(rng.uniform(1.0, 3.0), 1)
+    raise ValueError(f"not a careless kind: {kind!r}")
+
+
+SECONDS_PER_CARD = {Q.RANK: 8.0, Q.RANK_TIES: 8.0, Q.TOP_K: 6.0, Q.BEST_WORST: 6.0}
+SECONDS_PER_PAIR = 5.0
+
+
+def careful_seconds(question: str, cards: int, rng: random.Random) -> float:
+    """The seconds a careful answer takes (module docstring), at least 2."""
+    if question == Q.PAIRWISE:
+        return round(max(2.0, rng.gauss(SECONDS_PER_PAIR, 2.0)), 1)
+    mean = SECONDS_PER_CARD.get(question, 8.0) * cards
+    return round(max(5.0, rng.gauss(mean, 10.0)), 1)
