@@ -17,6 +17,7 @@ It reads the database through the selectors and computes with the Django-free
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections.abc import Iterable, Mapping
 
 from django.conf import settings
@@ -32,6 +33,7 @@ from annotation.stats.breakdown import breakdown
 from annotation.stats.gold import AttentionCheck, annotator_quality
 from annotation.stats.position_bias import position_bias
 from annotation.stats.records import RankingRecord
+from annotation.stats.split_half import split_half
 from annotation.stats.tiers import flatten, without
 from core.json import json_safe
 from core.languages import GROUPING
@@ -134,6 +136,20 @@ def annotator_rows(
     return json_safe(sorted(rows, key=lambda r: r["pseudonym"]))
 
 
+def time_on_task(records: list[RankingRecord]) -> dict:
+    """The time the rankings that count took (those with a time): how many, the median
+    seconds of one, the annotator-minutes in all and the rankings per annotator-minute,
+    so a study can weigh its reliability against the time its format asks."""
+    seconds = sorted(r.seconds for r in records if r.seconds is not None)
+    total = sum(seconds)
+    return {
+        "rankings_timed": len(seconds),
+        "median_seconds": statistics.median(seconds) if seconds else None,
+        "annotator_minutes": total / 60,
+        "rankings_per_minute": len(seconds) / (total / 60) if total else None,
+    }
+
+
 def _scope(study: Study | None) -> list[Study] | None:
     return None if study is None else [study]
 
@@ -159,9 +175,13 @@ def quality_report(
     # participants saw (issue 37: "Tasks of 5 cards" where every task showed 6).
     checks = consented.inputs.checks
     bias = position_bias([r for r in records if r.task_id not in checks], n_boot=n_boot, seed=seed)
+    study_row = study or Study.objects.get(slug=DEFAULT_STUDY_SLUG)
     return json_safe(
         {
-            "study": study.slug if study is not None else DEFAULT_STUDY_SLUG,
+            "study": study_row.slug,
+            "question_format": study_row.question_format,
+            "split_half": split_half(records, n_boot=n_boot, seed=seed).as_dict(),
+            "time_on_task": time_on_task(records),
             "include_synthetic": include_synthetic,
             "n_boot": n_boot,
             "n_rankings": len(records),

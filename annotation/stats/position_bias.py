@@ -3,7 +3,10 @@
 Each task is shown in a random order (per annotator), so with no position bias
 a ranking read in shown order is a uniformly random permutation (rankingQ,
 Atsusaka & Kim, Political Analysis). Three reads, per task
-size K (rankings without a known shown order, and K < 2, are left out):
+size K (rankings without a known shown order, and K < 2, are left out; so are rankings with
+a tier of several items, issue 40: tied places are not a permutation, and the tests below
+rest on one. A format with ties finds its careless answers by the untouched rate of each
+annotator, ``gold.annotator_quality``, where calling everything equal counts as untouched):
 
 1. **Shown x final table**: ``table[s][f]`` counts the items shown at position
    ``s`` that were submitted at position ``f``. Test: ``scipy.stats.
@@ -134,7 +137,7 @@ def shown_final_tau(record: RankingRecord) -> float:
 def _usable(records: Iterable[RankingRecord]) -> dict[int, list[RankingRecord]]:
     per_k: dict[int, list[RankingRecord]] = defaultdict(list)
     for r in records:
-        if r.shown_order and r.k >= 2:
+        if r.shown_order and r.k >= 2 and r.tiers is None:
             per_k[r.k].append(r)
     return dict(sorted(per_k.items()))
 

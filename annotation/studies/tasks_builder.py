@@ -49,6 +49,16 @@ def mixed_chunks(items_by_type: dict[str, list], size: int) -> list[list]:
 
 
 PAIR_CHUNK = 6
+# Formats whose answer has a fixed shape (k singles and the rest; best, middle, worst): every
+# task holds the study's task size, a short chunk filled up (``filled``).
+FIXED_SIZE = (Study.Question.TOP_K, Study.Question.BEST_WORST)
+
+
+def filled(chunk: list, pool: list, size: int, rng: random.Random) -> list:
+    """``chunk`` (cut down or) topped up to ``size`` with other items of ``pool`` (drawn at
+    random; an item may then be in two tasks, as gold and check tasks' items are)."""
+    others = [item for item in pool if item not in chunk]
+    return chunk[:size] + rng.sample(others, min(len(others), max(0, size - len(chunk))))
 
 
 def cycle_pairs(chunk: list) -> list[list]:
@@ -109,6 +119,9 @@ def build_tasks(
         chunks = mixed_chunks(dict(sorted(by_type.items())), PAIR_CHUNK if pairwise else size)
         if pairwise:
             chunks = [pair for chunk in chunks for pair in cycle_pairs(chunk)]
+        elif study.question_format in FIXED_SIZE:
+            pool = [item for items in by_type.values() for item in items]
+            chunks = [filled(chunk, pool, size, rng) for chunk in chunks]
         planned += [(occupation_id, c) for c in chunks]
     shared = agreement_subset([o for o, _ in planned], agreement_fraction, rng)
     for i, (occupation_id, chunk) in enumerate(planned):
@@ -136,6 +149,8 @@ def _sample_chunk(
     if gold and size == 2 and by_type[PromptType.STEREOTYPICAL] and by_type[PromptType.DIVERSE]:
         return [by_type[PromptType.STEREOTYPICAL][0], by_type[PromptType.DIVERSE][0]]
     chunks = mixed_chunks(dict(sorted(by_type.items())), size)
+    if chunks and study.question_format in FIXED_SIZE:
+        return filled(chunks[0], [i for items in by_type.values() for i in items], size, rng)
     return chunks[0][:size] if chunks else []
 
 

@@ -19,6 +19,17 @@ def fmt(estimate: dict | None) -> str:
     return out
 
 
+def time_line(time: dict) -> str:
+    """The time on task in one line (``report.time_on_task``)."""
+    if not time["rankings_timed"]:
+        return "no ranking has a time"
+    return (
+        f"{time['rankings_timed']} rankings timed, median {time['median_seconds']:.1f} s, "
+        f"{time['annotator_minutes']:.1f} annotator-minutes, "
+        f"{time['rankings_per_minute']:.2f} rankings per minute"
+    )
+
+
 def num(value, spec: str = ".2f") -> str:
     return "-" if value is None else format(value, spec)
 
@@ -75,6 +86,9 @@ class Command(ServiceCommand):
             f"  Kendall's W        {fmt(overall['kendall_w'])}",
             f"  alpha (ordinal)    {fmt(overall['alpha_ordinal'])}",
             f"  alpha (interval)   {fmt(overall['alpha_interval'])}",
+            f"  split-half (S-B)   {fmt(report['split_half'])}",
+            "",
+            f"Time on task ({report['question_format']}): " + time_line(report["time_on_task"]),
             "",
             "Per occupation:              tasks  W                      alpha (ordinal)",
         ]
