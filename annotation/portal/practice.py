@@ -4,8 +4,10 @@ order is never a ranking, an assignment or a label."""
 
 from dataclasses import dataclass
 
-from annotation.models import Item, Occupation, PromptType
-from annotation.rankings.tiers import validate_order
+from annotation.models import Item, Occupation, PromptType, Study
+from annotation.rankings.tiers import validate
+from annotation.stats.tiers import places
+from annotation.studies.answering import from_order
 
 # The reference: the order the catalogue's prompts were written for.
 REFERENCE_TYPES = [PromptType.STEREOTYPICAL, PromptType.NEUTRAL, PromptType.DIVERSE]
@@ -23,6 +25,12 @@ class PracticeTask:
 
     occupation: Occupation
     reference: list[Item]
+    question: str = Study.Question.RANK
+
+    @property
+    def k(self) -> int | None:
+        """top_k's k in practice: one of the three images."""
+        return 1 if self.question == Study.Question.TOP_K else None
 
     @property
     def shown(self) -> list[Item]:
@@ -42,8 +50,9 @@ class Feedback:
         return self.in_place == len(self.rows)
 
 
-def practice_task() -> PracticeTask | None:
-    """The first occupation (by name) whose original prompts of every type have an image."""
+def practice_task(question: str = Study.Question.RANK) -> PracticeTask | None:
+    """The first occupation (by name) whose original prompts of every type have an image,
+    asked in ``question`` (a pair: its stereotypical and its diverse image)."""
     items = (
         Item.objects.filter(prompt__origin=None, prompt__prompt_type__in=REFERENCE_TYPES)
         .select_related("prompt__occupation")
@@ -55,21 +64,25 @@ def practice_task() -> PracticeTask | None:
         first.setdefault(item.prompt.prompt_type, item)
         if len(first) == len(REFERENCE_TYPES):
             reference = [first[t] for t in REFERENCE_TYPES]
-            return PracticeTask(item.prompt.occupation, reference)
+            if question == Study.Question.PAIRWISE:
+                reference = [reference[0], reference[-1]]
+            return PracticeTask(item.prompt.occupation, reference, question)
     return None
 
 
-def check(task: PracticeTask, order: list[int]) -> Feedback:
-    """Compare an order of the task's item ids with the reference; refuses any other list."""
-    validate_order(order, {item.pk for item in task.reference})
-    chosen = {item_id: position for position, item_id in enumerate(order, start=1)}
+def check(task: PracticeTask, answer: list) -> Feedback:
+    """Compare an answer (an order, or tiers in the task's format) with the reference's
+    answer in that format, image by image, by their places; refuses any other answer."""
+    ids = [item.pk for item in task.reference]
+    tiers = validate(answer, set(ids), task.question, task.k)
+    yours, reference = places(tiers), places(from_order(ids, task.question, task.k))
     rows = [
         {
             "item": item,
-            "yours": chosen[item.pk],
-            "reference": position,
+            "yours": yours[item.pk] + 1,
+            "reference": reference[item.pk] + 1,
             "why": WHY[item.prompt.prompt_type],
         }
-        for position, item in enumerate(task.reference, start=1)
+        for item in task.reference
     ]
     return Feedback(rows, sum(row["yours"] == row["reference"] for row in rows))

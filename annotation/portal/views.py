@@ -22,7 +22,7 @@ from annotation.assignment.selectors import shown_cards
 from annotation.errors import AnnotationError, AnnotatorExcluded, GroupFull, RankedBefore
 from annotation.models import AnnotatorStatus
 from annotation.participants import admission, content, recruitment, services
-from annotation.portal import device, practice
+from annotation.portal import answers, device, practice
 from annotation.portal import forms as demographics_forms
 from annotation.portal.study_views import turned_away
 from annotation.rankings import selectors
@@ -179,24 +179,32 @@ def instructions(request):
     return render(
         request,
         "portal/instructions.html",
-        {"text": text.text, "version": text.version, "k": studies.task_size(study)},
+        {
+            "text": text.text,
+            "version": text.version,
+            "k": studies.task_size(study),
+            "question": study.question_format,
+            "top": study.question_k,
+        },
     )
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def practice_task(request):
-    """A practice ranking checked against the reference order; never stored."""
-    task = practice.practice_task()
-    context = {"practice": task, "action": reverse("portal:practice")}
+    """A practice task in the study's format, checked against the reference; never stored."""
+    question = services.get_profile(request.user).study.question_format
+    task = practice.practice_task(question)
+    context = {"practice": task, "action": reverse("portal:practice"), "question": question}
     if task is None:
         return render(request, "portal/practice.html", context)
     labels = {item.pk: _card_label(i) for i, item in enumerate(task.shown)}
     shown = task.shown
     if request.method == "POST":
-        order = _parse_order(request.POST.get("order", ""))
+        answer = None
         try:
-            feedback = practice.check(task, order)
+            answer = answers.from_post(request.POST)
+            feedback = practice.check(task, answer)
         except AnnotationError as error:
             messages.error(request, error.message)
         else:
@@ -208,8 +216,9 @@ def practice_task(request):
                     gettext("%(placed)s of %(count)s images are where the reference puts them.")
                     % {"placed": feedback.in_place, "count": len(feedback.rows)},
                 )
-            by_id = {item.pk: item for item in task.reference}
-            shown = [by_id[i] for i in order]
+            if isinstance(answer, list) and all(isinstance(i, int) for i in answer):
+                by_id = {item.pk: item for item in task.reference}
+                shown = [by_id[i] for i in answer]
             context["feedback"] = feedback
             context["rows"] = [dict(row, label=labels[row["item"].pk]) for row in feedback.rows]
     context.update(
@@ -225,8 +234,10 @@ def practice_task(request):
         ],
         k=len(shown),
         order=",".join(str(item.pk) for item in shown),
+        places=range(1, (task.k or 0) + 1),
     )
-    return render(request, "portal/practice.html", context)
+    page = "portal/choose.html" if question in answers.CHOICE_PAGES else "portal/practice.html"
+    return render(request, page, context)
 
 
 def _to_home(request, error: AnnotationError):
@@ -255,13 +266,6 @@ def _number(raw: str | None, kind: type, low: float, high: float = float("inf"))
     return value if low <= value <= high else None
 
 
-def _parse_order(raw: str):
-    try:
-        return [int(part) for part in raw.split(",") if part.strip()]
-    except ValueError:
-        return raw  # annotation.rankings.tiers.validate refuses it with a clear message
-
-
 @never_cache  # back or reload asks again: a task ranked meanwhile is never shown anew
 @consent_required
 @require_http_methods(["GET", "POST"])
@@ -277,7 +281,7 @@ def rank(request):
             services.submit_ranking(
                 profile,
                 task_id,
-                _parse_order(request.POST.get("order", "")),
+                answers.from_post(request.POST),
                 _number(request.POST.get("seconds_spent"), float, 0),
                 _number(request.POST.get("viewport_width"), int, 1, services.MAX_VIEWPORT_WIDTH),
                 request.portal_language or "",
@@ -321,9 +325,11 @@ def rank(request):
         for i, card in enumerate(shown_cards(assignment))
     ]
     stats = selectors.progress(profile)
+    study = assignment.task.study
+    question = study.question_format
     return render(
         request,
-        "portal/rank.html",
+        "portal/choose.html" if question in answers.CHOICE_PAGES else "portal/rank.html",
         {
             "assignment": assignment,
             "task": assignment.task,
@@ -332,6 +338,8 @@ def rank(request):
             "order": ",".join(str(card["id"]) for card in cards),
             "done": stats["done"],
             "quota": stats["quota"],
+            "question": question,
+            "places": range(1, (study.question_k or 0) + 1),
         },
     )
 

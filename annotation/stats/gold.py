@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -107,7 +108,8 @@ class AnnotatorQuality(AsDict):
 
     ``gold_score``: mean over ``n_gold`` gold tasks. ``check_pass_rate``:
     ``1 - n_checks_failed / n_checks``. ``median_seconds``: over the rankings
-    with a time. ``untouched_rate``: ``n_untouched / n_with_shown_order``.
+    with a time. ``untouched_rate``: ``n_untouched / n_with_shown_order``;
+    ``untouched_chance``: the mean of ``untouched_chance`` over those rankings.
     """
 
     annotator: Annotator
@@ -121,6 +123,17 @@ class AnnotatorQuality(AsDict):
     n_with_shown_order: int
     n_untouched: int
     untouched_rate: float
+    untouched_chance: float = 0.0
+
+
+def untouched_chance(record: RankingRecord) -> float:
+    """The probability that an answer of this record's shape (its tiers' sizes) is the
+    shown order by chance: ``prod(size!) / K!``; 0 for everything in one tier, which no
+    judgement of several different images gives by chance."""
+    sizes = [len(t) for t in record.tiered()]
+    if len(sizes) < 2:
+        return 0.0
+    return math.prod(math.factorial(s) for s in sizes) / math.factorial(record.k)
 
 
 def _ratio(num: float, den: int) -> float:
@@ -147,6 +160,7 @@ def annotator_quality(
         results = [checks[r.task_id].passed(r.order, r.tiers) for r in rs if r.task_id in checks]
         seconds = [r.seconds for r in rs if r.seconds is not None]
         known = [r.untouched for r in rs if r.untouched is not None]
+        chances = [untouched_chance(r) for r in rs if r.untouched is not None]
         failed = results.count(False)
         out[annotator] = AnnotatorQuality(
             annotator=annotator,
@@ -160,5 +174,6 @@ def annotator_quality(
             n_with_shown_order=len(known),
             n_untouched=sum(known),
             untouched_rate=_ratio(sum(known), len(known)),
+            untouched_chance=_ratio(sum(chances), len(chances)),
         )
     return out

@@ -20,6 +20,13 @@ short of the line (a gold score of exactly 0.3, an untouched rate of exactly
 one half, one failed check). Setting a margin to 0 keeps only the first kind.
 The defaults follow the quality issue (#9); two failed checks before rejection
 follows Prolific's published attention-check rules.
+
+The untouched line is a share of what chance leaves (issue 40): an answer in the shown
+order happens by chance with probability ``c`` (``gold.untouched_chance``: 1/K! for a
+strict order of K, 1/2 for a pair, 1/12 for best-worst or the top 2 of 4), so the line is
+``c + (1 - c) x untouched_max_rate``, the mean ``c`` of the annotator's answers: about
+one half for rankings of six (1/720 moves it by 0.0007), about three quarters for pairs,
+where a careful annotator keeps the shown order half the time.
 """
 
 from __future__ import annotations
@@ -103,7 +110,9 @@ class Policy:
         return None
 
     def _untouched(self, q: AnnotatorQuality) -> tuple[str, str] | None:
-        n, rate, line = q.n_with_shown_order, q.untouched_rate, self.untouched_max_rate
+        n, rate = q.n_with_shown_order, q.untouched_rate
+        chance = q.untouched_chance if q.untouched_chance == q.untouched_chance else 0.0
+        line = chance + (1 - chance) * self.untouched_max_rate
         if n == 0:
             return None
         said = f"{q.n_untouched} of {n} rankings submitted in the shown order"

@@ -204,3 +204,23 @@ def test_the_same_tiers_again_are_the_stored_ranking_and_others_are_refused(
     with pytest.raises(RankedBefore):
         services.submit_ranking(profile, task.pk, [[a, b], [c]])
     assert Ranking.objects.count() == 1
+
+
+def test_the_untouched_line_is_a_share_of_what_chance_leaves():
+    from annotation.stats.gold import annotator_quality, untouched_chance
+    from annotation.stats.policy import Policy
+
+    def rec(n, ranked, shown):
+        order = [i for t in ranked for i in t]
+        return RankingRecord(f"t{n}", "x", "nurse", order, shown, tiers=ranked)
+
+    assert untouched_chance(rec(0, (("a",), ("b",), ("c",)), ("a", "b", "c"))) == 1 / 6
+    assert untouched_chance(rec(0, (("a",), ("b",)), ("a", "b"))) == 1 / 2
+    assert untouched_chance(rec(0, (("a",), ("b", "c"), ("d",)), ("a", "b", "c", "d"))) == 2 / 24
+    assert untouched_chance(rec(0, (("a", "b"),), ("a", "b"))) == 0
+    # pairs: a careful annotator keeps the shown order about half the time; 6 of 10 is fine
+    pairs = [rec(n, (("a",), ("b",)) if n < 6 else (("b",), ("a",)), ("a", "b")) for n in range(10)]
+    decided = Policy().decide(annotator_quality(pairs)["x"])
+    assert decided.status == "ok", decided  # the line: 1/2 + 1/2 x 1/2 = 75%
+    always = [rec(n, (("a",), ("b",)), ("a", "b")) for n in range(10)]
+    assert Policy().decide(annotator_quality(always)["x"]).status == "excluded"
