@@ -25,10 +25,17 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from annotation.models import Study
 from annotation.stats.tiers import Tiers, strict
 
-Q = Study.Question
+# ``Study.Question``'s values: plain strings, so that this module imports no Django and a
+# benchmark can answer in every format without a database (benchmarks/formats.py).
+RANK, RANK_TIES, TOP_K, BEST_WORST, PAIRWISE = (
+    "rank",
+    "rank_ties",
+    "top_k",
+    "best_worst",
+    "pairwise",
+)
 TIE_MARGIN = 0.05
 
 
@@ -50,11 +57,11 @@ def from_order(
     (rank_ties and pairwise call them equal; never the check ``card``)."""
     order = list(order)
     n = len(order)
-    if question == Q.TOP_K:
+    if question == TOP_K:
         return (*strict(order[:k]), tuple(order[k:]))
-    if question == Q.BEST_WORST:
+    if question == BEST_WORST:
         return ((order[0],), tuple(order[1:-1]), (order[-1],))
-    if question in (Q.RANK_TIES, Q.PAIRWISE):
+    if question in (RANK_TIES, PAIRWISE):
         tiers: list[list[int]] = [[order[0]]]
         for i in range(1, n):
             close = i - 1 < len(ties) and ties[i - 1] and card not in (order[i - 1], order[i])
@@ -88,7 +95,7 @@ def careless(
     """A careless annotator's answer of the shown cards and the seconds it took (kinds:
     ``annotation.models.SyntheticKind``)."""
     order = list(shown)
-    if kind == "equal" and question in (Q.RANK_TIES, Q.PAIRWISE):
+    if kind == "equal" and question in (RANK_TIES, PAIRWISE):
         return (tuple(order),), round(rng.uniform(1.0, 3.0), 1)
     if kind == "random":
         order = sorted(order)  # a seeded order whatever the (random) shown order
@@ -102,13 +109,13 @@ def careless(
     raise ValueError(f"not a careless kind: {kind!r}")
 
 
-SECONDS_PER_CARD = {Q.RANK: 8.0, Q.RANK_TIES: 8.0, Q.TOP_K: 6.0, Q.BEST_WORST: 6.0}
+SECONDS_PER_CARD = {RANK: 8.0, RANK_TIES: 8.0, TOP_K: 6.0, BEST_WORST: 6.0}
 SECONDS_PER_PAIR = 5.0
 
 
 def careful_seconds(question: str, cards: int, rng: random.Random) -> float:
     """The seconds a careful answer takes (module docstring), at least 2."""
-    if question == Q.PAIRWISE:
+    if question == PAIRWISE:
         return round(max(2.0, rng.gauss(SECONDS_PER_PAIR, 2.0)), 1)
     mean = SECONDS_PER_CARD.get(question, 8.0) * cards
     return round(max(5.0, rng.gauss(mean, 10.0)), 1)

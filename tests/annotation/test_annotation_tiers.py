@@ -224,3 +224,67 @@ def test_the_untouched_line_is_a_share_of_what_chance_leaves():
     assert decided.status == "ok", decided  # the line: 1/2 + 1/2 x 1/2 = 75%
     always = [rec(n, (("a",), ("b",)), ("a", "b")) for n in range(10)]
     assert Policy().decide(annotator_quality(always)["x"]).status == "excluded"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rankings_stored_before_tiers_keep_every_label():
+    """Rankings stored before tiers (migration 0023) are strict rankings whose positions
+    are their tier indexes: the labels after the migration are the ones computed before,
+    mean position / (K - 1) over the historical rows, on SQLite and PostgreSQL alike."""
+    from collections import defaultdict
+
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    from annotation.rankings.label_sql import aggregated_labels
+
+    executor = MigrationExecutor(connection)
+    before = [("annotation", "0022_content_languages")]
+    after = executor.loader.graph.leaf_nodes()
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    model = old.get_model
+    study = model("annotation", "Study").objects.create(slug="s", name="S", platform="generic")
+    occupation = model("annotation", "Occupation").objects.create(name="nurse", slug="nurse")
+    prompt = model("annotation", "Prompt").objects.create(
+        occupation=occupation, prompt_type="neutral", text="A nurse"
+    )
+    items = [
+        model("annotation", "Item").objects.create(
+            prompt=prompt, image=f"{i}.png", image_sha256=str(i), study=study
+        )
+        for i in range(4)
+    ]
+    user_model = model("auth", "User")
+    orders = [[0, 1, 2, 3], [3, 1, 0, 2], [1, 0, 3, 2]]
+    for n, order in enumerate(orders):
+        task = model("annotation", "RankingTask").objects.create(
+            study=study, occupation=occupation, overlap=3
+        )
+        user = user_model.objects.create(username=f"u{n}")
+        profile = model("annotation", "AnnotatorProfile").objects.create(user=user, study=study)
+        ids = [items[i].pk for i in order]
+        ranking = model("annotation", "Ranking").objects.create(
+            task=task, annotator=profile, order=ids, shown_order=ids
+        )
+        for position, item in enumerate(ids):
+            model("annotation", "RankedItem").objects.create(
+                ranking=ranking, item_id=item, position=position, shown_position=position
+            )
+    expected: dict[int, list[float]] = defaultdict(list)
+    for row in model("annotation", "RankedItem").objects.all():
+        expected[row.item_id].append(row.position / 3)
+    expected = {item: sum(v) / len(v) for item, v in expected.items()}
+    MigrationExecutor(connection).migrate(after)
+    from annotation.models import Consent, ConsentText
+    from annotation.rankings.selectors import label_rows
+
+    text = ConsentText.objects.create(study_id=study.pk, version=1, text="t")
+    for profile in model("annotation", "AnnotatorProfile").objects.all():
+        Consent.objects.create(annotator_id=profile.pk, text=text)
+    from annotation.models import Study as Current
+
+    scope = [Current.objects.get(pk=study.pk)]
+    assert item_labels(label_rows(studies=scope)) == pytest.approx(expected)
+    if connection.vendor == "postgresql":
+        assert aggregated_labels(False, [], studies=scope).labels == pytest.approx(expected)
