@@ -17,6 +17,7 @@ from django.db.models import F
 
 from annotation.models import RankingTask
 from annotation.rankings.selectors import counted_rankings
+from annotation.stats.tiers import of_ranking, without
 from core.queue import after_commit
 
 TASK = "annotation.tasks.adapt_overlap"
@@ -41,10 +42,10 @@ def adapt(task_id: int) -> bool:
         return False
     card = task.check_item_id
     orders = [
-        [i for i in order if i != card]
-        for order in counted_rankings(include_synthetic=True)
+        [list(t) for t in without(of_ranking(order, tiers), card)]
+        for order, tiers in counted_rankings(include_synthetic=True)
         .filter(task_id=task_id)
-        .values_list("order", flat=True)
+        .values_list("order", "tiers")
     ]
     knobs = settings.STEREORANK["ADAPTIVE_OVERLAP"]
     full = task.ranking_count == task.overlap

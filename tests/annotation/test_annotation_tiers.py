@@ -288,3 +288,16 @@ def test_rankings_stored_before_tiers_keep_every_label():
     assert item_labels(label_rows(studies=scope)) == pytest.approx(expected)
     if connection.vendor == "postgresql":
         assert aggregated_labels(False, [], studies=scope).labels == pytest.approx(expected)
+
+
+def test_a_pairs_agreement_is_its_squared_majority_margin():
+    from annotation.stats.overlap import task_agreement
+
+    assert task_agreement([[["a"], ["b"]]] * 3) == pytest.approx(1.0)
+    three_one = [[["a"], ["b"]]] * 3 + [[["b"], ["a"]]]
+    assert task_agreement(three_one) == pytest.approx(((3 - 1) / 4) ** 2)
+    # "equal" as a tie: rank sums 3.5 and 5.5 about 4.5, S = 2; the tie correction takes
+    # m (2^3 - 2) = 18 off m^2 (n^3 - n) = 54: W = 12 x 2 / 36
+    with_equal = [[["a"], ["b"]], [["a"], ["b"]], [["a", "b"]]]
+    assert task_agreement(with_equal) == pytest.approx(2 / 3)
+    assert task_agreement([[1, 2, 3], [1, 2, 3]]) == pytest.approx(1.0)  # orders as before

@@ -35,7 +35,7 @@ from training_study import embedding_cache, training_storage  # noqa: F401
 
 from annotation.access.models import StudyMembership
 from annotation.assignment.next_task import next_task
-from annotation.models import Study
+from annotation.models import Ranking, Study
 from annotation.models.studies import Participation
 from annotation.participants import services
 from scoring.scorer import reset_scorer
@@ -148,6 +148,7 @@ def test_every_readme_block_runs_as_written(
     check_validation(outputs, tmp_path)
     check_scoring(outputs)
     check_prolific_walk()
+    check_best_worst(outputs)
     assert "lab" in outputs["create_annotator"][-1]
     assert "wave-2" in outputs["access_log"][0] or outputs["access_log"][0] == ""
 
@@ -171,9 +172,9 @@ def check_training(outputs: dict[str, list[str]]) -> None:
         outputs["compare"][0],
     )
     assert diff and (diff.group(2), diff.group(3)) != ("+0.000", "+0.000"), outputs["compare"]
-    imported = Checkpoint.objects.order_by("-version").first()
+    imported = Checkpoint.objects.get(version=4)
     v1 = Checkpoint.objects.get(version=1)
-    assert imported.version == 4 and imported.threshold == v1.threshold  # the card's, not 0.12
+    assert imported.run_id is None and imported.threshold == v1.threshold  # the card's
 
 
 def check_validation(outputs: dict[str, list[str]], folder: Path) -> None:
@@ -198,6 +199,21 @@ def check_scoring(outputs: dict[str, list[str]]) -> None:
     scored = outputs["score"][0].splitlines()
     scores = {line[25:].strip(): float(line.split()[0]) for line in scored[1:]}
     assert scores[DIVERSE] > scores[PLAIN], scored
+
+
+def check_best_worst(outputs: dict[str, list[str]]) -> None:
+    """The best-worst study: its answers are best-worst tiers, its quality report gives a
+    split-half reliability with an interval, v5 trained on its labels, v1 active again."""
+    from annotation.stats.tiers import of_ranking
+
+    rankings = Ranking.objects.filter(task__study__slug="faces", task__check_item=None)
+    shapes = {tuple(len(t) for t in of_ranking(r.order, r.tiers)) for r in rankings}
+    assert shapes == {(1, 2, 1)}, shapes
+    report = next(o for o in outputs["quality"] if "split-half" in o and "best_worst" in o)
+    assert re.search(r"split-half \(S-B\)\s+0\.\d+ \[", report), report
+    assert Checkpoint.objects.get(version=5).snapshot_id == 2
+    active = Checkpoint.objects.get(status=Checkpoint.Status.ACTIVE)
+    assert active.version == 1
 
 
 def check_prolific_walk() -> None:
