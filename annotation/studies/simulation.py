@@ -81,7 +81,7 @@ from annotation.models import (
 from annotation.models.studies import DEFAULT_STUDY_SLUG
 from annotation.participants import services
 from annotation.rankings import selectors
-from annotation.stats.tiers import flatten
+from annotation.stats.tiers import flatten, is_strict
 from annotation.studies import answering
 from annotation.studies import lifecycle as studies
 
@@ -285,6 +285,12 @@ def careless_kinds(count: int, fraction: float, seed: int, ties: bool = False) -
     return kinds
 
 
+def as_answer(tiers) -> list:
+    """Tiers as the submit takes them: a strict one as its order (a blinded task's answer
+    names its cards in order), else the tiers."""
+    return flatten(tiers) if is_strict(tiers) else [list(t) for t in tiers]
+
+
 def careless_order(kind: str, shown: list[int], rng: random.Random) -> tuple[list[int], float]:
     """A careless annotator's strict order of the shown cards and the seconds it took."""
     tiers, seconds = answering.careless(kind, shown, Study.Question.RANK, None, rng)
@@ -396,13 +402,13 @@ def simulate(
                 kept = [i for i in items if i.pk != card]
                 scores = latent_scores(kept, profile.demographics, rng, views)
                 tiers = answering.from_scores(scores, question, k, card, task.check_position)
-                order = [list(t) for t in tiers]
+                order = as_answer(tiers)
                 seconds = answering.careful_seconds(question, len(items), rng)
             else:
                 tiers, seconds = answering.careless(
                     kinds[n], assignment.shown_order, question, k, rng
                 )
-                order = [list(t) for t in tiers]
+                order = as_answer(tiers)
             # A synthetic annotator has no participation, so no portal language: none read.
             _, created = services.submit_ranking(
                 profile, task.pk, order, seconds_spent=seconds, language=""
