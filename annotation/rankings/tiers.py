@@ -30,18 +30,23 @@ def validate_order(order, item_ids: set[int]) -> list[int]:
     """An order must be exactly a permutation of the task's item ids (which the message
     names: call it only with a task the caller may see)."""
     check_order_shape(order)
-    missing, foreign = item_ids - set(order), set(order) - item_ids
-    if missing or foreign:
-        parts = []
-        if missing:
-            parts.append(gettext("missing items %(ids)s") % {"ids": sorted(missing)})
-        if foreign:
-            parts.append(gettext("items not in this task %(ids)s") % {"ids": sorted(foreign)})
+    if problems := _coverage(set(order), item_ids):
         raise InvalidAnswer(
             gettext("The order must rank exactly this task's %(count)s items: %(problems)s.")
-            % {"count": len(item_ids), "problems": "; ".join(parts)}
+            % {"count": len(item_ids), "problems": problems}
         )
     return order
+
+
+def _coverage(given: set[int], item_ids: set[int]) -> str:
+    """What an answer misses of the task's items and holds beyond them ("" when neither)."""
+    missing, foreign = item_ids - given, given - item_ids
+    parts = []
+    if missing:
+        parts.append(gettext("missing items %(ids)s") % {"ids": sorted(missing)})
+    if foreign:
+        parts.append(gettext("items not in this task %(ids)s") % {"ids": sorted(foreign)})
+    return "; ".join(parts)
 
 
 def parse(answer) -> list[list]:
@@ -85,17 +90,10 @@ def validate(answer, item_ids: set[int], question: str, k: int | None = None) ->
     ):
         raise InvalidAnswer(gettext("The most and the least stereotypical card must differ."))
     tiers = parse(answer)
-    flat = set(flatten(tiers))
-    missing, foreign = item_ids - flat, flat - item_ids
-    if missing or foreign:
-        parts = []
-        if missing:
-            parts.append(gettext("missing items %(ids)s") % {"ids": sorted(missing)})
-        if foreign:
-            parts.append(gettext("items not in this task %(ids)s") % {"ids": sorted(foreign)})
+    if problems := _coverage(set(flatten(tiers)), item_ids):
         raise InvalidAnswer(
             gettext("The answer must place exactly this task's %(count)s items: %(problems)s.")
-            % {"count": len(item_ids), "problems": "; ".join(parts)}
+            % {"count": len(item_ids), "problems": problems}
         )
     return _format_rule(tuple(tuple(t) for t in tiers), len(item_ids), question, k)
 
