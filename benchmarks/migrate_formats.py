@@ -8,6 +8,7 @@ one with consent: ``generate_series``, minutes at 1M), then ``migrate`` to the l
 timed. Then the labels query of ``annotation.rankings.label_sql`` as it is (a tier's place:
 ``rank() + count(*) over w``) and as it was before tiers (``row_number() over w``), run
 alternately ``--repeats`` times each on the same data, their median times and the ratio.
+The database is dropped at the end.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/test \\
         .venv/bin/python benchmarks/migrate_formats.py --rankings 1000000
@@ -164,6 +165,18 @@ def main() -> None:
         f'"ratio": {labels["ratio"]:.3f}}}'
     )
     print(f"load average after: {load()}", file=sys.stderr)
+    from django.db import connections
+
+    connections.close_all()
+    drop_database(args.db)
+
+
+def drop_database(name: str) -> None:
+    import psycopg
+
+    admin = urlunsplit(urlsplit(os.environ["DATABASE_URL"])._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 if __name__ == "__main__":

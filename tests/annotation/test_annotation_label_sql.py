@@ -5,7 +5,7 @@ say" and non-strings form none)."""
 
 import pytest
 
-from annotation.models import AnnotatorProfile, RankingTask, Study
+from annotation.models import AnnotatorProfile, RankingTask, Study, default_study
 from annotation.rankings.label_sql import aggregated_labels
 from annotation.rankings.labels import group_labels, item_labels
 from annotation.rankings.selectors import label_rows
@@ -24,7 +24,8 @@ ANSWERS = [
 
 @pytest.fixture
 def ranked(make_tasks, annotator, store_ranking):
-    Study.objects.update(question_format=Study.Question.RANK_TIES)
+    study = default_study()  # made now, if a flush took it, so the format sticks
+    Study.objects.filter(pk=study.pk).update(question_format=Study.Question.RANK_TIES)
     tasks = make_tasks(3, k=4, overlap=6) + make_tasks(2, k=5, overlap=6, occupation="chef")
     (single,) = make_tasks(1, k=1, overlap=6, occupation="pilot")
     card_task = tasks[3]

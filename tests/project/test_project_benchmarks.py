@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CITED = sorted(set(re.findall(r"benchmarks/(\w+)\.py", (ROOT / "docs/benchmarks.md").read_text())))
 # Modules a benchmark runs (scale.py builds with scale_build and measures with scale_measure).
 PARTS = {"scale_build": "scale", "scale_measure": "scale"}
-# On the PostgreSQL and Redis of DATABASE_URL and REDIS_URL (portal_load on a database of
-# its own, which it flushes); faults and lost_run start (and kill) private ones.
-NEEDS_SERVERS = {"scale", "portal_load"}
+# On the PostgreSQL and Redis of DATABASE_URL and REDIS_URL (migrate_formats and portal_load
+# each on a database of its own); faults and lost_run start (and kill) private ones.
+NEEDS_SERVERS = {"scale", "portal_load", "migrate_formats"}
 PRIVATE_SERVERS = {"faults", "lost_run"}
 GPU = {"cuda_check": "needs a CUDA GPU (its CPU half runs in tests/ml/test_ml_cuda_check.py)"}
 
@@ -109,6 +109,8 @@ def test_the_benchmark_runs_at_its_smoke_size(name, tmp_path, quant_models, prel
     if name in PRIVATE_SERVERS and (reason := missing()):
         pytest.skip(f"{name} needs {reason}")
     argv, env = [f"benchmarks/{name}.py", "--smoke"], _env(name)
+    if name == "migrate_formats":  # a database of its own on the server, dropped after
+        argv += ["--db", "bench_formats_smoke"]
     if name in ("optimise", "portal_load"):
         argv += ["--port", str(_free_port())]
     # The two that export MiniLM's onnx/int8 copy use the folder the quantization tests
