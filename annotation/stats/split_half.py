@@ -27,7 +27,7 @@ import numpy as np
 from .bootstrap import Estimate, count_bootstrap
 from .records import RankingRecord, rank_matrix, shared_tasks
 
-DRAWS_AT_ONCE = 64  # bootstrap draws whose halves are held at once (memory: draws x units)
+DRAWS_AT_ONCE = 64  # splits (or draws) whose halves are held at once (memory: x units)
 
 
 def _blocks(records: Iterable[RankingRecord]) -> list[np.ndarray]:
@@ -80,8 +80,11 @@ def split_half(
     blocks = _blocks(records)
     if not blocks or sum(b.shape[1] for b in blocks) < 3:
         return Estimate(float("nan"), None, None, len(blocks), n_boot)
-    a, b, _ = _halves(blocks, np.random.default_rng(seed), splits)
-    value = float(np.nanmean(_stepped_up(a, b))) if splits else float("nan")
+    rng, values = np.random.default_rng(seed), []
+    for start in range(0, splits, DRAWS_AT_ONCE):  # the splits' halves a batch at a time
+        a, b, _ = _halves(blocks, rng, min(DRAWS_AT_ONCE, splits - start))
+        values.append(_stepped_up(a, b))
+    value = float(np.nanmean(np.concatenate(values))) if splits else float("nan")
     split_rng = np.random.default_rng(seed + 1)
 
     def statistic(counts: np.ndarray) -> np.ndarray:
