@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 import sys
 import time
 from pathlib import Path
@@ -122,9 +123,7 @@ def answer(question, task, perceived, careless, k, rng_py):
 
 
 def run(question: str, sigma: float, seed: int, world: dict, args, careless: float, qc: bool):
-    """One simulated study: (records, labels, judgements)."""
-    import random
-
+    """One simulated study's answers that count, as records."""
     rng = np.random.default_rng(seed)
     latent = world["latent"]
     people = args.annotators

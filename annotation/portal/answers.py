@@ -54,13 +54,14 @@ def from_post(post: Mapping) -> list:
             raise InvalidAnswer(gettext("Choose a different card for each place."))
         return [*([c] for c in chosen), [c for c in cards if c not in chosen]]
     order = ids(post.get("order", ""))
-    tied = post.getlist("tied") if hasattr(post, "getlist") else post.get("tied", [])
+    tied = ids(",".join(post.getlist("tied")))  # the cards "as stereotypical as the one before"
     if not tied or not isinstance(order, list):
         return order
-    tied_ids = set(ids(",".join(tied))) if isinstance(ids(",".join(tied)), list) else set()
+    if not isinstance(tied, list):
+        return tied  # not ids: the validator refuses it with its own message
     tiers: list[list[int]] = []
     for item in order:
-        if tiers and item in tied_ids:
+        if tiers and item in tied:
             tiers[-1].append(item)
         else:
             tiers.append([item])

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from django.conf import settings
 
 from annotation.models import AnnotatorStatus, Study
-from annotation.models.studies import DEFAULT_STUDY_SLUG
+from annotation.models.studies import default_study
 from annotation.quality import selectors as quality_selectors
 from annotation.quality import standing
 from annotation.rankings import selectors
@@ -175,7 +175,7 @@ def quality_report(
     # participants saw (issue 37: "Tasks of 5 cards" where every task showed 6).
     checks = consented.inputs.checks
     bias = position_bias([r for r in records if r.task_id not in checks], n_boot=n_boot, seed=seed)
-    study_row = study or Study.objects.get(slug=DEFAULT_STUDY_SLUG)
+    study_row = study or default_study()
     return json_safe(
         {
             "study": study_row.slug,

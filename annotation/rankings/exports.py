@@ -17,7 +17,7 @@ from annotation.models import AnnotatorProfile, DemographicField, Item, Study, p
 from annotation.models.studies import study_ids
 from annotation.rankings.selectors import consented_rankings, counted_rankings
 from annotation.stats.gold import AttentionCheck, gold_score
-from annotation.stats.tiers import Tiers, of_ranking, pairs, places, without
+from annotation.stats.tiers import Tiers, of_ranking, pairs, places, untouched, without
 from core.languages import GROUPING
 from core.spreadsheet import safe_row
 
@@ -126,7 +126,7 @@ def ranking_rows(
             "shown_order": shown,
             "seconds_spent": seconds,
             "viewport_width": width,
-            "untouched": order == shown or len(ranked) == 1,
+            "untouched": untouched(order, shown, stored_tiers),
             "gold": is_gold,
             "gold_score": _gold_score(reference, ranked) if is_gold else None,
             "check_item": card,

@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .tiers import Tiers, flatten, is_strict, places, strict
+from .tiers import Tiers, flatten, is_strict, places, strict, untouched
 
 ItemId = Hashable
 TaskId = Hashable
@@ -115,9 +115,7 @@ class RankingRecord:
         """Answered without judging: submitted in the shown order (a tier's items are kept
         in shown order), or everything in one tier (all equal); ``None`` when the shown
         order is unknown."""
-        if not self.shown_order:
-            return None
-        return self.order == self.shown_order or (self.tiers is not None and len(self.tiers) == 1)
+        return untouched(self.order, self.shown_order, self.tiers) if self.shown_order else None
 
 
 def by_task(records: Iterable[RankingRecord]) -> dict[TaskId, list[RankingRecord]]:

@@ -47,6 +47,12 @@ def of_ranking(order: Sequence[Hashable], tiers: Sequence[Sequence[Hashable]] | 
     return strict(order) if tiers is None else tuple(tuple(t) for t in tiers)
 
 
+def untouched(order: Sequence[Hashable], shown: Sequence[Hashable], tiers) -> bool:
+    """Answered without judging: the flat order is the shown one (a tier's items are kept
+    in shown order), or every item in one tier (``tiers``: None for a strict ranking)."""
+    return list(order) == list(shown) or (tiers is not None and len(tiers) == 1)
+
+
 def places(tiers: Sequence[Sequence[Hashable]]) -> dict[Hashable, float]:
     """``{item: its tier's mean position}``, from 0 (module docstring)."""
     out: dict[Hashable, float] = {}

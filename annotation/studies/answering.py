@@ -51,10 +51,9 @@ def from_order(
     question: str,
     k: int | None = None,
     ties: Sequence[bool] = (),
-    card: int | None = None,
 ) -> Tiers:
     """A strict ``order`` as the format's answer; ``ties[i]``: card i and i + 1 are close
-    (rank_ties and pairwise call them equal; never the check ``card``)."""
+    (rank_ties and pairwise call them equal)."""
     order = list(order)
     n = len(order)
     if question == TOP_K:
@@ -64,8 +63,7 @@ def from_order(
     if question in (RANK_TIES, PAIRWISE):
         tiers: list[list[int]] = [[order[0]]]
         for i in range(1, n):
-            close = i - 1 < len(ties) and ties[i - 1] and card not in (order[i - 1], order[i])
-            if close:
+            if i - 1 < len(ties) and ties[i - 1]:
                 tiers[-1].append(order[i])
             else:
                 tiers.append([order[i]])
@@ -83,10 +81,10 @@ def from_scores(
     """A careful annotator's answer from the scores they perceive (module docstring)."""
     order = _place_card(sorted(scores, key=lambda pk: (scores[pk], pk)), card, position)
     ties = [
-        abs(scores[a] - scores[b]) < TIE_MARGIN if card not in (a, b) else False
+        card not in (a, b) and abs(scores[a] - scores[b]) < TIE_MARGIN
         for a, b in zip(order, order[1:], strict=False)
     ]
-    return from_order(order, question, k, ties, card)
+    return from_order(order, question, k, ties)
 
 
 def careless(
