@@ -55,7 +55,6 @@ from annotation.studies import answering  # noqa: E402
 
 BASE = {"stereotypical": 0.2, "neutral": 0.5, "diverse": 0.8}
 FORMATS = ("rank", "rank_ties", "top_k", "best_worst", "pairwise")
-LEVELS = {"low": 0.3, "middle": 0.55, "high": 0.8}
 
 
 def parse():
@@ -79,7 +78,15 @@ def parse():
     parser.add_argument("--check-every", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=12, help="the recipe's 12")
     return arguments(
-        parser, {"seeds": 2, "annotators": 12, "minutes": 30, "images": 2, "epochs": 2}
+        parser,
+        {
+            "seeds": 1,
+            "annotators": 12,
+            "minutes": 30,
+            "images": 2,
+            "epochs": 2,
+            "agreement": "0.55",
+        },
     )
 
 
@@ -269,19 +276,21 @@ def main() -> None:
     rows = []
     targets = [float(t) for t in args.agreement.split(",")]
     sigmas = {}
-    for name, target in zip(LEVELS, targets, strict=False):
+    for target in targets:  # each level named by its strict-rank W target
+        name = f"W {target:g}"
         sigmas[name] = calibrate(target, world, args)
         w = strict_w(sigmas[name], world, args)
         for question in FORMATS:
             row = measure(question, sigmas[name], world, args)
             rows.append({"noise": name, "sigma": sigmas[name], "rank_w": w, **row})
     if args.qc:
-        middle = sigmas.get("middle", next(iter(sigmas.values())))
+        middle_name = f"W {sorted(targets)[len(targets) // 2]:g}"  # the middle level
+        middle = sigmas[middle_name]
         for careless in (0.0, args.careless):
             for qc in (True, False):
                 for question in FORMATS:
                     row = measure(question, middle, world, args, careless, qc)
-                    rows.append({"noise": "middle", "careless": careless, "qc": qc, **row})
+                    rows.append({"noise": middle_name, "careless": careless, "qc": qc, **row})
     print(f"{'noise':<7}{'careless':>9}{'qc':>6}  {'format':<11}{'judg.':>7}  "
           f"{'split-half [95%]':<24}{'eval rho [95%]':<24}")  # fmt: skip
     for r in rows:
