@@ -110,3 +110,32 @@ def test_the_practice_task_is_in_the_studys_format(question, portal_client, medi
     assert html_cards == (2 if question == "pairwise" else 3)
     instructions = client.get(reverse("portal:instructions")).content.decode()
     assert 'id="how-format"' in instructions
+
+
+def test_an_answer_for_someone_elses_task_or_with_a_foreign_card_is_refused(
+    make_tasks, annotator, portal_client, media_root
+):
+    """As an outsider would try it: tiers for a task reserved for another participant (the
+    API), and a choice form whose card list names an item of another task (the portal)."""
+    study_in("best_worst")
+    make_tasks(2, k=4, overlap=1, images=media_root)
+    owner, intruder = annotator("owner"), annotator("intruder")
+    reserved = owner.post(reverse("api-next-task")).json()
+    ids = [card["id"] for card in reserved["items"]]
+    answer = {"tiers": [[ids[0]], ids[1:3], [ids[3]]]}
+    url = reverse("api-ranking", args=[reserved["id"]])
+    refused = intruder.post(url, answer, format="json")
+    assert refused.status_code == 403 and not Ranking.objects.exists()
+    other = ids[0]  # a card of the owner's task, not of the one the portal gives "ann"
+    client = portal_client("ann")
+    page = client.get(reverse("portal:rank")).content.decode()
+    task = page.split('name="task_id" value="')[1].split('"')[0]
+    cards = page.split('name="cards" value="')[1].split('"')[0].split(",")
+    forged = [*cards[:3], str(other)]
+    shown = client.post(
+        reverse("portal:rank"),
+        {"task_id": task, "cards": ",".join(forged), "most": forged[0], "least": forged[3]},
+        follow=True,
+    )
+    assert "items not in this task" in shown.content.decode()
+    assert not Ranking.objects.exists()
