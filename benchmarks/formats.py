@@ -15,9 +15,12 @@ flag says (``--seconds-rank`` ...), so a pair buys many judgements and a ranking
 Per format, noise level and seed: split-half reliability (``annotation.stats.split_half``)
 and the eval Spearman of a head trained on the labels (``training.ml.heads.train_heads``,
 the seed recipe, on cached MiniLM embeddings of the prompts; labels are every format's
-place label, ``annotation.stats.tiers``) against the latent scores of the held-out fifth
-of the occupations. Noise levels: ``sigma`` found by bisection so that strict rankings of
-``--task-size`` reach Kendall's W of 0.3, 0.55 and 0.8 (``--agreement``).
+place label, the counting score: ``annotation.stats.pair_fit.counting_labels``) against the
+latent scores of the held-out fifth of the occupations; at the three levels, also the eval
+Spearman of a head trained on the Bradley-Terry fit's labels (``pair_fit.fitted_labels``),
+the model-based score beside the counting one. Noise levels: ``sigma`` found by bisection
+so that strict rankings of ``--task-size`` reach Kendall's W of 0.3, 0.55 and 0.8
+(``--agreement``).
 
 The price of quality control (``--qc``): at the middle level, with no careless annotators
 and with ``--careless`` of them (random, shown order and "equal" in turn), each format
@@ -48,10 +51,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import ROOT, arguments, load  # noqa: E402
 
 from annotation.stats.agreement import agreement  # noqa: E402
+from annotation.stats.pair_fit import bradley_terry, counting_labels, fitted_labels  # noqa: E402
 from annotation.stats.records import RankingRecord  # noqa: E402
 from annotation.stats.split_half import split_half  # noqa: E402
-from annotation.stats.tiers import flatten, places  # noqa: E402
-from annotation.studies import answering  # noqa: E402
+from annotation.stats.tiers import flatten  # noqa: E402
+from annotation.studies import answering, effort  # noqa: E402
 
 BASE = {"stereotypical": 0.2, "neutral": 0.5, "diverse": 0.8}
 FORMATS = ("rank", "rank_ties", "top_k", "best_worst", "pairwise")
@@ -67,11 +71,11 @@ def parse():
     parser.add_argument("--bws-size", type=int, default=4, help="cards in a best-worst task")
     parser.add_argument("--k", type=int, default=2, help="top_k's k")
     # Seconds a judgement takes: assumptions until a study measures them (docs/benchmarks.md)
-    parser.add_argument("--seconds-rank", type=float, default=45.0)
-    parser.add_argument("--seconds-rank-ties", type=float, default=50.0)
-    parser.add_argument("--seconds-top-k", type=float, default=25.0)
-    parser.add_argument("--seconds-best-worst", type=float, default=15.0)
-    parser.add_argument("--seconds-pairwise", type=float, default=6.0)
+    # Defaults: the planning figures (annotation.studies.effort) at the default sizes.
+    sizes = {"rank": 6, "rank_ties": 6, "top_k": 6, "best_worst": 4, "pairwise": 2}
+    for question, size in sizes.items():
+        default = effort.seconds_per_answer(question, size, 2 if question == "top_k" else None)
+        parser.add_argument(f"--seconds-{question.replace('_', '-')}", type=float, default=default)
     parser.add_argument("--agreement", default="0.3,0.55,0.8", help="strict-rank W targets")
     parser.add_argument("--qc", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--careless", type=float, default=0.2)
@@ -181,15 +185,6 @@ def run(question: str, sigma: float, seed: int, world: dict, args, careless: flo
     return records
 
 
-def labels(records: list[RankingRecord]) -> dict[int, float]:
-    sums: dict[int, list[float]] = {}
-    for r in records:
-        at = places(r.tiered())
-        for item, place in at.items():
-            sums.setdefault(item, []).append(place / (r.k - 1))
-    return {i: float(np.mean(v)) for i, v in sums.items()}
-
-
 def eval_rho(label: dict[int, float], world: dict, seed: int, epochs: int) -> float:
     import torch
     from scipy.stats import spearmanr
@@ -252,20 +247,27 @@ def world_of(args) -> dict:
     }
 
 
-def measure(question, sigma, world, args, careless=0.0, qc=False) -> dict:
-    halves, rhos, judgements = [], [], []
+def measure(question, sigma, world, args, careless=0.0, qc=False, fit=False) -> dict:
+    """One row; with ``fit``, also the eval rho of heads trained on the Bradley-Terry
+    fit's labels (``annotation.stats.pair_fit``) instead of the counting labels."""
+    halves, rhos, fit_rhos, judgements = [], [], [], []
     for seed in range(args.seeds):
         records = run(question, sigma, seed, world, args, careless, qc)
+        answers = [r.tiered() for r in records]
         judgements.append(len(records))
         halves.append(split_half(records, splits=50, n_boot=0, seed=seed).value)
-        rhos.append(eval_rho(labels(records), world, seed, args.epochs))
-    return {
+        rhos.append(eval_rho(counting_labels(answers), world, seed, args.epochs))
+        if fit:
+            fitted = fitted_labels(answers, bradley_terry(answers))
+            fit_rhos.append(eval_rho(fitted, world, seed, args.epochs))
+    row = {
         "format": question,
         "seconds_per_judgement": getattr(args, f"seconds_{question}"),
         "judgements": float(np.mean(judgements)),
         "split_half": summary(halves),
         "eval_rho": summary(rhos),
     }
+    return {**row, "eval_rho_fit": summary(fit_rhos)} if fit else row
 
 
 def main() -> None:
@@ -281,7 +283,7 @@ def main() -> None:
         sigmas[name] = calibrate(target, world, args)
         w = strict_w(sigmas[name], world, args)
         for question in FORMATS:
-            row = measure(question, sigmas[name], world, args)
+            row = measure(question, sigmas[name], world, args, fit=True)
             rows.append({"noise": name, "sigma": sigmas[name], "rank_w": w, **row})
     if args.qc:
         middle_name = f"W {sorted(targets)[len(targets) // 2]:g}"  # the middle level
@@ -292,7 +294,7 @@ def main() -> None:
                     row = measure(question, middle, world, args, careless, qc)
                     rows.append({"noise": middle_name, "careless": careless, "qc": qc, **row})
     print(f"{'noise':<7}{'careless':>9}{'qc':>6}  {'format':<11}{'judg.':>7}  "
-          f"{'split-half [95%]':<24}{'eval rho [95%]':<24}")  # fmt: skip
+          f"{'split-half [95%]':<24}{'eval rho [95%]':<24}{'eval rho, BT fit [95%]'}")  # fmt: skip
     for r in rows:
         half, rho = r["split_half"], r["eval_rho"]
 
@@ -302,7 +304,8 @@ def main() -> None:
             )
 
         print(f"{r['noise']:<7}{r.get('careless', 0):>9.2f}{str(r.get('qc', '-')):>6}  "
-              f"{r['format']:<11}{r['judgements']:>7.0f}  {cell(half):<24}{cell(rho)}")  # fmt: skip
+              f"{r['format']:<11}{r['judgements']:>7.0f}  {cell(half):<24}{cell(rho):<24}"
+              f"{cell(r['eval_rho_fit']) if 'eval_rho_fit' in r else '-'}")  # fmt: skip
     for r in rows:
         print(json.dumps(r))
     print(f"load average after: {load()}; {time.perf_counter() - started:.0f} s", file=sys.stderr)

@@ -173,12 +173,17 @@ class Study(models.Model):
         help_text="Validation studies: cards show their condition's text (blinded otherwise).",
     )
     tasks_per_participant = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Each participant's quota; blank: the default quota."
+        null=True,
+        blank=True,
+        help_text="Each participant's quota, in answers; blank: the "
+        "default quota's time (STEREORANK_ANNOTATOR_QUOTA six-card rankings) in this format.",
     )
     minimum_rankings = models.PositiveIntegerField(
-        default=1,
-        help_text="Rankings a participant stores before the completion code is shown, also "
-        "when tasks run out (at most their quota counts).",
+        null=True,
+        blank=True,
+        help_text="Answers a participant stores before the completion code is shown, also "
+        "when tasks run out (at most their quota counts); blank: one six-card ranking's time "
+        "in the study's format.",
     )
     open_signup = models.BooleanField(
         default=False,
@@ -231,7 +236,7 @@ class Study(models.Model):
                 name="study_overlap_at_least_one",
             ),
             models.CheckConstraint(
-                condition=models.Q(minimum_rankings__gte=1),
+                condition=models.Q(minimum_rankings__gte=1),  # blank (NULL) passes
                 name="study_minimum_rankings_at_least_one",
             ),
             models.CheckConstraint(

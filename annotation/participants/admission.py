@@ -40,7 +40,6 @@ import secrets
 import uuid
 from datetime import timedelta
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
 from django.db import IntegrityError, transaction
@@ -50,7 +49,7 @@ from django.utils.translation import gettext
 from annotation.errors import AlreadyTookPart, InvalidLink, SignupClosed, StudyClosed
 from annotation.models import AnnotatorProfile
 from annotation.models.studies import DEFAULT_STUDY_SLUG, Participation, Study
-from annotation.participants.recruitment import Arrival, external_id_hash
+from annotation.participants.recruitment import Arrival, default_quota, external_id_hash
 from annotation.rankings.exports import pseudonym
 
 log = logging.getLogger(__name__)
@@ -213,8 +212,9 @@ def _create(
         user = get_user_model().objects.create_user(f"p-{uuid.uuid4().hex[:16]}")
         user.set_unusable_password()
         user.save(update_fields=["password"])
-        quota = study.tasks_per_participant or settings.STEREORANK["ANNOTATOR_QUOTA"]
-        profile = AnnotatorProfile.objects.create(user=user, quota=quota, study=study)
+        profile = AnnotatorProfile.objects.create(
+            user=user, quota=default_quota(study), study=study
+        )
         return Participation.objects.create(
             study=study,
             annotator=profile,

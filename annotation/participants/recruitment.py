@@ -16,7 +16,9 @@ session id (Prolific SESSION_ID, MTurk assignmentId) beside it. A new participan
 an annotator with a random name and no password. A participant who declined consent
 may take it back until they follow the link back to the platform. The completion code
 comes once no task is left, and only after the study's minimum work
-(``Study.minimum_rankings``).
+(``Study.minimum_rankings``; blank: one six-card ranking's time in the study's format,
+``minimum_answers``). A new participant's quota is ``default_quota``: the study's own, or
+``STEREORANK_ANNOTATOR_QUOTA`` rankings' time in its format (``annotation.studies.effort``).
 
 New participants per client IP are rate-limited (DRF's throttle over the cache,
 scope ``join``); refusals are logged with a keyed hash of the IP, not the IP.
@@ -38,6 +40,7 @@ from annotation.errors import CannotReconsider, InvalidLink, NotFinished
 from annotation.models import AnnotatorProfile
 from annotation.models.studies import Participation, Study
 from annotation.rankings import selectors
+from annotation.studies import effort
 from core.throttling import SimpleRateThrottle
 
 log = logging.getLogger(__name__)
@@ -117,10 +120,32 @@ def landing(participation: Participation) -> str:
     return "portal:home"
 
 
+def in_format(study: Study, rankings: int) -> int:
+    """The answers of ``study``'s format that take as long as ``rankings`` strict rankings
+    of ``STEREORANK_TASK_SIZE`` cards (``annotation.studies.effort``)."""
+    reference = settings.STEREORANK["TASK_SIZE"]
+    size = study.task_size or reference
+    return effort.answers_for(rankings, study.question_format, size, study.question_k, reference)
+
+
+def default_quota(study: Study | None) -> int:
+    """A new participant's quota: the study's own, else ``STEREORANK_ANNOTATOR_QUOTA``
+    rankings' time in its format."""
+    quota = settings.STEREORANK["ANNOTATOR_QUOTA"]
+    if study is None:
+        return quota
+    return study.tasks_per_participant or in_format(study, quota)
+
+
+def minimum_answers(study: Study) -> int:
+    """The study's minimum: its own, else one ranking's time in its format."""
+    return study.minimum_rankings or in_format(study, 1)
+
+
 def minimum_work(participation: Participation) -> int:
-    """Rankings the participant stores before the completion code: the study's minimum,
+    """Answers the participant stores before the completion code: the study's minimum,
     never more than their quota."""
-    return max(1, min(participation.study.minimum_rankings, participation.annotator.quota))
+    return max(1, min(minimum_answers(participation.study), participation.annotator.quota))
 
 
 def complete(participation: Participation) -> Participation:

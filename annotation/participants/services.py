@@ -4,7 +4,6 @@ What an annotator ranks next is decided in ``annotation.assignment.next_task``. 
 ranking re-applies the quality policy to its annotator (``annotation.quality.standing``).
 """
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import DateTimeField, F, IntegerField, OuterRef, QuerySet, Subquery
@@ -34,6 +33,7 @@ from annotation.models import (
 )
 from annotation.models.studies import Participation
 from annotation.participants import content
+from annotation.participants.recruitment import default_quota
 from annotation.quality import standing
 from annotation.rankings import tiers as answer_tiers
 from annotation.rankings.selectors import demographic_questions, excluded_message
@@ -52,7 +52,7 @@ def get_profile(user, study: Study | None = None) -> AnnotatorProfile:
     try:
         return user.annotator
     except AnnotatorProfile.DoesNotExist:
-        defaults = {"quota": settings.STEREORANK["ANNOTATOR_QUOTA"]}
+        defaults = {"quota": default_quota(study)}
         if study is not None:
             defaults["study"] = study
         profile, _ = AnnotatorProfile.objects.get_or_create(user=user, defaults=defaults)

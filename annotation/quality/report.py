@@ -8,6 +8,11 @@ It reads the database through the selectors and computes with the Django-free
   cards dropped): overall, per occupation, within and between the groups of each
   active demographic field (groups under ``GROUP_K`` annotators hidden, only counted).
 * ``position_bias``: per task size K, over the same rankings.
+* ``split_half`` and ``time_on_task``: reliability and time per answer, for every format.
+* ``item_scores``: how far a Bradley-Terry fit over the answers' pairs moves the items
+  from the counting score the labels are (``pair_fit.against_counting``); for every format
+  but ``rank``, whose counting score is the Borda count (0.9997 against the fit at 100,000
+  rankings: ``docs/benchmarks.md``), so a strict study's report costs no fit.
 * ``annotators``: one row per annotator with consenting rankings: the figures
   the policy reads (since their last reinstatement, gold tasks included), their
   leave-one-out consensus rho against the annotators who count (on shared
@@ -31,6 +36,7 @@ from annotation.rankings.exports import pseudonym
 from annotation.stats.agreement import Reliability, annotator_reliability
 from annotation.stats.breakdown import breakdown
 from annotation.stats.gold import AttentionCheck, annotator_quality
+from annotation.stats.pair_fit import against_counting
 from annotation.stats.position_bias import position_bias
 from annotation.stats.records import RankingRecord
 from annotation.stats.split_half import split_half
@@ -150,6 +156,13 @@ def time_on_task(records: list[RankingRecord]) -> dict:
     }
 
 
+def item_scores(records: list[RankingRecord], question_format: str) -> dict | None:
+    """``pair_fit.against_counting`` over the answers; None for a strict-rank study."""
+    if question_format == Study.Question.RANK:
+        return None
+    return against_counting(r.tiered() for r in records)
+
+
 def _scope(study: Study | None) -> list[Study] | None:
     return None if study is None else [study]
 
@@ -182,6 +195,7 @@ def quality_report(
             "question_format": study_row.question_format,
             "split_half": split_half(records, n_boot=n_boot, seed=seed).as_dict(),
             "time_on_task": time_on_task(records),
+            "item_scores": item_scores(records, study_row.question_format),
             "include_synthetic": include_synthetic,
             "n_boot": n_boot,
             "n_rankings": len(records),

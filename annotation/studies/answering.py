@@ -15,9 +15,9 @@ place the format can state), alone in its tier. Careless annotators answer the f
 a random or the shown order (``from_order``); the ``equal`` kind calls every card equal
 where the format allows it (rank_ties, pairwise) and keeps the shown order elsewhere.
 
-The seconds a careful answer takes (``careful_seconds``) are a simulation's assumption,
-not a measurement: about 8 s a card for an order of every card (rank, rank_ties), 6 s a card
-for picking k or the two ends, 5 s a pair.
+The seconds a careful answer takes (``careful_seconds``) are drawn around the planning
+figures of ``annotation.studies.effort`` (45 s a ranking of six, 15 s a best-worst task of
+four, 6 s a pair ...): an assumption, not a measurement.
 """
 
 from __future__ import annotations
@@ -26,16 +26,9 @@ import random
 from collections.abc import Mapping, Sequence
 
 from annotation.stats.tiers import Tiers, strict
+from annotation.studies import effort
+from annotation.studies.effort import BEST_WORST, PAIRWISE, RANK_TIES, TOP_K
 
-# ``Study.Question``'s values: plain strings, so that this module imports no Django and a
-# benchmark can answer in every format without a database (benchmarks/formats.py).
-RANK, RANK_TIES, TOP_K, BEST_WORST, PAIRWISE = (
-    "rank",
-    "rank_ties",
-    "top_k",
-    "best_worst",
-    "pairwise",
-)
 TIE_MARGIN = 0.05
 
 
@@ -107,13 +100,8 @@ def careless(
     raise ValueError(f"not a careless kind: {kind!r}")
 
 
-SECONDS_PER_CARD = {RANK: 8.0, RANK_TIES: 8.0, TOP_K: 6.0, BEST_WORST: 6.0}
-SECONDS_PER_PAIR = 5.0
-
-
-def careful_seconds(question: str, cards: int, rng: random.Random) -> float:
-    """The seconds a careful answer takes (module docstring), at least 2."""
-    if question == PAIRWISE:
-        return round(max(2.0, rng.gauss(SECONDS_PER_PAIR, 2.0)), 1)
-    mean = SECONDS_PER_CARD.get(question, 8.0) * cards
-    return round(max(5.0, rng.gauss(mean, 10.0)), 1)
+def careful_seconds(question: str, cards: int, rng: random.Random, k: int | None = None) -> float:
+    """The seconds a careful answer takes: the planning figure of its format
+    (``annotation.studies.effort``) with a quarter of it as spread, at least 2."""
+    mean = effort.seconds_per_answer(question, cards, k)
+    return round(max(2.0, rng.gauss(mean, mean / 4)), 1)

@@ -397,13 +397,13 @@ def simulate(
             card = task.check_item_id
             if kinds[n] == SyntheticKind.CAREFUL and treated is not None and not task.is_gold:
                 order = validation_order(task, items, treated, effect, rng)
-                seconds = answering.careful_seconds(question, len(items), rng)
+                seconds = answering.careful_seconds(question, len(items), rng, k)
             elif kinds[n] == SyntheticKind.CAREFUL:
                 kept = [i for i in items if i.pk != card]
                 scores = latent_scores(kept, profile.demographics, rng, views)
                 tiers = answering.from_scores(scores, question, k, card, task.check_position)
                 order = as_answer(tiers)
-                seconds = answering.careful_seconds(question, len(items), rng)
+                seconds = answering.careful_seconds(question, len(items), rng, k)
             else:
                 tiers, seconds = answering.careless(
                     kinds[n], assignment.shown_order, question, k, rng

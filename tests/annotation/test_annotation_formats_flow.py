@@ -1,9 +1,10 @@
 """Each question format from a new study to labels (issue 40), through the commands a lab
 runs: create_study --question, load_catalogue, build_tasks, consent, study_status open,
 simulate_annotators (20, a fifth careless), quality --json (split-half reliability with its
-interval, time on task) and snapshot. One format goes on to training and promotion in the
-README's block (tests/project/test_project_readme.py); the others stop at their labels
-(issue 40's test-time rule)."""
+interval, time on task, the Bradley-Terry fit against the counting score) and snapshot. One
+format goes on to training and promotion in the README's block
+(tests/project/test_project_readme.py); the others stop at their labels (issue 40's
+test-time rule)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,11 @@ def test_a_study_in_each_format_reaches_its_labels(question, extra, size, db, se
     assert half["ci_low"] <= half["value"] + 1e-9 and half["ci_high"] >= half["value"] - 1e-9
     assert half["n"] >= 5 and half["ci_low"] < half["ci_high"], half
     assert report["time_on_task"]["rankings_timed"] == report["n_rankings"]
+    scores = report["item_scores"]  # the Bradley-Terry fit against the counting score
+    if question == "rank":
+        assert scores is None  # the Borda count: no fit in a strict study's report
+    else:
+        assert scores["items"] >= 10 and 0.5 < scores["spearman_fit_vs_counting"] <= 1, scores
     run("snapshot", "--study", slug, "--include-synthetic")
     snapshot = DatasetSnapshot.objects.latest("pk")
     assert snapshot.examples and all(0 <= e["label"] <= 1 for e in snapshot.examples)

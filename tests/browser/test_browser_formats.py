@@ -69,6 +69,11 @@ def test_each_formats_page_passes_axe_fits_and_answers_by_keyboard(
         focus(driver, "#review-order")
         press(driver, Keys.ENTER)
         wait_until(driver, lambda d: d.find_element("id", "confirm-panel").is_displayed())
+        # the review shows the tie: the third image shares the second's number, says why
+        numbers = [e.text for e in driver.find_elements("css selector", "#confirm-list .position")]
+        assert numbers[:4] == ["1", "2", "2", "3"], numbers
+        tied = driver.find_element("css selector", "#confirm-list li:nth-child(3)").text
+        assert "as stereotypical as the image before it" in tied, tied
         focus(driver, "#confirm-submit")
         press(driver, Keys.ENTER)
         # the cards were left where they were shown: the page asks once, and is told so

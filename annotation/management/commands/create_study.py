@@ -1,8 +1,11 @@
+from django.conf import settings
 from django.db import transaction
 
 from annotation.access import roles
 from annotation.access import services as access
 from annotation.models import Study
+from annotation.participants import recruitment
+from annotation.studies import effort
 from annotation.studies import lifecycle as studies
 from annotation.validation import conditions
 from core.commands import ServiceCommand
@@ -139,6 +142,8 @@ class Command(ServiceCommand):
             asks.append(study.question_format)
             asks += [f"k={study.question_k}"] if study.question_k else []
         self.stdout.write(f"study {study.slug} created ({', '.join(asks)})")
+        if study.question_format != Study.Question.RANK:
+            self.stdout.write(effort_line(study))
         if options["owner"]:
             self.stdout.write(f"{options['owner']} owns it")
         for code in study.languages:
@@ -156,3 +161,17 @@ class Command(ServiceCommand):
                 f"optimised, {made['images']} placeholder images, {made['tasks']} tasks "
                 f"(an attention-check task per occupation among them) and {made['gold']} gold tasks"
             )
+
+
+def effort_line(study: Study) -> str:
+    """What a participant is asked for in a format other than rank, and its planning time
+    (``annotation.studies.effort``)."""
+    quota, least = recruitment.default_quota(study), recruitment.minimum_answers(study)
+    size = study.task_size or settings.STEREORANK["TASK_SIZE"]
+    minutes = effort.minutes(quota, study.question_format, size, study.question_k)
+    return (
+        f"each participant: {quota} answers, at least {least} for the code (about "
+        f"{minutes:.0f} min, as {settings.STEREORANK['ANNOTATOR_QUOTA']} rankings of "
+        f"{settings.STEREORANK['TASK_SIZE']} cards, by planning figures until quality "
+        "measures this study's own)"
+    )

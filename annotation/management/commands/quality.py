@@ -19,6 +19,17 @@ def fmt(estimate: dict | None) -> str:
     return out
 
 
+def score_lines(scores: dict | None) -> list[str]:
+    """The Bradley-Terry fit against the counting score (none for a strict-rank study)."""
+    if scores is None:
+        return []
+    return [
+        f"Item scores: a Bradley-Terry fit over the answers' pairs against the counting "
+        f"score the labels use, Spearman {num(scores['spearman_fit_vs_counting'], '.3f')} "
+        f"over {scores['items']} items answered twice or more"
+    ]
+
+
 def time_line(time: dict) -> str:
     """The time on task in one line (``report.time_on_task``)."""
     if not time["rankings_timed"]:
@@ -89,6 +100,7 @@ class Command(ServiceCommand):
             f"  split-half (S-B)   {fmt(report['split_half'])}",
             "",
             f"Time on task ({report['question_format']}): " + time_line(report["time_on_task"]),
+            *score_lines(report["item_scores"]),
             "",
             "Per occupation:              tasks  W                      alpha (ordinal)",
         ]

@@ -146,10 +146,15 @@
   document.addEventListener("pointercancel", endDrag);
 
   /* The review dialog: a real modal (the page behind is inert, Escape closes it) that
-     shows each image, numbered, in the order it will be submitted. */
+     shows each image, numbered, in the order it will be submitted; an image marked as
+     stereotypical as the one before it (rank_ties) shares its number and says so. */
   function openPanel() {
     confirmList.innerHTML = "";
+    var place = 0;
     cards().forEach(function (card, i) {
+      var tie = card.querySelector("input[name=tied]");
+      var tied = i > 0 && tie !== null && tie.checked;
+      if (!tied) place += 1;
       var li = document.createElement("li");
       var image = document.createElement("img");
       var caption = document.createElement("span");
@@ -159,10 +164,12 @@
       image.alt = prompt ? prompt.textContent : card.dataset.label;
       number.className = "position";
       number.setAttribute("aria-hidden", "true");
-      number.textContent = String(i + 1);
+      number.textContent = String(place);
       caption.className = "confirm-caption";
       caption.appendChild(number);
-      caption.appendChild(document.createTextNode(card.dataset.label));
+      caption.appendChild(document.createTextNode(
+        tied ? tie.parentNode.textContent.trim() : card.dataset.label));
+      if (tied) li.classList.add("tied");
       li.appendChild(image);
       li.appendChild(caption);
       confirmList.appendChild(li);
