@@ -50,12 +50,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import ROOT, arguments, load  # noqa: E402
 
+from annotation.stats import effort  # noqa: E402
 from annotation.stats.agreement import agreement  # noqa: E402
 from annotation.stats.pair_fit import bradley_terry, counting_labels, fitted_labels  # noqa: E402
 from annotation.stats.records import RankingRecord  # noqa: E402
 from annotation.stats.split_half import split_half  # noqa: E402
 from annotation.stats.tiers import flatten  # noqa: E402
-from annotation.studies import answering, effort  # noqa: E402
+from annotation.studies import answering  # noqa: E402
 
 BASE = {"stereotypical": 0.2, "neutral": 0.5, "diverse": 0.8}
 FORMATS = ("rank", "rank_ties", "top_k", "best_worst", "pairwise")
@@ -71,7 +72,7 @@ def parse():
     parser.add_argument("--bws-size", type=int, default=4, help="cards in a best-worst task")
     parser.add_argument("--k", type=int, default=2, help="top_k's k")
     # Seconds a judgement takes: assumptions until a study measures them (docs/benchmarks.md)
-    # Defaults: the planning figures (annotation.studies.effort) at the default sizes.
+    # Defaults: the planning figures (annotation.stats.effort) at the default sizes.
     sizes = {"rank": 6, "rank_ties": 6, "top_k": 6, "best_worst": 4, "pairwise": 2}
     for question, size in sizes.items():
         default = effort.seconds_per_answer(question, size, 2 if question == "top_k" else None)

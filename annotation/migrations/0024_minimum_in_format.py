@@ -1,5 +1,5 @@
 """A study's blank minimum is one six-card ranking's time in its format (issue 40,
-``annotation.studies.effort``); the quota's help says it counts answers. Existing studies
+``annotation.stats.effort``); the quota's help says it counts answers. Existing studies
 keep the minimum they hold (1 by default), which each asks as written: no row changes."""
 
 from django.db import migrations, models

@@ -18,7 +18,7 @@ may take it back until they follow the link back to the platform. The completion
 comes once no task is left, and only after the study's minimum work
 (``Study.minimum_rankings``; blank: one six-card ranking's time in the study's format,
 ``minimum_answers``). A new participant's quota is ``default_quota``: the study's own, or
-``STEREORANK_ANNOTATOR_QUOTA`` rankings' time in its format (``annotation.studies.effort``).
+``STEREORANK_ANNOTATOR_QUOTA`` rankings' time in its format (``annotation.stats.effort``).
 
 New participants per client IP are rate-limited (DRF's throttle over the cache,
 scope ``join``); refusals are logged with a keyed hash of the IP, not the IP.
@@ -40,7 +40,7 @@ from annotation.errors import CannotReconsider, InvalidLink, NotFinished
 from annotation.models import AnnotatorProfile
 from annotation.models.studies import Participation, Study
 from annotation.rankings import selectors
-from annotation.studies import effort
+from annotation.stats import effort
 from core.throttling import SimpleRateThrottle
 
 log = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ def landing(participation: Participation) -> str:
 
 def in_format(study: Study, rankings: int) -> int:
     """The answers of ``study``'s format that take as long as ``rankings`` strict rankings
-    of ``STEREORANK_TASK_SIZE`` cards (``annotation.studies.effort``)."""
+    of ``STEREORANK_TASK_SIZE`` cards (``annotation.stats.effort``)."""
     reference = settings.STEREORANK["TASK_SIZE"]
     size = study.task_size or reference
     return effort.answers_for(rankings, study.question_format, size, study.question_k, reference)

@@ -16,7 +16,7 @@ a random or the shown order (``from_order``); the ``equal`` kind calls every car
 where the format allows it (rank_ties, pairwise) and keeps the shown order elsewhere.
 
 The seconds a careful answer takes (``careful_seconds``) are drawn around the planning
-figures of ``annotation.studies.effort`` (45 s a ranking of six, 15 s a best-worst task of
+figures of ``annotation.stats.effort`` (45 s a ranking of six, 15 s a best-worst task of
 four, 6 s a pair ...): an assumption, not a measurement.
 """
 
@@ -25,9 +25,9 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
+from annotation.stats import effort
+from annotation.stats.effort import BEST_WORST, PAIRWISE, RANK_TIES, TOP_K
 from annotation.stats.tiers import Tiers, strict
-from annotation.studies import effort
-from annotation.studies.effort import BEST_WORST, PAIRWISE, RANK_TIES, TOP_K
 
 TIE_MARGIN = 0.05
 
@@ -102,6 +102,6 @@ def careless(
 
 def careful_seconds(question: str, cards: int, rng: random.Random, k: int | None = None) -> float:
     """The seconds a careful answer takes: the planning figure of its format
-    (``annotation.studies.effort``) with a quarter of it as spread, at least 2."""
+    (``annotation.stats.effort``) with a quarter of it as spread, at least 2."""
     mean = effort.seconds_per_answer(question, cards, k)
     return round(max(2.0, rng.gauss(mean, mean / 4)), 1)

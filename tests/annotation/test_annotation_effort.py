@@ -1,5 +1,5 @@
 """A participant's quota and minimum scale with the question format (issue 40): the default
-ones count six-card rankings' time (annotation/studies/effort.py), a study's own count its
+ones count six-card rankings' time (annotation/stats/effort.py), a study's own count its
 answers as written."""
 
 import pytest
@@ -9,7 +9,7 @@ from django.test import Client
 from annotation.errors import NotFinished
 from annotation.models.studies import Participation, Study
 from annotation.participants import recruitment
-from annotation.studies import effort
+from annotation.stats import effort
 
 
 @pytest.mark.parametrize(

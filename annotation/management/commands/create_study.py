@@ -5,7 +5,7 @@ from annotation.access import roles
 from annotation.access import services as access
 from annotation.models import Study
 from annotation.participants import recruitment
-from annotation.studies import effort
+from annotation.stats import effort
 from annotation.studies import lifecycle as studies
 from annotation.validation import conditions
 from core.commands import ServiceCommand
@@ -165,7 +165,7 @@ class Command(ServiceCommand):
 
 def effort_line(study: Study) -> str:
     """What a participant is asked for in a format other than rank, and its planning time
-    (``annotation.studies.effort``)."""
+    (``annotation.stats.effort``)."""
     quota, least = recruitment.default_quota(study), recruitment.minimum_answers(study)
     size = study.task_size or settings.STEREORANK["TASK_SIZE"]
     minutes = effort.minutes(quota, study.question_format, size, study.question_k)
