@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
             name="minimum_rankings",
             field=models.PositiveIntegerField(
                 blank=True,
-                help_text="Answers a participant stores before the completion code is shown, also when tasks run out (at most their quota counts); blank: one six-card ranking's time in the study's format.",
+                help_text="Answers stored before the completion code shows, also when tasks run out (at most the quota counts); blank: one six-card ranking's time in this format.",
                 null=True,
             ),
         ),

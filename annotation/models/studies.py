@@ -84,13 +84,12 @@ class Study(models.Model):
     new (its participants may finish), an ``archived`` one is kept for its data only.
 
     Participants arrive at ``/join/<slug>/`` with the platform's ids in the query
-    (``annotation.participants.recruitment.PLATFORM_PARAMS``) and join by answering its
-    consent page (``annotation.participants.admission``); the portal's sign-up page
-    admits to the study only with ``open_signup``. They leave with the completion code
-    when they reach their quota or run out of tasks, having ranked at least
-    ``minimum_rankings``, or with the screen-out code when they decline consent or
-    their group is full. Everything made without naming a study belongs to the default
-    one (``default_study_pk``).
+    (``annotation.participants.recruitment.PLATFORM_PARAMS``) and join by answering its consent
+    page (``annotation.participants.admission``); the portal's sign-up page admits to the study
+    only with ``open_signup``. They leave with the completion code when they reach their quota
+    or run out of tasks, having answered their minimum (``recruitment.minimum_answers``), or
+    with the screen-out code when they decline consent or their group is full. Everything made
+    without naming a study belongs to the default one (``default_study_pk``).
     """
 
     class Platform(models.TextChoices):
@@ -181,9 +180,8 @@ class Study(models.Model):
     minimum_rankings = models.PositiveIntegerField(
         null=True,
         blank=True,
-        help_text="Answers a participant stores before the completion code is shown, also "
-        "when tasks run out (at most their quota counts); blank: one six-card ranking's time "
-        "in the study's format.",
+        help_text="Answers stored before the completion code shows, also when tasks run out "
+        "(at most the quota counts); blank: one six-card ranking's time in this format.",
     )
     open_signup = models.BooleanField(
         default=False,
