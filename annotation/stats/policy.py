@@ -26,11 +26,17 @@ order happens by chance with probability ``c`` (``gold.untouched_chance``: 1/K! 
 strict order of K, 1/2 for a pair, 1/12 for best-worst or the top 2 of 4), so the line is
 ``c + (1 - c) x untouched_max_rate``, the mean ``c`` of the annotator's answers: about
 one half for rankings of six (1/720 moves it by 0.0007), about three quarters for pairs,
-where a careful annotator keeps the shown order half the time.
+where a careful annotator keeps the shown order half the time. Crossing it excludes only
+when chance is ruled out too: a careful annotator would give that many untouched answers
+or more with probability below ``untouched_alpha`` (1%; the binomial tail at ``c``). A
+ranking of six is never close (3 of 5 by chance: about 1 in 10^8), but 4 of 5 pairs in the
+shown order happen to one careful person in five; so a pair annotator is excluded on 16 of
+20 or 7 of 7, and only warned before.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from core.json import AsDict
@@ -39,6 +45,16 @@ from .gold import AnnotatorQuality
 
 OK, WARNED, EXCLUDED = "ok", "warned", "excluded"
 _SEVERITY = {OK: 0, WARNED: 1, EXCLUDED: 2}
+
+
+def chance_tail(k: int, n: int, chance: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, chance): how often a careful annotator, whose answers
+    match the shown order with probability ``chance``, gives ``k`` or more of ``n``."""
+    if chance <= 0:
+        return 0.0 if k > 0 else 1.0
+    return min(
+        1.0, sum(math.comb(n, j) * chance**j * (1 - chance) ** (n - j) for j in range(k, n + 1))
+    )
 
 
 @dataclass(frozen=True)
@@ -57,8 +73,9 @@ class Policy:
     this many gold tasks. ``max_failed_checks``: exclude at this many failed
     checks, warn one short of it. ``untouched_max_rate``,
     ``untouched_min_rankings``: exclude above this untouched rate among at least
-    this many rankings with a known shown order. ``*_warn_margin``: how close to
-    the line counts as near it.
+    this many rankings with a known shown order, when chance (the module docstring)
+    would give as many with probability below ``untouched_alpha``. ``*_warn_margin``: how
+    close to the line counts as near it.
     """
 
     gold_min_score: float = 0.3
@@ -68,6 +85,7 @@ class Policy:
     untouched_max_rate: float = 0.5
     untouched_min_rankings: int = 5
     untouched_warn_margin: float = 0.1
+    untouched_alpha: float = 0.01
 
     def __post_init__(self) -> None:
         problems = []
@@ -75,6 +93,8 @@ class Policy:
             problems.append(f"gold_min_score must be in [-1, 1], got {self.gold_min_score}")
         if not 0 <= self.untouched_max_rate <= 1:
             problems.append(f"untouched_max_rate must be in [0, 1], got {self.untouched_max_rate}")
+        if not 0 < self.untouched_alpha <= 1:
+            problems.append(f"untouched_alpha must be in (0, 1], got {self.untouched_alpha}")
         for name in ("gold_min_tasks", "max_failed_checks", "untouched_min_rankings"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -116,10 +136,12 @@ class Policy:
         if n == 0:
             return None
         said = f"{q.n_untouched} of {n} rankings submitted in the shown order"
-        if rate > line and n >= self.untouched_min_rankings:
-            return EXCLUDED, f"{said} (more than {line:.0%})"
-        if rate > line:
+        if rate > line and n < self.untouched_min_rankings:
             return WARNED, f"{said} (more than {line:.0%}, before {self.untouched_min_rankings})"
+        if rate > line and chance_tail(q.n_untouched, n, chance) >= self.untouched_alpha:
+            return WARNED, f"{said} (more than {line:.0%}, as often as chance allows)"
+        if rate > line:
+            return EXCLUDED, f"{said} (more than {line:.0%})"
         if rate > line - self.untouched_warn_margin:
             return WARNED, f"{said} (within {self.untouched_warn_margin:.0%} of {line:.0%})"
         return None

@@ -225,6 +225,25 @@ def test_the_untouched_line_is_a_share_of_what_chance_leaves():
     always = [rec(n, (("a",), ("b",)), ("a", "b")) for n in range(10)]
     assert Policy().decide(annotator_quality(always)["x"]).status == "excluded"
 
+    # 4 of 5 pairs in the shown order: one careful person in five does that (6/32), so
+    # warned, not excluded; 16 of 20 (p 0.006) and 7 of 7 (1/128) rule chance out
+    def first_shown(kept, of):
+        return [
+            rec(n, (("a",), ("b",)) if n < kept else (("b",), ("a",)), ("a", "b"))
+            for n in range(of)
+        ]
+
+    for kept, of, expected in [
+        (4, 5, "warned"),
+        (5, 5, "warned"),
+        (7, 7, "excluded"),
+        (16, 20, "excluded"),
+        (15, 20, "warned"),
+        (12, 20, "ok"),
+    ]:
+        decided = Policy().decide(annotator_quality(first_shown(kept, of))["x"])
+        assert decided.status == expected, (kept, of, decided)
+
 
 @pytest.mark.django_db(transaction=True)
 def test_rankings_stored_before_tiers_keep_every_label():

@@ -109,3 +109,16 @@ def test_bad_policies():
         Policy(untouched_max_rate=1.5)
     with pytest.raises(ValueError, match="gold_warn_margin"):
         Policy(gold_warn_margin=-0.1)
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "chance"), [(4, 5, 0.5), (16, 20, 0.5), (3, 5, 1 / 720), (0, 4, 0.5), (5, 9, 1 / 12)]
+)
+def test_the_chance_tail_is_the_binomial_survival_function(k, n, chance):
+    from scipy.stats import binom
+
+    from annotation.stats.policy import chance_tail
+
+    assert chance_tail(k, n, chance) == pytest.approx(
+        binom.sf(k - 1, n, chance), rel=1e-9, abs=1e-15
+    )
