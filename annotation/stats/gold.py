@@ -128,11 +128,13 @@ class AnnotatorQuality(AsDict):
 
 def untouched_chance(record: RankingRecord) -> float:
     """The probability that an answer of this record's shape (its tiers' sizes) is the
-    shown order by chance: ``prod(size!) / K!``; 0 for everything in one tier, which no
-    judgement of several different images gives by chance."""
+    shown order by chance: ``prod(size!) / K!``. Everything in one tier: 0 for three or
+    more images, which no judgement of different images gives by chance; 1/2 for a pair,
+    whose "equal" is one of the three answers a careful person gives (so a pair's
+    untouched answers, the first shown or "equal", are judged against a coin)."""
     sizes = [len(t) for t in record.tiered()]
     if len(sizes) < 2:
-        return 0.0
+        return 0.5 if record.k == 2 else 0.0
     return math.prod(math.factorial(s) for s in sizes) / math.factorial(record.k)
 
 

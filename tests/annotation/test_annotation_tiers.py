@@ -217,7 +217,8 @@ def test_the_untouched_line_is_a_share_of_what_chance_leaves():
     assert untouched_chance(rec(0, (("a",), ("b",), ("c",)), ("a", "b", "c"))) == 1 / 6
     assert untouched_chance(rec(0, (("a",), ("b",)), ("a", "b"))) == 1 / 2
     assert untouched_chance(rec(0, (("a",), ("b", "c"), ("d",)), ("a", "b", "c", "d"))) == 2 / 24
-    assert untouched_chance(rec(0, (("a", "b"),), ("a", "b"))) == 0
+    assert untouched_chance(rec(0, (("a", "b", "c"),), ("a", "b", "c"))) == 0
+    assert untouched_chance(rec(0, (("a", "b"),), ("a", "b"))) == 1 / 2  # a pair's "equal"
     # pairs: a careful annotator keeps the shown order about half the time; 6 of 10 is fine
     pairs = [rec(n, (("a",), ("b",)) if n < 6 else (("b",), ("a",)), ("a", "b")) for n in range(10)]
     decided = Policy().decide(annotator_quality(pairs)["x"])
@@ -233,6 +234,19 @@ def test_the_untouched_line_is_a_share_of_what_chance_leaves():
             for n in range(of)
         ]
 
+    # a careful person who says "equal" to a third of the pairs and keeps the shown order
+    # in half the rest (10 of 15 untouched) is judged against a coin: warned at most
+    careful = [
+        rec(
+            n,
+            (("a", "b"),) if n < 5 else (("a",), ("b",)) if n < 10 else (("b",), ("a",)),
+            ("a", "b"),
+        )
+        for n in range(15)
+    ]
+    assert Policy().decide(annotator_quality(careful)["x"]).status != "excluded"
+    always_equal = [rec(n, (("a", "b"),), ("a", "b")) for n in range(8)]
+    assert Policy().decide(annotator_quality(always_equal)["x"]).status == "excluded"
     for kept, of, expected in [
         (4, 5, "warned"),
         (5, 5, "warned"),
