@@ -16,11 +16,11 @@ Per format, noise level and seed: split-half reliability (``annotation.stats.spl
 and the eval Spearman of a head trained on the labels (``training.ml.heads.train_heads``,
 the seed recipe, on cached MiniLM embeddings of the prompts; labels are every format's
 place label, the counting score: ``annotation.stats.pair_fit.counting_labels``) against the
-latent scores of the held-out fifth of the occupations; at the three levels, also the eval
-Spearman of a head trained on the Bradley-Terry fit's labels (``pair_fit.fitted_labels``),
-the model-based score beside the counting one. Noise levels: ``sigma`` found by bisection
-so that strict rankings of ``--task-size`` reach Kendall's W of 0.3, 0.55 and 0.8
-(``--agreement``).
+latent scores of the held-out fifth of the occupations; for top-k and best-worst at the
+three levels, also the eval Spearman of a head trained on the Bradley-Terry fit's labels
+(``pair_fit.fitted_labels``), the model-based score beside the counting one. Noise levels:
+``sigma`` found by bisection so that strict rankings of ``--task-size`` reach Kendall's W of
+0.3, 0.55 and 0.8 (``--agreement``).
 
 The price of quality control (``--qc``): at the middle level, with no careless annotators
 and with ``--careless`` of them (random, shown order and "equal" in turn), each format
@@ -60,6 +60,9 @@ from annotation.studies import answering  # noqa: E402
 
 BASE = {"stereotypical": 0.2, "neutral": 0.5, "diverse": 0.8}
 FORMATS = ("rank", "rank_ties", "top_k", "best_worst", "pairwise")
+# The formats whose answers leave tiers of several by design, where a fit over the pairs may
+# find more than the counting score (on strict ranks the two orders are the Borda count's).
+FIT_FORMATS = ("top_k", "best_worst")
 
 
 def parse():
@@ -284,7 +287,7 @@ def main() -> None:
         sigmas[name] = calibrate(target, world, args)
         w = strict_w(sigmas[name], world, args)
         for question in FORMATS:
-            row = measure(question, sigmas[name], world, args, fit=True)
+            row = measure(question, sigmas[name], world, args, fit=question in FIT_FORMATS)
             rows.append({"noise": name, "sigma": sigmas[name], "rank_w": w, **row})
     if args.qc:
         middle_name = f"W {sorted(targets)[len(targets) // 2]:g}"  # the middle level
