@@ -71,6 +71,56 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
+# The groups that take longest, longest first (measured with --durations=0, 2026-12-07):
+# bin/test passes --no-loadscope-reorder, so xdist hands groups out in this order and then
+# by their number of tests, as it would itself. Sorted by count alone, a group of one long
+# test (the README's blocks) started last and left the other worker idle for minutes.
+LONGEST_GROUPS = (
+    "services",
+    "tests/project/test_project_readme.py",
+    "faults",
+    "tests/ml/test_ml_quantized.py",
+    "tests/training/test_training_group_promotion.py",
+    "tests/browser/test_browser_staff_pages.py",
+    "tests/annotation/test_annotation_careless.py",
+    "tests/scoring/test_scoring_validation_quality.py",
+    "tests/project/test_project_access_walk.py",
+)
+
+
+class LongestFirst:
+    """The plugin that orders the run last of all (after pytest-django's own reordering)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        longest_first(items)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(LongestFirst(), "stereorank-longest-first")
+
+
+def longest_first(items: list[pytest.Item]) -> None:
+    """Order ``items`` group by group: ``LONGEST_GROUPS`` first, then the groups with most
+    tests; a group's tests keep their order (module fixtures are made once)."""
+
+    def group(item: pytest.Item) -> str:
+        return item.get_closest_marker("xdist_group").args[0]
+
+    counts: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        counts[group(item)] = counts.get(group(item), 0) + 1
+        first.setdefault(group(item), i)
+    rank = {name: i for i, name in enumerate(LONGEST_GROUPS)}
+
+    def key(item: pytest.Item) -> tuple[int, int, int]:
+        name = group(item)
+        return rank.get(name, len(rank)), -counts[name], first[name]
+
+    items.sort(key=key)
+
+
 @pytest.fixture(scope="session")
 def quant_models(tmp_path_factory) -> Path:
     """One folder of exported encoders for the whole run, shared by the xdist workers
