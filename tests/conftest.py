@@ -97,7 +97,8 @@ class LongestFirst:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.pluginmanager.register(LongestFirst(), "stereorank-longest-first")
+    if hasattr(config, "workerinput"):  # an xdist worker: one process keeps pytest-django's order
+        config.pluginmanager.register(LongestFirst(), "stereorank-longest-first")
 
 
 def longest_first(items: list[pytest.Item]) -> None:
@@ -105,7 +106,8 @@ def longest_first(items: list[pytest.Item]) -> None:
     tests; a group's tests keep their order (module fixtures are made once)."""
 
     def group(item: pytest.Item) -> str:
-        return item.get_closest_marker("xdist_group").args[0]
+        marker = item.get_closest_marker("xdist_group")
+        return marker.kwargs.get("name") or marker.args[0]
 
     counts: dict[str, int] = {}
     first: dict[str, int] = {}

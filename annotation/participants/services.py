@@ -31,7 +31,7 @@ from annotation.models import (
     RankingTask,
     Study,
 )
-from annotation.models.studies import Participation
+from annotation.models.studies import Participation, default_study
 from annotation.participants import content
 from annotation.participants.recruitment import default_quota
 from annotation.quality import standing
@@ -52,7 +52,7 @@ def get_profile(user, study: Study | None = None) -> AnnotatorProfile:
     try:
         return user.annotator
     except AnnotatorProfile.DoesNotExist:
-        defaults = {"quota": default_quota(study)}
+        defaults = {"quota": default_quota(study or default_study())}
         if study is not None:
             defaults["study"] = study
         profile, _ = AnnotatorProfile.objects.get_or_create(user=user, defaults=defaults)

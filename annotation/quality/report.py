@@ -11,8 +11,9 @@ It reads the database through the selectors and computes with the Django-free
 * ``split_half`` and ``time_on_task``: reliability and time per answer, for every format.
 * ``item_scores``: how far a Bradley-Terry fit over the answers' pairs moves the items
   from the counting score the labels are (``pair_fit.against_counting``); for every format
-  but ``rank``, whose counting score is the Borda count (0.9997 against the fit at 100,000
-  rankings: ``docs/benchmarks.md``), so a strict study's report costs no fit.
+  but ``rank``, whose counting score is the Borda count and moved no head's eval rho in
+  ``benchmarks/formats.py``, so a strict study's report (measured at 100,000 rankings) is
+  spared the fit's seconds.
 * ``annotators``: one row per annotator with consenting rankings: the figures
   the policy reads (since their last reinstatement, gold tasks included), their
   leave-one-out consensus rho against the annotators who count (on shared

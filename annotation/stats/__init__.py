@@ -15,6 +15,10 @@ same figures serve the ``quality`` command, the staff API and the dashboard.
 * ``validation_report``: the breakdowns and the assembled report (one JSON-safe dict).
 * ``validation_sim``: synthetic validation studies with a planted effect.
 * ``power``: power and sample size of the paired and Welch t-tests.
+* ``tiers``: a ranking as tiers, the one representation of every question format.
+* ``split_half``: split-half reliability of item scores, for every format.
+* ``pair_fit``: a Bradley-Terry fit over the pairs answers state, beside the counting score.
+* ``effort``: the planning seconds of an answer per format; quotas in a format's answers.
 
 Formulas and sources: each module's docstring; the definitions in docs/design.md.
 """

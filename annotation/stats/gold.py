@@ -108,8 +108,9 @@ class AnnotatorQuality(AsDict):
 
     ``gold_score``: mean over ``n_gold`` gold tasks. ``check_pass_rate``:
     ``1 - n_checks_failed / n_checks``. ``median_seconds``: over the rankings
-    with a time. ``untouched_rate``: ``n_untouched / n_with_shown_order``;
-    ``untouched_chance``: the mean of ``untouched_chance`` over those rankings.
+    with a time. ``untouched_rate``: ``n_untouched / n_with_shown_order``, over the
+    answers the untouched rule reads (``_untouched_judged``); ``untouched_chance``: the
+    mean of ``untouched_chance`` over those answers.
     """
 
     annotator: Annotator
@@ -128,14 +129,26 @@ class AnnotatorQuality(AsDict):
 
 def untouched_chance(record: RankingRecord) -> float:
     """The probability that an answer of this record's shape (its tiers' sizes) is the
-    shown order by chance: ``prod(size!) / K!``. Everything in one tier: 0 for three or
-    more images, which no judgement of different images gives by chance; 1/2 for a pair,
-    whose "equal" is one of the three answers a careful person gives (so a pair's
-    untouched answers, the first shown or "equal", are judged against a coin)."""
+    shown order by chance: ``prod(size!) / K!``; 0 for everything in one tier, which no
+    judgement of several different images gives by chance (a pair's "equal" enters the
+    rule only when every answer is "equal": ``annotator_quality``)."""
     sizes = [len(t) for t in record.tiered()]
     if len(sizes) < 2:
-        return 0.5 if record.k == 2 else 0.0
+        return 0.0
     return math.prod(math.factorial(s) for s in sizes) / math.factorial(record.k)
+
+
+def _equal_pair(record: RankingRecord) -> bool:
+    return record.k == 2 and len(record.tiered()) == 1
+
+
+def _untouched_judged(records: list[RankingRecord]) -> list[RankingRecord]:
+    """The answers the untouched rule reads: those with a known shown order, less a pair's
+    "equal", a judgement the format offers (a careful person says it of close images),
+    unless every such answer is "equal", the careless pattern it stands for."""
+    known = [r for r in records if r.untouched is not None]
+    strict = [r for r in known if not _equal_pair(r)]
+    return strict if strict else known
 
 
 def _ratio(num: float, den: int) -> float:
@@ -161,8 +174,9 @@ def annotator_quality(
         scores = [gold_score(r.positions(), gold[r.task_id]) for r in rs if r.task_id in gold]
         results = [checks[r.task_id].passed(r.order, r.tiers) for r in rs if r.task_id in checks]
         seconds = [r.seconds for r in rs if r.seconds is not None]
-        known = [r.untouched for r in rs if r.untouched is not None]
-        chances = [untouched_chance(r) for r in rs if r.untouched is not None]
+        judged = _untouched_judged(rs)
+        known = [r.untouched for r in judged]
+        chances = [untouched_chance(r) for r in judged]
         failed = results.count(False)
         out[annotator] = AnnotatorQuality(
             annotator=annotator,

@@ -28,10 +28,12 @@ strict order of K, 1/2 for a pair, 1/12 for best-worst or the top 2 of 4), so th
 one half for rankings of six (1/720 moves it by 0.0007), about three quarters for pairs,
 where a careful annotator keeps the shown order half the time. Crossing it excludes only
 when chance is ruled out too: a careful annotator would give that many untouched answers
-or more with probability below ``untouched_alpha`` (1%; the binomial tail at ``c``). A
-ranking of six is never close (3 of 5 by chance: about 1 in 10^8), but 4 of 5 pairs in the
-shown order happen to one careful person in five; so a pair annotator is excluded on 16 of
-20 or 7 of 7, and only warned before.
+or more with probability below ``untouched_alpha`` (the binomial tail at ``c``; 1 in 1,000,
+as the rule is tested again after every answer). A ranking of six is never close (3 of 5
+by chance: about 1 in 10^8), but 4 of 5 pairs in the shown order happen to one careful
+person in five; so a pair annotator is excluded on 10 of 10 or 18 of 20, and only warned
+before. A pair answered "equal" is a judgement the format offers, so it is left out of the
+rule, unless every answer is "equal" (``gold.annotator_quality``).
 """
 
 from __future__ import annotations
@@ -49,12 +51,21 @@ _SEVERITY = {OK: 0, WARNED: 1, EXCLUDED: 2}
 
 def chance_tail(k: int, n: int, chance: float) -> float:
     """P(X >= k) for X ~ Binomial(n, chance): how often a careful annotator, whose answers
-    match the shown order with probability ``chance``, gives ``k`` or more of ``n``."""
-    if chance <= 0:
-        return 0.0 if k > 0 else 1.0
-    return min(
-        1.0, sum(math.comb(n, j) * chance**j * (1 - chance) ** (n - j) for j in range(k, n + 1))
+    match the shown order with probability ``chance``, gives ``k`` or more of ``n``. Summed
+    in log space, so a long stream (thousands of answers) cannot overflow a float."""
+    if k <= 0:
+        return 1.0
+    if chance <= 0 or k > n:
+        return 0.0
+    if chance >= 1:
+        return 1.0
+    log_c, log_rest = math.log(chance), math.log1p(-chance)
+    top = math.lgamma(n + 1)
+    terms = (
+        top - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * log_c + (n - j) * log_rest
+        for j in range(k, n + 1)
     )
+    return min(1.0, sum(math.exp(t) for t in terms))
 
 
 @dataclass(frozen=True)
@@ -85,7 +96,7 @@ class Policy:
     untouched_max_rate: float = 0.5
     untouched_min_rankings: int = 5
     untouched_warn_margin: float = 0.1
-    untouched_alpha: float = 0.01
+    untouched_alpha: float = 0.001
 
     def __post_init__(self) -> None:
         problems = []

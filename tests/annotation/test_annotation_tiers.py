@@ -218,45 +218,41 @@ def test_the_untouched_line_is_a_share_of_what_chance_leaves():
     assert untouched_chance(rec(0, (("a",), ("b",)), ("a", "b"))) == 1 / 2
     assert untouched_chance(rec(0, (("a",), ("b", "c"), ("d",)), ("a", "b", "c", "d"))) == 2 / 24
     assert untouched_chance(rec(0, (("a", "b", "c"),), ("a", "b", "c"))) == 0
-    assert untouched_chance(rec(0, (("a", "b"),), ("a", "b"))) == 1 / 2  # a pair's "equal"
+    assert untouched_chance(rec(0, (("a", "b"),), ("a", "b"))) == 0
     # pairs: a careful annotator keeps the shown order about half the time; 6 of 10 is fine
     pairs = [rec(n, (("a",), ("b",)) if n < 6 else (("b",), ("a",)), ("a", "b")) for n in range(10)]
     decided = Policy().decide(annotator_quality(pairs)["x"])
     assert decided.status == "ok", decided  # the line: 1/2 + 1/2 x 1/2 = 75%
     always = [rec(n, (("a",), ("b",)), ("a", "b")) for n in range(10)]
-    assert Policy().decide(annotator_quality(always)["x"]).status == "excluded"
+    assert Policy().decide(annotator_quality(always)["x"]).status == "excluded"  # 1/1024
 
     # 4 of 5 pairs in the shown order: one careful person in five does that (6/32), so
-    # warned, not excluded; 16 of 20 (p 0.006) and 7 of 7 (1/128) rule chance out
+    # warned, not excluded; 10 of 10 (1/1024) and 18 of 20 rule chance out at 1 in 1,000
     def first_shown(kept, of):
         return [
             rec(n, (("a",), ("b",)) if n < kept else (("b",), ("a",)), ("a", "b"))
             for n in range(of)
         ]
 
-    # a careful person who says "equal" to a third of the pairs and keeps the shown order
-    # in half the rest (10 of 15 untouched) is judged against a coin: warned at most
-    careful = [
-        rec(
-            n,
-            (("a", "b"),) if n < 5 else (("a",), ("b",)) if n < 10 else (("b",), ("a",)),
-            ("a", "b"),
-        )
-        for n in range(15)
-    ]
-    assert Policy().decide(annotator_quality(careful)["x"]).status != "excluded"
-    always_equal = [rec(n, (("a", "b"),), ("a", "b")) for n in range(8)]
-    assert Policy().decide(annotator_quality(always_equal)["x"]).status == "excluded"
     for kept, of, expected in [
         (4, 5, "warned"),
-        (5, 5, "warned"),
-        (7, 7, "excluded"),
-        (16, 20, "excluded"),
+        (7, 7, "warned"),
+        (10, 10, "excluded"),
+        (16, 20, "warned"),
+        (18, 20, "excluded"),
         (15, 20, "warned"),
         (12, 20, "ok"),
     ]:
         decided = Policy().decide(annotator_quality(first_shown(kept, of))["x"])
         assert decided.status == expected, (kept, of, decided)
+    # a careful person who says "equal" of a third of the pairs: their "equal" answers are
+    # judgements, left out of the rule, so only the first shown of the others counts
+    equal = (("a", "b"),)
+    careful = [rec(n, equal, ("a", "b")) for n in range(10, 20)] + first_shown(6, 10)
+    assert Policy().decide(annotator_quality(careful)["x"]).status == "ok"
+    # every pair "equal": the careless pattern, untouched with no chance of it
+    always_equal = [rec(n, equal, ("a", "b")) for n in range(8)]
+    assert Policy().decide(annotator_quality(always_equal)["x"]).status == "excluded"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -112,7 +112,17 @@ def test_bad_policies():
 
 
 @pytest.mark.parametrize(
-    ("k", "n", "chance"), [(4, 5, 0.5), (16, 20, 0.5), (3, 5, 1 / 720), (0, 4, 0.5), (5, 9, 1 / 12)]
+    ("k", "n", "chance"),
+    [
+        (4, 5, 0.5),
+        (16, 20, 0.5),
+        (3, 5, 1 / 720),
+        (0, 4, 0.5),
+        (5, 9, 1 / 12),
+        (600, 1100, 1 / 720),
+        (1100, 1400, 0.5),
+        (560, 1040, 0.01),
+    ],
 )
 def test_the_chance_tail_is_the_binomial_survival_function(k, n, chance):
     from scipy.stats import binom
