@@ -125,6 +125,7 @@ class AnnotatorQuality(AsDict):
     n_untouched: int
     untouched_rate: float
     untouched_chance: float = 0.0
+    n_all_equal: int = 0  # of ``n_untouched``: everything in one tier
 
 
 def untouched_chance(record: RankingRecord) -> float:
@@ -191,5 +192,6 @@ def annotator_quality(
             n_untouched=sum(known),
             untouched_rate=_ratio(sum(known), len(known)),
             untouched_chance=_ratio(sum(chances), len(chances)),
+            n_all_equal=sum(len(r.tiered()) == 1 for r in judged),
         )
     return out

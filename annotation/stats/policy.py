@@ -146,7 +146,8 @@ class Policy:
         line = chance + (1 - chance) * self.untouched_max_rate
         if n == 0:
             return None
-        said = f"{q.n_untouched} of {n} rankings submitted in the shown order"
+        how = "in the shown order or all equal" if q.n_all_equal else "in the shown order"
+        said = f"{q.n_untouched} of {n} rankings submitted {how}"
         if rate > line and n < self.untouched_min_rankings:
             return WARNED, f"{said} (more than {line:.0%}, before {self.untouched_min_rankings})"
         if rate > line and chance_tail(q.n_untouched, n, chance) >= self.untouched_alpha:

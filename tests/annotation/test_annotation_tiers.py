@@ -252,7 +252,9 @@ def test_the_untouched_line_is_a_share_of_what_chance_leaves():
     assert Policy().decide(annotator_quality(careful)["x"]).status == "ok"
     # every pair "equal": the careless pattern, untouched with no chance of it
     always_equal = [rec(n, equal, ("a", "b")) for n in range(8)]
-    assert Policy().decide(annotator_quality(always_equal)["x"]).status == "excluded"
+    decided = Policy().decide(annotator_quality(always_equal)["x"])
+    assert decided.status == "excluded"
+    assert "8 of 8 rankings submitted in the shown order or all equal" in decided.reasons[0]
 
 
 @pytest.mark.django_db(transaction=True)
