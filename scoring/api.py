@@ -31,12 +31,29 @@ class Score(serializers.Serializer):
     version = serializers.IntegerField(
         required=False, help_text="A registry version; default: the active one."
     )
+    group = serializers.CharField(
+        required=False,
+        help_text="FIELD:VALUE (age_band:45-54): that group's head answers; the version must "
+        "have one for a group of k or more annotators. Default: the pooled head.",
+    )
 
 
 class ScoredPrompt(serializers.Serializer):
     prompt = serializers.CharField()
     score = serializers.FloatField(help_text="Higher is more diverse.")
     flagged = serializers.BooleanField(help_text="score < threshold: stereotypical.")
+
+
+class ScoredWithSpread(ScoredPrompt):
+    disagreement = serializers.FloatField(
+        allow_null=True,
+        help_text="Predicted spread of people's scores for the prompt (the annotator-weighted "
+        "SD of the group heads); null for a version without group heads.",
+    )
+    contested = serializers.BooleanField(
+        allow_null=True,
+        help_text="disagreement > disagreement_threshold: people disagree about this prompt.",
+    )
 
 
 class ServedEncoder(serializers.Serializer):
@@ -55,7 +72,13 @@ class ScoreResponse(serializers.Serializer):
     threshold = serializers.FloatField()
     threshold_basis = serializers.CharField(help_text="How the threshold was set.")
     encoder = ServedEncoder(help_text="The encoder that served these scores.")
-    results = ScoredPrompt(many=True)
+    group = serializers.CharField(
+        allow_null=True, help_text="FIELD:VALUE whose head answered; null: the pooled head."
+    )
+    disagreement_threshold = serializers.FloatField(
+        allow_null=True, help_text="Calibrated with the group heads; null without them."
+    )
+    results = ScoredWithSpread(many=True)
     scale = serializers.ListField(
         child=serializers.FloatField(),
         min_length=2,
@@ -117,7 +140,9 @@ class ScoreView(ScoringView):
         threshold."""
         data = body(request)
         return Response(
-            score_body(services.score_prompts(data.get("prompts"), data.get("version")))
+            score_body(
+                services.score_prompts(data.get("prompts"), data.get("version"), data.get("group"))
+            )
         )
 
 
@@ -128,8 +153,17 @@ def score_body(report: services.ScoreReport) -> dict:
         "threshold": report.threshold,
         "threshold_basis": report.threshold_basis,
         "encoder": report.encoder.to_dict(),
+        "group": report.group,
+        "disagreement_threshold": report.disagreement_threshold,
         "results": [
-            {"prompt": r.prompt, "score": r.score, "flagged": r.flagged} for r in report.results
+            {
+                "prompt": r.prompt,
+                "score": r.score,
+                "flagged": r.flagged,
+                "disagreement": r.disagreement,
+                "contested": r.contested,
+            }
+            for r in report.results
         ],
         "scale": list(report.scale) if report.scale else None,
     }

@@ -63,6 +63,19 @@ class LoadedVersion:
         the embedding cache: the accuracy gate's own path."""
         return self.gated.score(prompts).astype(np.float64)
 
+    @property
+    def groups(self):
+        """Its group heads (``training.ml.group_heads.GroupHeads``), or None."""
+        return self.gated.model.groups
+
+    def score_groups(
+        self, prompts: Sequence[str], group: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(scores, disagreement)`` from one pass: the pooled head's scores or group
+        ``group``'s, and the spread of the group heads (None without group heads)."""
+        scores, spread = self.gated.model.score_groups(prompts, self.gated.cache, group)
+        return scores.astype(np.float64), None if spread is None else spread.astype(np.float64)
+
     def catalogue_scale(self, prompts: Sequence[str]) -> tuple[float, float]:
         """The range of its scores on the packaged catalogue's prompts: the scale of a
         version never evaluated on a snapshot (an imported seed), scored once."""

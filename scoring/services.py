@@ -62,11 +62,44 @@ def check_version(version: object) -> int | None:
     return version
 
 
+def check_group(group: object, loaded: LoadedVersion) -> str | None:
+    """``FIELD:VALUE`` naming one of the version's group heads of k or more annotators
+    (today's k); None for the pooled score. Refusals name the groups it can answer for."""
+    if group is None or group == "":
+        return None
+    if not isinstance(group, str):
+        raise ScoringError("group must be a string FIELD:VALUE, e.g. age_band:45-54")
+    heads = loaded.groups
+    if heads is None:
+        raise ScoringError(
+            f"version {loaded.version} has no group heads: train one with --groups FIELD"
+        )
+    k = int(settings.STEREORANK["GROUP_K"])
+    known = [g for g, n in zip(heads.groups, heads.sizes, strict=True) if n >= k]
+    field, sep, value = group.partition(":")
+    if not sep or field.strip() != heads.field or value.strip() not in known:
+        named = ", ".join(f"{heads.field}:{g}" for g in known) or "none"
+        raise ScoringError(
+            f"version {loaded.version} has no group head {group!r}; known groups: {named}"
+        )
+    return value.strip()
+
+
+def contested(disagreement: float | None, loaded: LoadedVersion) -> bool | None:
+    """Whether people disagree about a prompt: its spread above the version's calibrated
+    threshold (``training.ml.group_heads``); None without group heads."""
+    if disagreement is None:
+        return None
+    return bool(disagreement > loaded.groups.threshold)
+
+
 @dataclass(frozen=True)
 class Scored:
     prompt: str
     score: float
     flagged: bool
+    disagreement: float | None = None
+    contested: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -87,22 +120,33 @@ class ScoreReport(VersionReport):
 
     results: list[Scored]
     scale: tuple[float, float] | None = None
+    group: str | None = None  # FIELD:VALUE whose head answered; None: the pooled head
+    disagreement_threshold: float | None = None  # None: the version has no group heads
 
 
-def score_prompts(prompts: object, version: object = None) -> ScoreReport:
-    """Score ``prompts`` with ``version`` (default: the active one)."""
+def score_prompts(prompts: object, version: object = None, group: object = None) -> ScoreReport:
+    """Score ``prompts`` with ``version`` (default: the active one), by the pooled head or
+    ``group``'s (``FIELD:VALUE``), each with its disagreement where the version has heads."""
     texts = check_prompts(prompts)
     loaded = get_scorer().get(check_version(version))
-    scores = loaded.score(texts)
+    value = check_group(group, loaded)
+    scores, spreads = loaded.score_groups(texts, value)
     flags = loaded.flags(scores)
+    spreads = [None] * len(texts) if spreads is None else [float(d) for d in spreads]
     scale = loaded.scale or loaded.catalogue_scale(catalogue_prompts())
+    heads = loaded.groups
     return ScoreReport(
         loaded.version,
         loaded.threshold,
         loaded.threshold_basis,
         loaded.encoder,
-        [Scored(t, float(s), f) for t, s, f in zip(texts, scores, flags, strict=True)],
+        [
+            Scored(t, float(s), f, d, contested(d, loaded))
+            for t, s, f, d in zip(texts, scores, flags, spreads, strict=True)
+        ],
         scale,
+        f"{heads.field}:{value}" if value else None,
+        heads.threshold if heads else None,
     )
 
 

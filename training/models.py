@@ -55,6 +55,9 @@ class DatasetSnapshot(models.Model):
     # How labels were averaged (training.snapshots.services.label_weights): {"method": "none"}, or
     # reliability weights with each pseudonymous annotator's weight and its basis.
     label_weighting = models.JSONField(default=dict, blank=True)
+    # Group heads' penalty per "field:encoder", chosen once by grouped CV and reused by every
+    # retrain (training.runs.group_heads).
+    group_penalties = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-id"]

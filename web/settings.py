@@ -427,6 +427,9 @@ STEREORANK = {
     },
     # Demographic groups with fewer annotators are not reported.
     "GROUP_K": env.int("STEREORANK_GROUP_K", default=5),
+    # Demographic fields that are special categories of personal data (GDPR Art. 9): no
+    # group heads are trained on them (training/runs/group_heads.py).
+    "SPECIAL_CATEGORY_FIELDS": env.list("STEREORANK_SPECIAL_CATEGORY_FIELDS", default=["religion"]),
     # Overrides of annotation.stats.policy.Policy, whose defaults are documented there,
     # e.g. STEREORANK_QUALITY_POLICY='{"gold_min_score": 0.2}'.
     "QUALITY_POLICY": env.json("STEREORANK_QUALITY_POLICY", default={}),

@@ -43,7 +43,7 @@ def test_steering_is_parsed_or_refused():
     for bad in ("age_band", "=x", "age_band="):
         with pytest.raises(RunError, match="steer as FIELD=VALUE"):
             parse(bad)
-    with pytest.raises(RunError, match="steer or balance, not both"):
+    with pytest.raises(RunError, match="one of steer, balance and groups, not two"):
         parse("a=b", "a")
 
 
@@ -133,7 +133,9 @@ def test_the_api_and_the_runs_page_accept_steering(snapshot, staff):
     assert r.status_code == 201, r.json()
     assert r.json()["hyperparameters"]["steering"]["value"] == "25-34"
     r = api.post("/api/training/runs/", {**body, "balance": "age_band"}, format="json")
-    assert r.status_code == 400 and r.json()["detail"] == "steer or balance, not both"
+    assert (
+        r.status_code == 400 and r.json()["detail"] == "one of steer, balance and groups, not two"
+    )
     page = Client()
     page.force_login(staff)
     form = {"snapshot": snapshot.pk, "epochs": 1, "paraphrases": 0, "balance": "age_band"}

@@ -143,6 +143,12 @@ class RunInSerializer(serializers.Serializer):
     balance = serializers.CharField(
         required=False, allow_blank=True, help_text="FIELD: every group of it weighs the same."
     )
+    groups = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        help_text="FIELD: also a head per group of it (k or more annotators); excludes steer "
+        "and balance.",
+    )
     search = serializers.JSONField(
         required=False, help_text='Search the recipe first: true, "lr=1e-3,1e-2 folds=3" or {...}.'
     )
@@ -271,7 +277,7 @@ class RunsView(ListCreateView):
             recipe=data.get("recipe"),
             paraphrases=data["paraphrases"],
             hyperparameters=data.get("hyperparameters"),
-            steering=parse_steering(data.get("steer"), data.get("balance")),
+            steering=parse_steering(data.get("steer"), data.get("balance"), data.get("groups")),
             search=data.get("search"),
             user=request.user,
         )

@@ -9,6 +9,12 @@ A native checkpoint is a directory of two files:
   ``threshold``, ``library_version`` and ``extra``. NaN metrics are written as
   ``null``.
 
+A version trained with group heads (``training.ml.group_heads``) has a third file,
+``groups.safetensors`` (``mean``, ``basis``, ``weights``, ``offsets``), and the
+manifest's ``group_heads`` holds their ``meta()`` with the file's ``sha256``; a
+version without them has neither. The seed's ``.pth`` holds one head: an export leaves
+the group heads out.
+
 ``save`` writes into a temporary directory beside the target and renames it into
 place, so a checkpoint is either complete or absent; it never overwrites.
 ``load`` verifies the manifest, the head's hash and shapes, and, given an
@@ -45,6 +51,7 @@ from training.ml.calibration import SEED_THRESHOLD
 from training.ml.encoders.encoder import Encoder
 from training.ml.encoders.identity import EncoderIdentity, EncoderMismatch, sha256_file
 from training.ml.errors import MLError
+from training.ml.group_heads import GroupHeads
 from training.ml.model import RewardModel
 
 FORMAT = "stereorank-checkpoint"
@@ -52,6 +59,7 @@ FORMAT_VERSION = 1
 HEAD_FILE = "head.safetensors"
 MANIFEST_FILE = "manifest.json"
 HEAD_KEYS = ("fc.weight", "fc.bias")
+GROUPS_FILE = "groups.safetensors"
 SEED_PREFIX = "embedding_model."
 
 
@@ -69,6 +77,7 @@ class Checkpoint:
     threshold: float
     library_version: str = __version__
     extra: dict = field(default_factory=dict)
+    groups: GroupHeads | None = None
 
     def to_model(self, encoder: Encoder, *, allow_other_backend: bool = False) -> RewardModel:
         """A ``RewardModel`` in eval mode with this head; refuses another encoder.
@@ -80,6 +89,7 @@ class Checkpoint:
         dropout = float(self.hyperparameters.get("dropout", 0.1))
         model = RewardModel(encoder, dropout=dropout)
         model.load_state_dict(self.head)
+        model.groups = self.groups
         return model.eval()
 
     @classmethod
@@ -92,6 +102,7 @@ class Checkpoint:
         metrics: dict | None = None,
         threshold: float = SEED_THRESHOLD,
         extra: dict | None = None,
+        groups: GroupHeads | None = None,
     ) -> Checkpoint:
         head = {
             k: v.detach().to("cpu", torch.float32).contiguous()
@@ -105,6 +116,7 @@ class Checkpoint:
             metrics=dict(metrics or {}),
             threshold=float(threshold),
             extra=dict(extra or {}),
+            groups=groups,
         )
 
 
@@ -142,6 +154,15 @@ def save(checkpoint: Checkpoint, directory: Path) -> Path:
             "library_version": checkpoint.library_version,
             "extra": checkpoint.extra,
         }
+        if checkpoint.groups is not None:
+            groups_path = tmp / GROUPS_FILE
+            tensors = {k: torch.from_numpy(v) for k, v in checkpoint.groups.tensors().items()}
+            save_file(tensors, str(groups_path))
+            manifest["group_heads"] = {
+                **checkpoint.groups.meta(),
+                "file": GROUPS_FILE,
+                "sha256": sha256_file(groups_path),
+            }
         text = json.dumps(json_safe(manifest), indent=2, sort_keys=True, allow_nan=False)
         (tmp / MANIFEST_FILE).write_text(text + "\n")
         try:
@@ -197,10 +218,30 @@ def load(directory: Path, encoder: Encoder | None = None) -> Checkpoint:
         threshold=threshold,
         library_version=str(manifest.get("library_version", "")),
         extra=manifest.get("extra") or {},
+        groups=_load_groups(directory, manifest.get("group_heads"), identity.dim),
     )
     if encoder is not None:
         identity.check_matches(encoder.identity)
     return checkpoint
+
+
+def _load_groups(directory: Path, meta: dict | None, dim: int) -> GroupHeads | None:
+    """The group heads the manifest names, verified (hash, shapes), or None."""
+    if meta is None:
+        return None
+    path = directory / str(meta.get("file", GROUPS_FILE))
+    if not path.is_file():
+        raise CheckpointError(f"{directory}: group heads file {path.name} is missing")
+    if sha256_file(path) != meta.get("sha256"):
+        raise CheckpointError(f"{path} does not match the SHA-256 its manifest gives")
+    try:
+        tensors = {k: v.numpy() for k, v in load_file(str(path)).items()}
+        groups = GroupHeads.from_parts(meta, tensors)
+    except (SafetensorError, OSError, KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"{path}: group heads unreadable: {exc}") from exc
+    if groups.mean.shape != (dim,):
+        raise CheckpointError(f"{path}: group heads of dim {groups.mean.shape}, encoder {dim}")
+    return groups
 
 
 def export_seed_pth(checkpoint: Checkpoint, path: Path, encoder: Encoder) -> Path:

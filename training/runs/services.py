@@ -29,6 +29,7 @@ from training.models import Augmentation, DatasetSnapshot, TrainingRun
 from training.perspectives.services import request_reports
 from training.registry.evaluation import store_evaluation
 from training.registry.services import register
+from training.runs import group_heads
 from training.runs.dispatch import DISPATCH
 from training.runs.recovery import claim, holder_missing, is_lost, write_off
 from training.runs.search import execute as execute_search
@@ -36,9 +37,9 @@ from training.runs.search import lineage as search_lineage
 from training.runs.search import requested as search_request
 from training.selectors import active_checkpoint
 from training.snapshots.services import EVAL, prompt_types, rows_of, to_example
+from training.snapshots.steering import GROUP_HEADS, split_hyperparameters
 from training.snapshots.steering import KEY as STEERING
 from training.snapshots.steering import check as steering_check
-from training.snapshots.steering import split_hyperparameters
 from training.snapshots.steering import train_rows as steered_rows
 from training.storage import encoders
 
@@ -114,6 +115,10 @@ def start_run(
     if not snapshot.train_count or not snapshot.eval_count:
         raise RunError(f"snapshot {snapshot.pk} has an empty train or eval split")
     steering_check(snapshot, steering)
+    if steering and steering["kind"] == GROUP_HEADS:
+        from training.perspectives.services import k_anonymity
+
+        group_heads.check(snapshot, steering["field"], k_anonymity())
     search_row = search_request(snapshot, search)
     task_id = str(uuid.uuid4())
     with transaction.atomic():
@@ -338,6 +343,13 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
     except TrainingCancelled as exc:
         raise _Cancel() from exc
     attempt.update(status=Status.EVALUATING)
+    groups = None
+    if steering and steering["kind"] == GROUP_HEADS:
+        from training.perspectives.services import k_anonymity
+
+        groups = group_heads.fit(
+            run.snapshot, steering["field"], encoder, cache, k_anonymity(), seed=config.seed
+        )
     scores = result.model.score([e.text for e in eval_set], cache=cache)
     # The card calibrates on the training distribution: every prompt of the snapshot, once
     # (the eval split alone is too small for two KDEs; it left every checkpoint at 0.12).
@@ -370,6 +382,7 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
             },
             "train_examples": len(train_set),
         },
+        groups=groups,
     )
     predictions = {r["key"]: float(s) for r, s in zip(eval_rows, scores, strict=True)}
 

@@ -19,6 +19,9 @@ its checkpoint's hyper-parameters and manifest (lineage). Two kinds:
   keeps group labels, not counts, so a group's items weigh alike however many
   of its rankings each had; with overlap 1 (one ranking per item) that is the
   same, and each list (one task's items) carries its ranker's group's weight.
+* **group heads** ``{"kind": "group_heads", "field": F}``: the pooled head trained
+  on the pooled labels as is, then one head per group of F beside it
+  (``training.runs.group_heads``).
 
 Evaluation stays on the snapshot's pooled eval split, so a steered or balanced
 version compares with any other in the registry; its perspective report says
@@ -33,14 +36,19 @@ from training.errors import RunError
 from training.models import DatasetSnapshot
 from training.snapshots.services import TRAIN, rows_of
 
-STEERED, BALANCED = "steered", "balanced"
+STEERED, BALANCED, GROUP_HEADS = "steered", "balanced", "group_heads"
 KEY = "steering"
 
 
-def parse(steer: str | None = None, balance: str | None = None) -> dict | None:
-    """``--steer FIELD=VALUE`` or ``--balance FIELD`` as a steering dict (None: pooled)."""
-    if steer and balance:
-        raise RunError("steer or balance, not both")
+def parse(
+    steer: str | None = None, balance: str | None = None, groups: str | None = None
+) -> dict | None:
+    """``--steer FIELD=VALUE``, ``--balance FIELD`` or ``--groups FIELD`` as a steering
+    dict (None: pooled)."""
+    if sum(bool(x) for x in (steer, balance, groups)) > 1:
+        raise RunError("one of steer, balance and groups, not two")
+    if groups:
+        return {"kind": GROUP_HEADS, "field": groups.strip()}
     if steer:
         field, sep, value = steer.partition("=")
         if not sep or not field.strip() or not value.strip():
@@ -51,7 +59,7 @@ def parse(steer: str | None = None, balance: str | None = None) -> dict | None:
     return None
 
 
-def _train_groups(snapshot: DatasetSnapshot, field: str) -> dict[str, dict[str, float]]:
+def train_groups(snapshot: DatasetSnapshot, field: str) -> dict[str, dict[str, float]]:
     """``{value: {key: label}}`` of ``field`` over the train split; groups with none left out."""
     if field not in (snapshot.group_labels or {}):
         known = ", ".join(sorted(snapshot.group_labels or {})) or "none"
@@ -69,9 +77,13 @@ def check(snapshot: DatasetSnapshot, steering: dict | None) -> None:
     if steering is None:
         return
     kind, field = steering.get("kind"), steering.get("field")
-    if kind not in (STEERED, BALANCED) or not field:
-        raise RunError(f"steering must be steered (field, value) or balanced (field): {steering}")
-    groups = _train_groups(snapshot, field)
+    if kind not in (STEERED, BALANCED, GROUP_HEADS) or not field:
+        raise RunError(
+            f"steering must be steered (field, value), balanced or group_heads (field): {steering}"
+        )
+    if kind == GROUP_HEADS:
+        return  # training.runs.group_heads checks its groups (sizes need the rankings)
+    groups = train_groups(snapshot, field)
     if kind == STEERED:
         value = steering.get("value")
         if len(groups.get(value, {})) < 2:
@@ -103,9 +115,9 @@ def balanced(groups: dict[str, dict[str, float]]) -> dict[str, tuple[float, floa
 def train_rows(snapshot: DatasetSnapshot, steering: dict | None) -> list[dict]:
     """The snapshot's train rows, relabelled and weighted for the steering (as is: None)."""
     rows = rows_of(snapshot, TRAIN)
-    if steering is None:
+    if steering is None or steering["kind"] == GROUP_HEADS:
         return rows
-    groups = _train_groups(snapshot, steering["field"])
+    groups = train_groups(snapshot, steering["field"])
     if steering["kind"] == STEERED:
         labels = groups.get(steering["value"], {})
         return [{**r, "label": labels[r["key"]]} for r in rows if r["key"] in labels]

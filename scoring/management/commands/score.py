@@ -1,4 +1,5 @@
-"""manage.py score "prompt" ... [--version V] [--json]: score prompts with a version."""
+"""manage.py score "prompt" ... [--version V] [--group FIELD:VALUE] [--json]: score prompts
+with a version, by its pooled head or one group's."""
 
 import json
 
@@ -18,10 +19,15 @@ class Command(ServiceCommand):
     def add_arguments(self, parser):
         parser.add_argument("prompts", nargs="+", help="Prompts to score.")
         parser.add_argument("--version", type=int, help="A registry version (default: active).")
+        parser.add_argument(
+            "--group",
+            metavar="FIELD:VALUE",
+            help="Answer from that group's head (a version trained with --groups FIELD).",
+        )
         parser.add_argument("--json", action="store_true", help="Print the API's JSON.")
 
     def handle(self, *args, **options):
-        report = services.score_prompts(options["prompts"], options["version"])
+        report = services.score_prompts(options["prompts"], options["version"], options["group"])
         if options["json"]:
             self.stdout.write(json.dumps(score_body(report)))
             return
@@ -29,9 +35,16 @@ class Command(ServiceCommand):
         said = ""  # the plain fp32 deployment's line is as it always was
         if served != FP32:
             said = f", encoder {served.label}" + (" (fp32 fallback)" if served.fallback else "")
+        if report.group:
+            said += f", the head of {report.group}"
         self.stdout.write(
             f"v{report.version}, threshold {report.threshold:.4f} ({report.threshold_basis}){said}"
         )
         for r in report.results:
             flag = "stereotypical" if r.flagged else "ok"
             self.stdout.write(f"{r.score:8.4f}  {flag:13}  {r.prompt}")
+            if r.contested:
+                self.stdout.write(
+                    f"{'':8}  people disagree about this prompt (spread {r.disagreement:.3f} > "
+                    f"{report.disagreement_threshold:.3f})"
+                )

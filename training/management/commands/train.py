@@ -42,6 +42,12 @@ class Command(ServiceCommand):
         steering.add_argument(
             "--balance", metavar="FIELD", help="Every group of FIELD weighs the same in the loss."
         )
+        steering.add_argument(
+            "--groups",
+            metavar="FIELD",
+            help="Also a head per group of FIELD (k or more annotators), shrunk toward the "
+            "pooled one: per-group scores and a disagreement estimate.",
+        )
         parser.add_argument(
             "--search",
             nargs="?",
@@ -68,7 +74,7 @@ class Command(ServiceCommand):
         wait,
         **options,
     ):
-        steering = parse_steering(options["steer"], options["balance"])
+        steering = parse_steering(options["steer"], options["balance"], options["groups"])
         snap = get_snapshot(snapshot)
         aug = None
         if augmentation is not None:

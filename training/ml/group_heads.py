@@ -1,0 +1,251 @@
+"""Group heads: a score per demographic group, as the pooled head plus a shrunk offset.
+
+Model. With ``p(x)`` a version's pooled head (the DJ-PO head every run trains) and
+``x`` the frozen encoder's embedding, group g's score is
+
+    s_g(x) = p(x) + (x - mu)^T B w_g + c_g
+
+``mu`` the mean train embedding, ``B`` ``[d, r]`` a projection shared by every group,
+``w_g`` ``[r]`` and ``c_g`` the group's own: the pluralistic reward model's
+``phi(x)^T B w_g`` form, read as an offset from the pooled head.
+
+Fit, on cached embeddings, in closed form. Target: ``t_g(i) = y_g(i) - y(i)``, group g's
+label of train item i minus the pooled label (both place labels in [0, 1]): what the
+group sees differently from everyone. Each group's ``(a_g, c_g)`` is the ridge
+regression of ``t_g`` on ``[x - mu, 1]`` with penalty ``lam * (|a_g|^2 + c_g^2)``: as
+``lam`` grows the offset goes to 0 and ``s_g`` to ``p``, so every head is shrunk toward
+the pooled one. ``B`` and ``w_g`` are the rank-r truncated SVD of ``A = [a_1 .. a_G]``
+(``r = min(G, MAX_RANK)``; the best rank-r approximation; exact while G <= MAX_RANK).
+
+Penalty: chosen by grouped K-fold cross-validation (folds by the example's prompt, so
+no prompt's images sit on both sides), the one of ``PENALTIES`` with the least held-out
+squared error of every group's targets summed; ``cv`` records it beside the error of no
+offset at all (the pooled head's own), so a card can say whether the heads earn their keep.
+
+Disagreement: the spread of the group scores, ``sqrt(sum_g pi_g (s_g - s_bar)^2)``
+with ``pi_g`` the group's share of the annotators: the standard deviation of the score
+over a person drawn from the groups. Its threshold is calibrated by a permutation null:
+heads refitted with the same penalty after each group's targets are shuffled among its
+own items (no systematic group difference, the same label noise), ``NULL_DRAWS`` times;
+the threshold is the ``NULL_QUANTILE`` of their spreads on the train prompts. Above it,
+people disagree about the prompt more than label noise alone makes heads disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MAX_RANK = 8
+FOLDS = 5
+PENALTIES = tuple(float(x) for x in 10.0 ** np.arange(-1.0, 4.01, 0.5))
+NULL_DRAWS = 5
+NULL_QUANTILE = 0.95
+TENSORS = ("mean", "basis", "weights", "offsets")
+
+
+@dataclass(frozen=True)
+class GroupTargets:
+    """One group's train items (rows of the embedding table), its targets and annotators."""
+
+    rows: np.ndarray  # int, into the embedding table
+    targets: np.ndarray  # y_g(i) - y(i)
+    annotators: int
+
+
+@dataclass
+class GroupHeads:
+    """Fitted heads of one demographic field (module doc); arrays are float32 numpy."""
+
+    field: str
+    groups: list[str]
+    sizes: list[int]  # annotators per group, in ``groups``' order
+    penalty: float
+    threshold: float  # disagreement above it: "people disagree about this prompt"
+    mean: np.ndarray  # [d]
+    basis: np.ndarray  # [d, r]
+    weights: np.ndarray  # [G, r]
+    offsets: np.ndarray  # [G]
+    cv: dict = field(default_factory=dict)
+
+    def offsets_for(self, embeddings: np.ndarray) -> np.ndarray:
+        """``[G, n]``: each group's offset from the pooled score, ``s_g - p``."""
+        x = np.asarray(embeddings, dtype=np.float32) - self.mean
+        return ((x @ self.basis) @ self.weights.T + self.offsets).T
+
+    def disagreement(self, embeddings: np.ndarray) -> np.ndarray:
+        """``[n]``: the annotator-weighted spread of the group scores (module doc)."""
+        return spread(self.offsets_for(embeddings), self.shares)
+
+    @property
+    def shares(self) -> np.ndarray:
+        sizes = np.asarray(self.sizes, dtype=np.float64)
+        return sizes / sizes.sum()
+
+    def index(self, value: str) -> int:
+        """The position of group ``value``; ``KeyError`` naming the known ones."""
+        try:
+            return self.groups.index(value)
+        except ValueError:
+            raise KeyError(f"{self.field} has no group head {value!r}") from None
+
+    def tensors(self) -> dict[str, np.ndarray]:
+        return {name: np.ascontiguousarray(getattr(self, name), np.float32) for name in TENSORS}
+
+    def meta(self) -> dict:
+        """What the manifest keeps beside the tensors."""
+        return {
+            "field": self.field,
+            "groups": list(self.groups),
+            "sizes": [int(s) for s in self.sizes],
+            "penalty": float(self.penalty),
+            "rank": int(self.basis.shape[1]),
+            "threshold": float(self.threshold),
+            "cv": self.cv,
+        }
+
+    @classmethod
+    def from_parts(cls, meta: Mapping, tensors: Mapping[str, np.ndarray]) -> GroupHeads:
+        """Rebuilt from ``meta()`` and ``tensors()``; ``ValueError`` if they do not fit."""
+        arrays = {name: np.asarray(tensors[name], np.float32) for name in TENSORS}
+        n_groups, dim = len(meta["groups"]), arrays["mean"].shape[0]
+        shapes = {
+            "basis": (dim, int(meta["rank"])),
+            "weights": (n_groups, int(meta["rank"])),
+            "offsets": (n_groups,),
+        }
+        for name, shape in shapes.items():
+            if arrays[name].shape != shape:
+                raise ValueError(f"group heads: {name} is {arrays[name].shape}, expected {shape}")
+        if len(meta["sizes"]) != n_groups:
+            raise ValueError("group heads: one size per group")
+        return cls(
+            field=str(meta["field"]),
+            groups=[str(g) for g in meta["groups"]],
+            sizes=[int(s) for s in meta["sizes"]],
+            penalty=float(meta["penalty"]),
+            threshold=float(meta["threshold"]),
+            cv=dict(meta.get("cv") or {}),
+            **arrays,
+        )
+
+
+def spread(offsets: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    """Weighted standard deviation over groups (axis 0) of ``offsets`` ``[G, n]``."""
+    offsets = np.asarray(offsets, dtype=np.float64)
+    centre = shares @ offsets
+    return np.sqrt(np.maximum(shares @ (offsets - centre) ** 2, 0.0))
+
+
+def _design(x: np.ndarray) -> np.ndarray:
+    return np.hstack([x, np.ones((x.shape[0], 1))])
+
+
+def _ridge_path(z: np.ndarray, t: np.ndarray, penalties: Sequence[float]) -> np.ndarray:
+    """``[len(penalties), d + 1]``: ridge coefficients of ``t`` on ``z`` for each penalty
+    (one thin SVD serves them all)."""
+    u, s, vt = np.linalg.svd(z, full_matrices=False)
+    ut = u.T @ t
+    lam = np.asarray(penalties, dtype=np.float64)[:, None]
+    return (s / (s**2 + lam) * ut) @ vt
+
+
+def _folds(prompts: Sequence[str], k: int, seed: int) -> np.ndarray:
+    """A fold number per row; all rows of one prompt share a fold (seeded)."""
+    distinct = sorted(set(prompts))
+    order = np.random.default_rng(seed).permutation(len(distinct))
+    fold_of = {distinct[j]: i % k for i, j in enumerate(order)}
+    return np.array([fold_of[p] for p in prompts])
+
+
+def choose_penalty(
+    embeddings: np.ndarray,
+    prompts: Sequence[str],
+    targets: Mapping[str, GroupTargets],
+    *,
+    folds: int = FOLDS,
+    seed: int = 0,
+) -> dict:
+    """Grouped K-fold CV over ``PENALTIES`` (module doc): ``{"penalty", "error",
+    "pooled_error", "errors", "folds"}``, errors as held-out mean squared errors."""
+    x = np.asarray(embeddings, dtype=np.float64)
+    fold = _folds(prompts, folds, seed)
+    errors = np.zeros(len(PENALTIES))
+    pooled = 0.0
+    count = 0
+    for g in targets.values():
+        for f in range(folds):
+            test = fold[g.rows] == f
+            if not test.any() or test.all():
+                continue
+            train_rows, test_rows = g.rows[~test], g.rows[test]
+            mu = x[train_rows].mean(axis=0)
+            coef = _ridge_path(_design(x[train_rows] - mu), g.targets[~test], PENALTIES)
+            held = _design(x[test_rows] - mu) @ coef.T  # [n_test, P]
+            errors += ((held - g.targets[test, None]) ** 2).sum(axis=0)
+            pooled += float((g.targets[test] ** 2).sum())
+            count += int(test.sum())
+    if count == 0:
+        raise ValueError("cross-validation needs group labels on more than one prompt")
+    best = int(np.argmin(errors))
+    return {
+        "penalty": PENALTIES[best],
+        "error": float(errors[best] / count),
+        "pooled_error": pooled / count,
+        "errors": {f"{p:g}": float(e / count) for p, e in zip(PENALTIES, errors, strict=True)},
+        "folds": folds,
+    }
+
+
+def _offsets(x: np.ndarray, mu: np.ndarray, targets: Sequence[GroupTargets], penalty: float):
+    """``A`` ``[d, G]`` and ``c`` ``[G]`` of each group's ridge fit (module doc)."""
+    coefs = np.stack(
+        [_ridge_path(_design(x[g.rows] - mu), g.targets, [penalty])[0] for g in targets]
+    )
+    return coefs[:, :-1].T, coefs[:, -1]
+
+
+def fit(
+    embeddings: np.ndarray,
+    targets: Mapping[str, GroupTargets],
+    *,
+    field: str,
+    penalty: float,
+    cv: dict | None = None,
+    seed: int = 0,
+) -> GroupHeads:
+    """Group heads on ``embeddings`` ``[n, d]`` (the train items' table) at ``penalty``,
+    with the disagreement threshold of the permutation null (module doc)."""
+    if len(targets) < 2:
+        raise ValueError("group heads need at least two groups")
+    x = np.asarray(embeddings, dtype=np.float64)
+    names = sorted(targets)
+    groups = [targets[n] for n in names]
+    used = np.unique(np.concatenate([g.rows for g in groups]))
+    mu = x[used].mean(axis=0)
+    a, c = _offsets(x, mu, groups, penalty)
+    rank = min(len(groups), MAX_RANK)
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    basis, weights = u[:, :rank], (s[:rank, None] * vt[:rank]).T
+    sizes = [g.annotators for g in groups]
+    shares = np.asarray(sizes, dtype=np.float64) / sum(sizes)
+    rng = np.random.default_rng(seed)
+    null = []
+    for _ in range(NULL_DRAWS):
+        shuffled = [GroupTargets(g.rows, rng.permutation(g.targets), g.annotators) for g in groups]
+        a0, c0 = _offsets(x, mu, shuffled, penalty)
+        null.append(spread(((x[used] - mu) @ a0 + c0).T, shares))
+    return GroupHeads(
+        field=field,
+        groups=names,
+        sizes=sizes,
+        penalty=float(penalty),
+        threshold=float(np.quantile(np.concatenate(null), NULL_QUANTILE)),
+        mean=mu.astype(np.float32),
+        basis=basis.astype(np.float32),
+        weights=weights.astype(np.float32),
+        offsets=c.astype(np.float32),
+        cv=dict(cv or {}),
+    )

@@ -1,0 +1,106 @@
+"""Group heads for a run (``train --groups FIELD``): the snapshot's data, the recorded
+penalty, the fit (``training.ml.group_heads``, whose docstring states the model).
+
+Which groups: those of FIELD that the snapshot kept group labels for (k or more
+annotators when it was frozen) and that still have k or more annotators among its
+rankings as they count today (the card names each with its size; none under k).
+Targets: each group's label of a train item minus the item's pooled label (train split
+originals only; paraphrases carry no group label).
+
+The penalty is chosen once per snapshot, field and encoder by grouped cross-validation
+and recorded in ``DatasetSnapshot.group_penalties``, so a retrain reuses it (and says so).
+
+A special category (``STEREORANK["SPECIAL_CATEGORY_FIELDS"]``, religion by default) is
+refused: a head per religion would be a model of each religion's opinions, which needs
+an owner's recorded, explicit choice for the study, and no such choice exists yet.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+
+from annotation.stats.records import group_of
+from training import selectors
+from training.errors import RunError
+from training.models import DatasetSnapshot
+from training.snapshots.services import TRAIN, rows_of
+from training.snapshots.steering import train_groups
+
+
+def special_categories() -> set[str]:
+    return set(settings.STEREORANK.get("SPECIAL_CATEGORY_FIELDS", ("religion",)))
+
+
+def group_sizes(snapshot: DatasetSnapshot, field: str) -> dict[str, int]:
+    """Annotators per value of ``field`` among the snapshot's rankings as they count today."""
+    people: dict[str, set[int]] = {}
+    for _, annotator, _, demographics, _ in selectors.snapshot_rankings(snapshot):
+        value = group_of(demographics or {}, field)
+        if value is not None:
+            people.setdefault(value, set()).add(annotator)
+    return {value: len(who) for value, who in people.items()}
+
+
+def check(snapshot: DatasetSnapshot, field: str, k: int) -> dict[str, int]:
+    """The groups that get a head, with their sizes; ``RunError`` unless two or more."""
+    if field in special_categories():
+        raise RunError(
+            f"{field} is a special category of personal data: group heads on it are not "
+            "offered (see docs/reward-model.md)"
+        )
+    labelled = train_groups(snapshot, field)
+    sizes = group_sizes(snapshot, field)
+    kept = {value: sizes.get(value, 0) for value in labelled if sizes.get(value, 0) >= k}
+    if len(kept) < 2:
+        raise RunError(
+            f"group heads on {field} need 2 groups of {k} or more annotators with train "
+            f"labels in snapshot {snapshot.pk}; it has {len(kept)}"
+        )
+    return kept
+
+
+def targets(snapshot: DatasetSnapshot, field: str, sizes: dict[str, int]):
+    """``(texts, prompts, {group: GroupTargets})``: the train items' texts (rows of the
+    embedding table), their prompts (the CV's groups) and each group's targets."""
+    from training.ml.group_heads import GroupTargets
+
+    rows = rows_of(snapshot, TRAIN)
+    row_of = {r["key"]: i for i, r in enumerate(rows)}
+    pooled = np.array([r["label"] for r in rows], dtype=np.float64)
+    out = {}
+    for value, labels in train_groups(snapshot, field).items():
+        if value not in sizes:
+            continue
+        keys = [key for key in sorted(labels) if key in row_of]
+        index = np.array([row_of[key] for key in keys], dtype=np.int64)
+        y = np.array([labels[key] for key in keys], dtype=np.float64)
+        out[value] = GroupTargets(index, y - pooled[index], sizes[value])
+    return [r["text"] for r in rows], [r["group"] for r in rows], out
+
+
+def fit(snapshot: DatasetSnapshot, field: str, encoder, cache, k: int, seed: int = 0):
+    """The fitted ``GroupHeads`` of ``field`` on ``encoder``'s cached embeddings; the
+    penalty is the snapshot's recorded one, else chosen now and recorded."""
+    from training.ml.group_heads import choose_penalty
+    from training.ml.group_heads import fit as fit_heads
+
+    sizes = check(snapshot, field, k)
+    texts, prompts, by_group = targets(snapshot, field, sizes)
+    embeddings = cache.embed(encoder, texts)
+    key = f"{field}:{encoder.identity.name}"
+    snapshot.refresh_from_db(fields=["group_penalties"])
+    cv = (snapshot.group_penalties or {}).get(key)
+    if cv is None:
+        cv = choose_penalty(embeddings, prompts, by_group, seed=snapshot.split_seed)
+        with transaction.atomic():
+            locked = DatasetSnapshot.objects.select_for_update().get(pk=snapshot.pk)
+            penalties = dict(locked.group_penalties or {})
+            cv = penalties.setdefault(key, cv)  # a concurrent run's choice stands
+            locked.group_penalties = penalties
+            locked.save(update_fields=["group_penalties"])
+        cv = {**cv, "chosen": "now"}
+    else:
+        cv = {**cv, "chosen": "recorded with the snapshot"}
+    return fit_heads(embeddings, by_group, field=field, penalty=cv["penalty"], cv=cv, seed=seed)
