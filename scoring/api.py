@@ -112,7 +112,7 @@ class OptimiseResponse(serializers.Serializer):
     encoder = ServedEncoder(help_text="The encoder that served these scores.")
     occupation = serializers.CharField()
     rewriter = serializers.CharField()
-    original = ScoredPrompt()
+    original = ScoredWithSpread()
     reached = serializers.BooleanField(help_text="A returned prompt passes the threshold.")
     candidates = Candidate(many=True, help_text="Passing rewrites, best first.")
     best = Candidate(allow_null=True, help_text="The best rewrite, passing or not.")
@@ -204,6 +204,8 @@ def optimise_body(report: services.OptimiseReport) -> dict:
             "prompt": result.original.text,
             "score": result.original.score,
             "flagged": result.original.flagged,
+            "disagreement": report.disagreement,
+            "contested": report.contested,
         },
         "reached": result.reached,
         "candidates": [candidate(c) for c in result.candidates if c.round > 0],

@@ -221,6 +221,8 @@ class OptimiseReport(VersionReport):
     occupation: str
     rewriter: str
     result: object  # training.ml.optimise.OptimiseResult
+    disagreement: float | None = None  # the original prompt's (None: no group heads)
+    contested: bool | None = None
 
 
 def optimise_prompt(
@@ -260,6 +262,8 @@ def optimise_prompt(
     finally:
         if hasattr(rewriter, "close"):
             rewriter.close()
+    _, spread = loaded.score_groups([text])  # cached: the optimiser scored it first
+    disagreement = None if spread is None else float(spread[0])
     return OptimiseReport(
         loaded.version,
         loaded.threshold,
@@ -268,4 +272,6 @@ def optimise_prompt(
         name,
         rewriter.name,
         result,
+        disagreement,
+        contested(disagreement, loaded),
     )

@@ -11,24 +11,38 @@ Model. With ``p(x)`` a version's pooled head (the DJ-PO head every run trains) a
 
 Fit, on cached embeddings, in closed form. Target: ``t_g(i) = y_g(i) - y(i)``, group g's
 label of train item i minus the pooled label (both place labels in [0, 1]): what the
-group sees differently from everyone. Each group's ``(a_g, c_g)`` is the ridge
-regression of ``t_g`` on ``[x - mu, 1]`` with penalty ``lam * (|a_g|^2 + c_g^2)``: as
-``lam`` grows the offset goes to 0 and ``s_g`` to ``p``, so every head is shrunk toward
-the pooled one. ``B`` and ``w_g`` are the rank-r truncated SVD of ``A = [a_1 .. a_G]``
-(``r = min(G, MAX_RANK)``; the best rank-r approximation; exact while G <= MAX_RANK).
+group sees differently from everyone. A ranking compares the items of one occupation,
+so only differences within an occupation count: embeddings and targets are centred
+within each (group, occupation) before the fit (else the offset spends itself on
+occupations, which no ranking can see, instead of on what sets prompts apart within
+one, such as the aspects a group reads the other way). Each group's ``(a_g, c_g)`` is the
+ridge regression of the centred ``t_g`` on ``[x - mu, 1]`` (x centred) with penalty
+``lam * (|a_g|^2 + c_g^2)``: as ``lam`` grows the offset goes to 0 and ``s_g`` to ``p``,
+so every head is shrunk toward the pooled one. ``B`` and ``w_g`` are the rank-r truncated
+SVD of ``A = [a_1 .. a_G]`` (``r = min(G, MAX_RANK)``; the best rank-r approximation;
+exact while G <= MAX_RANK).
 
 Penalty: chosen by grouped K-fold cross-validation (folds by the example's prompt, so
 no prompt's images sit on both sides), the one of ``PENALTIES`` with the least held-out
 squared error of every group's targets summed; ``cv`` records it beside the error of no
 offset at all (the pooled head's own), so a card can say whether the heads earn their keep.
 
-Disagreement: the spread of the group scores, ``sqrt(sum_g pi_g (s_g - s_bar)^2)``
-with ``pi_g`` the group's share of the annotators: the standard deviation of the score
-over a person drawn from the groups. Its threshold is calibrated by a permutation null:
-heads refitted with the same penalty after each group's targets are shuffled among its
-own items (no systematic group difference, the same label noise), ``NULL_DRAWS`` times;
-the threshold is the ``NULL_QUANTILE`` of their spreads on the train prompts. Above it,
-people disagree about the prompt more than label noise alone makes heads disagree.
+Disagreement, in the manner of distributional preference learning (Siththaranjan et
+al., ICLR 2024: a head for the spread of people's labels, not only their mean): a ridge
+regression, on ``[x - mu, 1]``, of each train item's spread of place labels over the
+rankings that placed it (their standard deviation, ``SpreadTargets``), its penalty
+chosen by the same grouped CV. ``disagreement(x)`` is its prediction (floored at 0):
+the predicted standard deviation of people's labels for the prompt. Chosen over the
+spread of the group heads by measurement (``benchmarks/groups.py``, docs/benchmarks.md):
+when one group reads a prompt the other way, that prompt's labels split, while the
+group means move the prompts it passes too, and a field's groups miss disagreement that
+follows no demographic line. Its threshold is calibrated by a permutation null: the head
+refitted with the same penalty after the spreads are shuffled among the train items
+(the prompt's text then predicts nothing), ``NULL_DRAWS`` times; the threshold is the
+``NULL_QUANTILE`` of their predictions on the train items. Above it, the prompt's text
+predicts more disagreement than a head that knows nothing about prompts gives 19 times
+in 20. ``spread`` (the annotator-weighted spread of the group heads' scores) stays for
+the comparison.
 """
 
 from __future__ import annotations
@@ -40,10 +54,10 @@ import numpy as np
 
 MAX_RANK = 8
 FOLDS = 5
-PENALTIES = tuple(float(x) for x in 10.0 ** np.arange(-1.0, 4.01, 0.5))
+PENALTIES = tuple(float(x) for x in 10.0 ** np.arange(-2.0, 4.01, 0.5))
 NULL_DRAWS = 5
 NULL_QUANTILE = 0.95
-TENSORS = ("mean", "basis", "weights", "offsets")
+TENSORS = ("mean", "basis", "weights", "offsets", "spread_weights", "spread_bias")
 
 
 @dataclass(frozen=True)
@@ -53,6 +67,33 @@ class GroupTargets:
     rows: np.ndarray  # int, into the embedding table
     targets: np.ndarray  # y_g(i) - y(i)
     annotators: int
+    lists: np.ndarray | None = None  # each row's occupation (any label); None: one list
+
+
+@dataclass(frozen=True)
+class SpreadTargets:
+    """Train items (rows of the embedding table) and their place labels' spread (SD)."""
+
+    rows: np.ndarray
+    spreads: np.ndarray
+
+
+def _centred(x: np.ndarray, t: np.ndarray, lists: np.ndarray | None):
+    """``x`` and ``t`` less their means within each list (module doc)."""
+    if lists is None:
+        return x - x.mean(axis=0), t - t.mean()
+    _, inverse = np.unique(lists, return_inverse=True)
+    counts = np.bincount(inverse)[:, None]
+    x_means = np.zeros((counts.shape[0], x.shape[1]))
+    np.add.at(x_means, inverse, x)
+    t_means = np.bincount(inverse, weights=t) / counts[:, 0]
+    return x - (x_means / counts)[inverse], t - t_means[inverse]
+
+
+def _subset(g: GroupTargets, keep: np.ndarray) -> GroupTargets:
+    return GroupTargets(
+        g.rows[keep], g.targets[keep], g.annotators, None if g.lists is None else g.lists[keep]
+    )
 
 
 @dataclass
@@ -68,6 +109,8 @@ class GroupHeads:
     basis: np.ndarray  # [d, r]
     weights: np.ndarray  # [G, r]
     offsets: np.ndarray  # [G]
+    spread_weights: np.ndarray  # [d], the disagreement head
+    spread_bias: np.ndarray  # [1]
     cv: dict = field(default_factory=dict)
 
     def offsets_for(self, embeddings: np.ndarray) -> np.ndarray:
@@ -76,7 +119,12 @@ class GroupHeads:
         return ((x @ self.basis) @ self.weights.T + self.offsets).T
 
     def disagreement(self, embeddings: np.ndarray) -> np.ndarray:
-        """``[n]``: the annotator-weighted spread of the group scores (module doc)."""
+        """``[n]``: the predicted spread (SD) of people's labels (module doc)."""
+        x = np.asarray(embeddings, dtype=np.float32) - self.mean
+        return np.maximum(x @ self.spread_weights + self.spread_bias[0], 0.0)
+
+    def group_spread(self, embeddings: np.ndarray) -> np.ndarray:
+        """``[n]``: the annotator-weighted spread of the group heads' scores."""
         return spread(self.offsets_for(embeddings), self.shares)
 
     @property
@@ -115,6 +163,8 @@ class GroupHeads:
             "basis": (dim, int(meta["rank"])),
             "weights": (n_groups, int(meta["rank"])),
             "offsets": (n_groups,),
+            "spread_weights": (dim,),
+            "spread_bias": (1,),
         }
         for name, shape in shapes.items():
             if arrays[name].shape != shape:
@@ -180,12 +230,13 @@ def choose_penalty(
             test = fold[g.rows] == f
             if not test.any() or test.all():
                 continue
-            train_rows, test_rows = g.rows[~test], g.rows[test]
-            mu = x[train_rows].mean(axis=0)
-            coef = _ridge_path(_design(x[train_rows] - mu), g.targets[~test], PENALTIES)
-            held = _design(x[test_rows] - mu) @ coef.T  # [n_test, P]
-            errors += ((held - g.targets[test, None]) ** 2).sum(axis=0)
-            pooled += float((g.targets[test] ** 2).sum())
+            fit_part, held_part = _subset(g, ~test), _subset(g, test)
+            xf, tf = _centred(x[fit_part.rows], fit_part.targets, fit_part.lists)
+            xh, th = _centred(x[held_part.rows], held_part.targets, held_part.lists)
+            coef = _ridge_path(_design(xf), tf, PENALTIES)
+            held = xh @ coef[:, :-1].T  # [n_test, P]; within a list the intercept cancels
+            errors += ((held - th[:, None]) ** 2).sum(axis=0)
+            pooled += float((th**2).sum())
             count += int(test.sum())
     if count == 0:
         raise ValueError("cross-validation needs group labels on more than one prompt")
@@ -199,53 +250,69 @@ def choose_penalty(
     }
 
 
-def _offsets(x: np.ndarray, mu: np.ndarray, targets: Sequence[GroupTargets], penalty: float):
-    """``A`` ``[d, G]`` and ``c`` ``[G]`` of each group's ridge fit (module doc)."""
+def _offsets(x: np.ndarray, targets: Sequence[GroupTargets], penalty: float):
+    """``A`` ``[d, G]`` and ``c`` ``[G]`` of each group's ridge fit on centred data
+    (module doc); ``c`` is 0 up to float noise, as centred targets have mean 0."""
     coefs = np.stack(
-        [_ridge_path(_design(x[g.rows] - mu), g.targets, [penalty])[0] for g in targets]
+        [
+            _ridge_path(_design(xc), tc, [penalty])[0]
+            for xc, tc in (_centred(x[g.rows], g.targets, g.lists) for g in targets)
+        ]
     )
     return coefs[:, :-1].T, coefs[:, -1]
+
+
+def choose_spread_penalty(
+    embeddings: np.ndarray, prompts: Sequence[str], spreads: SpreadTargets, *, seed: int = 0
+) -> dict:
+    """``choose_penalty`` for the disagreement head (its targets as one group)."""
+    return choose_penalty(
+        embeddings, prompts, {"": GroupTargets(spreads.rows, spreads.spreads, 0)}, seed=seed
+    )
 
 
 def fit(
     embeddings: np.ndarray,
     targets: Mapping[str, GroupTargets],
+    spreads: SpreadTargets,
     *,
     field: str,
     penalty: float,
+    spread_penalty: float,
     cv: dict | None = None,
     seed: int = 0,
 ) -> GroupHeads:
-    """Group heads on ``embeddings`` ``[n, d]`` (the train items' table) at ``penalty``,
-    with the disagreement threshold of the permutation null (module doc)."""
+    """Group heads and the disagreement head on ``embeddings`` ``[n, d]`` (the train
+    items' table) at their penalties, with the disagreement threshold (module doc)."""
     if len(targets) < 2:
         raise ValueError("group heads need at least two groups")
     x = np.asarray(embeddings, dtype=np.float64)
     names = sorted(targets)
     groups = [targets[n] for n in names]
-    used = np.unique(np.concatenate([g.rows for g in groups]))
+    used = np.unique(np.concatenate([g.rows for g in groups] + [spreads.rows]))
     mu = x[used].mean(axis=0)
-    a, c = _offsets(x, mu, groups, penalty)
+    a, c = _offsets(x, groups, penalty)
     rank = min(len(groups), MAX_RANK)
     u, s, vt = np.linalg.svd(a, full_matrices=False)
     basis, weights = u[:, :rank], (s[:rank, None] * vt[:rank]).T
-    sizes = [g.annotators for g in groups]
-    shares = np.asarray(sizes, dtype=np.float64) / sum(sizes)
+    z = _design(x[spreads.rows] - mu)
+    spread_coef = _ridge_path(z, spreads.spreads, [spread_penalty])[0]
     rng = np.random.default_rng(seed)
-    null = []
-    for _ in range(NULL_DRAWS):
-        shuffled = [GroupTargets(g.rows, rng.permutation(g.targets), g.annotators) for g in groups]
-        a0, c0 = _offsets(x, mu, shuffled, penalty)
-        null.append(spread(((x[used] - mu) @ a0 + c0).T, shares))
+    null = [
+        z @ _ridge_path(z, rng.permutation(spreads.spreads), [spread_penalty])[0]
+        for _ in range(NULL_DRAWS)
+    ]
     return GroupHeads(
         field=field,
         groups=names,
-        sizes=sizes,
+        sizes=[g.annotators for g in groups],
         penalty=float(penalty),
         threshold=float(np.quantile(np.concatenate(null), NULL_QUANTILE)),
         mean=mu.astype(np.float32),
         basis=basis.astype(np.float32),
         weights=weights.astype(np.float32),
         offsets=c.astype(np.float32),
+        spread_weights=spread_coef[:-1].astype(np.float32),
+        spread_bias=spread_coef[-1:].astype(np.float32),
         cv=dict(cv or {}),
     )

@@ -106,7 +106,7 @@ def request_reports(
     )
 
 
-def _study(snapshot: DatasetSnapshot):
+def study_rankings(snapshot: DatasetSnapshot):
     """The snapshot's rankings today, each item's prompt and text, and the eval prompts.
 
     A ranked item the snapshot does not hold (one that gets no label, such as an
@@ -149,7 +149,7 @@ def compute_reports(
     fields = report_fields(snapshot, fields)
     todo = selectors.perspectives_missing(checkpoint, snapshot, fields)
     if todo:
-        rankings, item_prompt, texts, eval_prompts = _study(snapshot)
+        rankings, item_prompt, texts, eval_prompts = study_rankings(snapshot)
         if not rankings:
             raise PerspectiveError(f"snapshot {snapshot.pk} has no rankings that count today")
         scores = _score(checkpoint, texts)

@@ -5,10 +5,13 @@ Which groups: those of FIELD that the snapshot kept group labels for (k or more
 annotators when it was frozen) and that still have k or more annotators among its
 rankings as they count today (the card names each with its size; none under k).
 Targets: each group's label of a train item minus the item's pooled label (train split
-originals only; paraphrases carry no group label).
+originals only; paraphrases carry no group label); for the disagreement head, each train
+item's spread of place labels over the snapshot's rankings as they count today (the
+rankings the perspective reports read, ``perspectives.study_rankings``: a ranked item
+the snapshot does not hold is dropped and the others close up).
 
-The penalty is chosen once per snapshot, field and encoder by grouped cross-validation
-and recorded in ``DatasetSnapshot.group_penalties``, so a retrain reuses it (and says so).
+The penalties are chosen once per snapshot, field and encoder by grouped cross-validation
+and recorded in ``DatasetSnapshot.group_penalties``, so a retrain reuses them (and says so).
 
 A special category (``STEREORANK["SPECIAL_CATEGORY_FIELDS"]``, religion by default) is
 refused: a head per religion would be a model of each religion's opinions, which needs
@@ -64,7 +67,7 @@ def check(snapshot: DatasetSnapshot, field: str, k: int) -> dict[str, int]:
 def targets(snapshot: DatasetSnapshot, field: str, sizes: dict[str, int]):
     """``(texts, prompts, {group: GroupTargets})``: the train items' texts (rows of the
     embedding table), their prompts (the CV's groups) and each group's targets."""
-    from training.ml.group_heads import GroupTargets
+    from training.ml.group_heads import GroupTargets, SpreadTargets
 
     rows = rows_of(snapshot, TRAIN)
     row_of = {r["key"]: i for i, r in enumerate(rows)}
@@ -76,24 +79,46 @@ def targets(snapshot: DatasetSnapshot, field: str, sizes: dict[str, int]):
         keys = [key for key in sorted(labels) if key in row_of]
         index = np.array([row_of[key] for key in keys], dtype=np.int64)
         y = np.array([labels[key] for key in keys], dtype=np.float64)
-        out[value] = GroupTargets(index, y - pooled[index], sizes[value])
-    return [r["text"] for r in rows], [r["group"] for r in rows], out
+        lists = np.array([rows[i]["occupation"] for i in index], dtype=object)
+        out[value] = GroupTargets(index, y - pooled[index], sizes[value], lists)
+    places = place_labels(snapshot)
+    held = [i for i, r in enumerate(rows) if len(places.get(r["item_id"], ())) >= 2]
+    spreads = SpreadTargets(
+        np.array(held, dtype=np.int64),
+        np.array([np.std(places[rows[i]["item_id"]]) for i in held], dtype=np.float64),
+    )
+    return [r["text"] for r in rows], [r["group"] for r in rows], out, spreads
+
+
+def place_labels(snapshot: DatasetSnapshot) -> dict[int, list[float]]:
+    """``{item id: its place labels, one per ranking}`` (``position / (K - 1)``)."""
+    from training.perspectives.services import study_rankings
+
+    out: dict[int, list[float]] = {}
+    for _, _, order, _, _ in study_rankings(snapshot)[0]:
+        for position, item in enumerate(order):
+            out.setdefault(item, []).append(position / (len(order) - 1))
+    return out
 
 
 def fit(snapshot: DatasetSnapshot, field: str, encoder, cache, k: int, seed: int = 0):
     """The fitted ``GroupHeads`` of ``field`` on ``encoder``'s cached embeddings; the
     penalty is the snapshot's recorded one, else chosen now and recorded."""
-    from training.ml.group_heads import choose_penalty
+    from training.ml.group_heads import choose_penalty, choose_spread_penalty
     from training.ml.group_heads import fit as fit_heads
 
     sizes = check(snapshot, field, k)
-    texts, prompts, by_group = targets(snapshot, field, sizes)
+    texts, prompts, by_group, spreads = targets(snapshot, field, sizes)
     embeddings = cache.embed(encoder, texts)
     key = f"{field}:{encoder.identity.name}"
     snapshot.refresh_from_db(fields=["group_penalties"])
     cv = (snapshot.group_penalties or {}).get(key)
     if cv is None:
-        cv = choose_penalty(embeddings, prompts, by_group, seed=snapshot.split_seed)
+        seed_ = snapshot.split_seed
+        cv = {
+            **choose_penalty(embeddings, prompts, by_group, seed=seed_),
+            "spread": choose_spread_penalty(embeddings, prompts, spreads, seed=seed_),
+        }
         with transaction.atomic():
             locked = DatasetSnapshot.objects.select_for_update().get(pk=snapshot.pk)
             penalties = dict(locked.group_penalties or {})
@@ -103,4 +128,13 @@ def fit(snapshot: DatasetSnapshot, field: str, encoder, cache, k: int, seed: int
         cv = {**cv, "chosen": "now"}
     else:
         cv = {**cv, "chosen": "recorded with the snapshot"}
-    return fit_heads(embeddings, by_group, field=field, penalty=cv["penalty"], cv=cv, seed=seed)
+    return fit_heads(
+        embeddings,
+        by_group,
+        spreads,
+        field=field,
+        penalty=cv["penalty"],
+        spread_penalty=cv["spread"]["penalty"],
+        cv=cv,
+        seed=seed,
+    )

@@ -43,6 +43,11 @@ class Command(ServiceCommand):
         )
         verdict = "stereotypical" if result.original.flagged else "ok"
         self.stdout.write(f"{result.original.score:8.4f}  {verdict:13}  {result.original.text}")
+        if report.contested:
+            self.stdout.write(
+                f"{'':8}  people disagree about this prompt (spread {report.disagreement:.3f}): "
+                "one score averages their views"
+            )
         rewrites = [c for c in result.candidates if c.round > 0]
         if not result.original.flagged:
             self.stdout.write("It already passes the threshold: nothing to rewrite.")

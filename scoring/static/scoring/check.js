@@ -173,6 +173,12 @@
       line.appendChild(document.createTextNode(" · score " + fmt(r.score) +
         (r.flagged ? " is below" : " is at or above") + " the threshold " + fmt(body.threshold)));
       entry.appendChild(line);
+      if (r.contested) {  // the version's group heads disagree past their calibrated threshold
+        var spread = el("p", "result-contested", "People disagree about this prompt: groups' " +
+          "scores spread " + fmt(r.disagreement) + ", above " + fmt(body.disagreement_threshold) +
+          ". One score averages their views.");
+        entry.appendChild(spread);
+      }
       list.appendChild(entry);
       if (r.flagged) flagged.push([entry, r.prompt, i + 1]);
     });
