@@ -93,6 +93,23 @@ def test_a_grouped_run_keeps_its_heads_and_its_snapshot_the_penalty(grouped):
     assert heads.cv["chosen"] == "recorded with the snapshot" and heads.penalty == meta["penalty"]
 
 
+def test_the_card_and_the_registry_list_the_groups_never_one_under_k(grouped, settings):
+    from training.registry.card import model_card
+
+    checkpoint = grouped.checkpoint
+    sizes = {g["group"]: g["annotators"] for g in checkpoint.metrics["group_heads"]["groups"]}
+    card = model_card(checkpoint, validation=[])
+    assert "### Group heads (age_band)" in card
+    assert all(f"- {g}: {n} annotators" in card for g, n in sizes.items())
+    assert "The seed `.pth` export holds the pooled head only" in card
+    out = io.StringIO()
+    call_command("checkpoints", stdout=out)
+    assert "age_band (2)" in out.getvalue()
+    settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 3}  # 25-34 has 2
+    card = model_card(checkpoint, validation=[])
+    assert "25-34" not in card and "1 group(s) under k not named" in card
+
+
 def test_score_gives_disagreement_and_a_groups_score(grouped):
     model = load_model(grouped.checkpoint)
     emb = model.embed(PROMPTS, encoders.embedding_cache())

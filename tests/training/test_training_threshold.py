@@ -1,5 +1,6 @@
-"""A trained run's threshold is calibrated (KDE crossing), not the seed's 0.12; when it
-cannot be, the checkpoint says why. On SQLite: one real MiniLM run."""
+"""A trained run's threshold is calibrated (KDE crossing) on its train split, not the
+seed's 0.12; when it cannot be, the checkpoint says why; the flag's precision, recall and
+F1 on the eval split are stored and shown. On SQLite: one real MiniLM run."""
 
 import io
 import re
@@ -45,13 +46,33 @@ def test_a_trained_runs_threshold_comes_from_calibration(study, training_storage
     assert execute_run(run.pk, "node-a") == "done: v1"
     checkpoint = run.__class__.objects.get(pk=run.pk).checkpoint
 
-    # the prompts the card calibrates on: each distinct prompt of the snapshot, once
-    prompts = {r["text"]: r["prompt_type"] for r in snapshot.examples}
+    # the prompts the card calibrates on: each distinct prompt of the train split, once
+    prompts = {r["text"]: r["prompt_type"] for r in snapshot.examples if r["split"] == "train"}
     encoder = encoders.encoder(checkpoint.encoder_name)
     model = load(Path(checkpoint.path), encoder).to_model(encoder)
     scores = model.score(list(prompts), cache=encoders.embedding_cache())
     flags = np.array([t == "stereotypical" for t in prompts.values()])
     expected = independent_crossing(scores[flags], scores[~flags])
+
+    # the flag judged on the eval split's prompts, which calibration never saw, counted here
+    held = {r["text"]: r["prompt_type"] for r in snapshot.examples if r["split"] == "eval"}
+    assert not set(held) & set(prompts)
+    flagged = model.score(list(held), cache=encoders.embedding_cache()) < checkpoint.threshold
+    truth = np.array([t == "stereotypical" for t in held.values()])
+    tp = int((flagged & truth).sum())
+    flag = checkpoint.metrics["flag"]
+    assert (flag["n_prompts"], flag["n_stereotypical"], flag["n_flagged"]) == (
+        len(held),
+        int(truth.sum()),
+        int(flagged.sum()),
+    )
+    assert flag["recall"] == pytest.approx(tp / truth.sum())
+    if flagged.any():
+        precision = tp / flagged.sum()
+        assert flag["precision"] == pytest.approx(precision)
+        assert flag["f1"] == pytest.approx(2 * tp / (flagged.sum() + truth.sum()))
+        low, high = flag["precision_ci"]
+        assert low <= precision <= high
 
     assert checkpoint.threshold != SEED_THRESHOLD
     assert checkpoint.threshold == pytest.approx(expected, abs=2e-3)
@@ -68,6 +89,10 @@ def test_a_trained_runs_threshold_comes_from_calibration(study, training_storage
     html = client.get(reverse("dashboards:registry")).content.decode()
     assert f"{checkpoint.threshold:.3f}" in html
     assert escape(checkpoint.threshold_basis) in html
+    assert f"Flag on {len(held)} held-out prompts: precision" in html
+    out = io.StringIO()
+    call_command("checkpoints", stdout=out)
+    assert f"{flag['recall']:.2f}" in out.getvalue().splitlines()[1]
 
     # a seed .pth carries no threshold: its import says so instead of passing 0.12 off
     out = Path(training_storage["CHECKPOINT_DIR"]).parent / "v1.pth"
@@ -112,10 +137,16 @@ def test_a_run_that_cannot_be_calibrated_records_why(study, training_storage, mo
     run = start_run(snapshot, hyperparameters={**FAST, "epochs": 1}, enqueue=False)
     assert execute_run(run.pk, "node-a") == "done: v1"
     checkpoint = run.__class__.objects.get(pk=run.pk).checkpoint
-    n_stereo = sum(t == "stereotypical" for t in prompt_types(snapshot).values())
+    types = prompt_types(snapshot, "train")
+    n_stereo = sum(t == "stereotypical" for t in types.values())
     assert checkpoint.threshold == SEED_THRESHOLD
     assert checkpoint.threshold_basis == (
         f"seed default {SEED_THRESHOLD}: each class needs at least two distinct scores for a "
-        f"KDE ({n_stereo} stereotypical vs {len(prompt_types(snapshot)) - n_stereo} other "
-        f"prompts) (snapshot {snapshot.pk}, train and eval splits)"
+        f"KDE ({n_stereo} stereotypical vs {len(types) - n_stereo} other "
+        f"prompts) (snapshot {snapshot.pk}, train split)"
     )
+    # the fallback is recorded with the flag's figures and shown where they are
+    assert checkpoint.metrics["flag"]["calibration"] == "seed-default"
+    out = io.StringIO()
+    call_command("checkpoints", stdout=out)
+    assert re.search(r" / (\d\.\d\d|n/a)\* ", out.getvalue().splitlines()[1])

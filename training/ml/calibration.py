@@ -81,6 +81,52 @@ def calibrate(scores, is_stereotypical) -> Calibration:
     )
 
 
+def _share(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, NaN where the denominator is 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, numerator / np.maximum(denominator, 1), np.nan)
+
+
+def flag_figures(
+    scores, is_stereotypical, threshold: float, *, n_boot: int = 1000, seed: int = 0
+) -> dict:
+    """The flag's precision, recall and F1 against the prompt type (flagged: ``score <
+    threshold``; positive: stereotypical), each with a 95% percentile bootstrap interval
+    over prompts (draws where it is undefined left out; None when fewer than 20 remain).
+    A figure with no denominator (nothing flagged, no stereotypical prompt) is None."""
+    s = np.asarray(scores, dtype=np.float64).ravel()
+    truth = np.asarray(is_stereotypical, dtype=bool).ravel()
+    if s.shape != truth.shape:
+        raise ValueError("scores and is_stereotypical must have the same length")
+    flagged = s < threshold
+    rng = np.random.default_rng(seed)
+    draws = [np.arange(s.size)] + [rng.integers(0, s.size, s.size) for _ in range(n_boot)]
+    idx = np.stack(draws)  # row 0: the sample itself
+    tp = (flagged[idx] & truth[idx]).sum(axis=1).astype(np.float64)
+    n_flagged = flagged[idx].sum(axis=1).astype(np.float64)
+    n_true = truth[idx].sum(axis=1).astype(np.float64)
+    figures = {
+        "precision": _share(tp, n_flagged),
+        "recall": _share(tp, n_true),
+        "f1": _share(2 * tp, n_flagged + n_true),
+    }
+    out = {
+        "threshold": float(threshold),
+        "n_prompts": int(s.size),
+        "n_stereotypical": int(truth.sum()),
+        "n_flagged": int(flagged.sum()),
+        "n_boot": n_boot,
+    }
+    for name, values in figures.items():
+        point, boot = values[0], values[1:]
+        boot = boot[~np.isnan(boot)]
+        out[name] = None if np.isnan(point) else float(point)
+        out[f"{name}_ci"] = (
+            [float(q) for q in np.percentile(boot, [2.5, 97.5])] if boot.size >= 20 else None
+        )
+    return out
+
+
 def _fallback(reason: str, counts: dict) -> Calibration:
     log.warning("threshold calibration fell back to %s: %s", SEED_THRESHOLD, reason)
     return Calibration(SEED_THRESHOLD, SEED_DEFAULT, reason, **counts)

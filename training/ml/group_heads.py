@@ -154,6 +154,21 @@ class GroupHeads:
             "cv": self.cv,
         }
 
+    def summary(self) -> dict:
+        """The figures a card shows: groups with their sizes, the penalties and errors."""
+        spread = self.cv.get("spread", {})
+        return {
+            "field": self.field,
+            "groups": [
+                {"group": g, "annotators": n} for g, n in zip(self.groups, self.sizes, strict=True)
+            ],
+            "penalty": self.penalty,
+            "cv_error": self.cv.get("error"),
+            "pooled_cv_error": self.cv.get("pooled_error"),
+            "disagreement_penalty": spread.get("penalty"),
+            "disagreement_threshold": self.threshold,
+        }
+
     @classmethod
     def from_parts(cls, meta: Mapping, tensors: Mapping[str, np.ndarray]) -> GroupHeads:
         """Rebuilt from ``meta()`` and ``tensors()``; ``ValueError`` if they do not fit."""

@@ -178,6 +178,20 @@ def _perspectives(checkpoint: Checkpoint, snapshot: DatasetSnapshot | None) -> l
     return out
 
 
+def _group_heads(checkpoint: Checkpoint, k: int) -> dict | None:
+    """The version's group heads (``metrics["group_heads"]``): groups of k or more today
+    with their sizes (a smaller one is counted, never named), and the fit's figures."""
+    heads = (checkpoint.metrics or {}).get("group_heads")
+    if not heads:
+        return None
+    shown = keep_groups({g["group"]: g["annotators"] for g in heads["groups"]}, k)
+    return {
+        **heads,
+        "groups": [{"group": g, "annotators": n} for g, n in shown.groups.items()],
+        "hidden_groups": shown.hidden,
+    }
+
+
 def _validation(validation: Sequence[Mapping]) -> list[dict]:
     """The card's figures of each linked validation study's report (Welch's t on
     per-annotator mean ranks, as the DJ-PO card reports it)."""
@@ -241,9 +255,14 @@ def card_data(checkpoint: Checkpoint, validation: Sequence[Mapping] | None = Non
             },
             "training_data": _training_data(snapshot, run, k) if snapshot is not None else None,
             "performance": _performance(checkpoint, run),
-            "threshold": {"value": checkpoint.threshold, "basis": checkpoint.threshold_basis},
+            "threshold": {
+                "value": checkpoint.threshold,
+                "basis": checkpoint.threshold_basis,
+                "flag": (checkpoint.metrics or {}).get("flag"),
+            },
             "validation": _validation(validation),
             "perspectives": _perspectives(checkpoint, snapshot),
+            "group_heads": _group_heads(checkpoint, k),
             "k": k,
         }
     )

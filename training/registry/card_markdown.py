@@ -173,7 +173,52 @@ def _configuration(d: dict) -> list[str]:
         )
     if recipe["steering"]:
         lines.append(f"- Steering: {recipe['steering']}")
-    return [*lines, ""]
+    return [*lines, "", *_group_heads(d.get("group_heads"))]
+
+
+def flag_line(f: dict | None) -> str:
+    """The flag's figures on the eval split in one line (the card, ``checkpoints``, the
+    registry page), or why there are none."""
+    if not f:
+        return "not measured (a version from before flag figures, or imported)"
+    figures = ", ".join(
+        f"{name} {with_ci(f[key], f[f'{key}_ci'], 2)}"
+        for key, name in (("precision", "precision"), ("recall", "recall"), ("f1", "F1"))
+    )
+    fallback = (
+        "; calibration fell back to the seed's 0.12"
+        if f.get("calibration") == ("seed-default")
+        else ""
+    )
+    return (
+        f"{figures} on {f['n_prompts']} held-out prompts ({f['n_stereotypical']} "
+        f"stereotypical, {f['n_flagged']} flagged){fallback}"
+    )
+
+
+def _flag(f: dict | None) -> list[str]:
+    return [f"- The flag on the eval split, against the catalogue's prompt type: {flag_line(f)}"]
+
+
+def _group_heads(g: dict | None) -> list[str]:
+    if not g:
+        return []
+    hidden = f"; {g['hidden_groups']} group(s) under k not named" if g["hidden_groups"] else ""
+    return [
+        f"### Group heads ({g['field']})",
+        "",
+        "One head per group of k or more annotators: the pooled head plus an offset fitted "
+        f"to the group's labels and shrunk toward it (penalty {g['penalty']:g}, chosen by "
+        f"grouped cross-validation: held-out error {num(g['cv_error'])} against "
+        f"{num(g['pooled_cv_error'])} for the pooled head alone).",
+        "",
+        *(f"- {x['group']}: {x['annotators']} annotators" for x in g["groups"]),
+        f"- Disagreement: a head for the spread of people's labels; a prompt above "
+        f"{num(g['disagreement_threshold'])} is one people disagree about{hidden}",
+        "- The seed `.pth` export holds the pooled head only; the group heads and the "
+        "disagreement head ship in the native format (`groups.safetensors`).",
+        "",
+    ]
 
 
 def _performance(d: dict) -> list[str]:
@@ -317,6 +362,7 @@ def markdown(d: dict) -> str:
         "",
         f"- Value: {num(d['threshold']['value'])} (prompts scoring below it are flagged)",
         f"- How it was set: {d['threshold']['basis'] or 'not recorded'}",
+        *_flag(d["threshold"].get("flag")),
         f"<!-- {THRESHOLD_MARK} {d['threshold']['value']!r} -->",
         "",
         *_validation(d),

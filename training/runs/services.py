@@ -36,7 +36,7 @@ from training.runs.search import execute as execute_search
 from training.runs.search import lineage as search_lineage
 from training.runs.search import requested as search_request
 from training.selectors import active_checkpoint
-from training.snapshots.services import EVAL, prompt_types, rows_of, to_example
+from training.snapshots.services import EVAL, TRAIN, prompt_types, rows_of, to_example
 from training.snapshots.steering import GROUP_HEADS, split_hyperparameters
 from training.snapshots.steering import KEY as STEERING
 from training.snapshots.steering import check as steering_check
@@ -288,8 +288,27 @@ def _finish(attempt: _Attempt, status: str, error: str) -> None:
         )
 
 
+def calibrate_and_judge(model, snapshot: DatasetSnapshot, cache, config) -> tuple:
+    """``(calibration, flag figures)``: the threshold from the train split's prompts, the
+    flag's precision, recall and F1 on the eval split's (``training.ml.calibration``)."""
+    from training.ml.calibration import calibrate, flag_figures
+
+    def scored(split: str):
+        prompts = prompt_types(snapshot, split)
+        return model.score(list(prompts), cache=cache), [
+            t == "stereotypical" for t in prompts.values()
+        ]
+
+    calibration = calibrate(*scored(TRAIN))
+    scores, truth = scored(EVAL)
+    flag = flag_figures(
+        scores, truth, calibration.threshold, n_boot=config.n_boot, seed=config.seed
+    )
+    flag["calibration"] = calibration.method  # "seed-default" when it fell back to 0.12
+    return calibration, flag
+
+
 def _train(run: TrainingRun, attempt: _Attempt) -> int:
-    from training.ml.calibration import calibrate
     from training.ml.checkpoints import Checkpoint as MLCheckpoint
     from training.ml.train import TrainConfig, TrainingCancelled, train
 
@@ -351,15 +370,13 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
             run.snapshot, steering["field"], encoder, cache, k_anonymity(), seed=config.seed
         )
     scores = result.model.score([e.text for e in eval_set], cache=cache)
-    # The card calibrates on the training distribution: every prompt of the snapshot, once
-    # (the eval split alone is too small for two KDEs; it left every checkpoint at 0.12).
-    prompts = prompt_types(run.snapshot)
-    calibration = calibrate(
-        result.model.score(list(prompts), cache=cache),
-        [t == "stereotypical" for t in prompts.values()],
-    )
-    basis = f"{calibration.basis} (snapshot {run.snapshot_id}, train and eval splits)"
-    metrics = json_safe(result.metrics or {})
+    # The card calibrates on the training distribution: the train split's prompts, once
+    # each; the flag is then judged on the eval split's, which calibration never saw.
+    calibration, flag = calibrate_and_judge(result.model, run.snapshot, cache, config)
+    basis = f"{calibration.basis} (snapshot {run.snapshot_id}, train split)"
+    metrics = json_safe({**(result.metrics or {}), "flag": flag})
+    if groups is not None:  # what the card and the registry show of the heads
+        metrics["group_heads"] = json_safe(groups.summary())
     parent = run.parent
     files = MLCheckpoint.from_model(
         result.model,

@@ -286,10 +286,11 @@ def rows_of(snapshot: DatasetSnapshot, split: str | None = None) -> list[dict]:
     return [r for r in snapshot.examples if split is None or r["split"] == split]
 
 
-def prompt_types(snapshot: DatasetSnapshot) -> dict[str, str]:
-    """Each distinct prompt text of the snapshot (both splits, originals only) with its
-    prompt type: what a checkpoint's threshold is calibrated on, one score per prompt."""
-    return {r["text"]: r["prompt_type"] for r in snapshot.examples}
+def prompt_types(snapshot: DatasetSnapshot, split: str | None = None) -> dict[str, str]:
+    """Each distinct prompt text of the snapshot (originals only; of one split, or both)
+    with its prompt type: a checkpoint's threshold is calibrated on the train split's,
+    its flag judged on the eval split's, one score per prompt."""
+    return {r["text"]: r["prompt_type"] for r in rows_of(snapshot, split)}
 
 
 def new_rankings_since(snapshot: DatasetSnapshot | None, include_synthetic: bool = False) -> int:
