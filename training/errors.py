@@ -49,7 +49,7 @@ class SamplerRefused(TrainingError):
 
 
 class GroupsFall(RegistryConflict):
-    """A promotion asked to check the groups, refused: a group clearly loses alignment."""
+    """A promotion refused by the group check: a group clearly loses alignment."""
 
 
 class ScheduleError(TrainingError):
@@ -83,6 +83,10 @@ class PerspectivesPending(PerspectiveError, Conflict):
         self.snapshot = snapshot
         self.field = field
         self.checkpoints = list(checkpoints)
+
+
+class ReportsComputing(PerspectiveError, Conflict):
+    """A promotion's group check needs perspective reports that are queued, not stored."""
 
 
 class LearningCurveError(TrainingError):

@@ -47,7 +47,7 @@ from annotation.models import Study
 from annotation.studies import lifecycle as studies
 from core.errors import StereorankError
 from training import services
-from training.errors import ScheduleError
+from training.errors import GroupsFall, ScheduleError
 from training.models import RetrainDecision, TrainingRun
 from training.schedule_settings import TASK_NAME, ScheduleSettings
 from training.selectors import active_checkpoint
@@ -201,7 +201,10 @@ def settle_run(schedule: str, run: TrainingRun, settings: ScheduleSettings) -> R
     if decision.decision == "promote" and current is not None and settings.group_fields:
         decision = _group_decision(decision, checkpoint, current, run.snapshot, settings)
     if decision.decision == "promote":
-        services.promote(checkpoint, reason=decision.reason, actor=f"schedule {schedule}")
+        try:  # the group check every promotion runs (every field), reports computed here
+            services.promote(checkpoint, reason=decision.reason, actor=f"schedule {schedule}")
+        except GroupsFall as error:
+            decision = Decision("keep", f"{decision.reason}, but {error}")
     return _record(schedule, decision, **links)
 
 

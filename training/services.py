@@ -12,6 +12,7 @@ stored perspective report as JSON. Reads are in ``training.selectors``, refusals
 
 from training.perspectives.export import across_versions as alignment_across_versions
 from training.perspectives.export import report as perspective_report
+from training.perspectives.group_check import before_promotion
 from training.perspectives.services import (
     compare_versions,
     compute_reports,
@@ -24,14 +25,33 @@ from training.registry.evaluation import compare, evaluate, request_evaluations
 from training.registry.services import (
     get_version,
     import_checkpoint,
-    promote,
     rollback,
 )
+from training.registry.services import promote as activate
 from training.runs.augmentation import request_augmentation, run_augmentation
 from training.runs.services import cancel_run, start_run
 from training.schedule_settings import ScheduleSettings
 from training.snapshots.services import NONE, RELIABILITY, WEIGHTINGS, create_snapshot
 from training.snapshots.steering import parse as parse_steering
+
+
+def promote(
+    checkpoint,
+    user=None,
+    reason: str = "",
+    actor: str = "",
+    *,
+    force: bool = False,
+    compute: bool = True,
+):
+    """Every promotion door's promotion: the group check first
+    (``perspectives.group_check.before_promotion``; ``compute`` False in a request, so
+    missing reports are queued, not computed), then the registry's activation, with the
+    check's words recorded beside ``reason``."""
+    words = before_promotion(checkpoint, compute=compute, force=force, reason=reason)
+    recorded = "; ".join(part for part in (reason.strip(), words) if part)
+    return activate(checkpoint, user=user, reason=recorded, actor=actor)
+
 
 __all__ = [
     "NONE",
@@ -51,6 +71,7 @@ __all__ = [
     "model_card",
     "parse_steering",
     "perspective_report",
+    "activate",
     "promote",
     "request_augmentation",
     "report_fields",

@@ -429,6 +429,10 @@ STEREORANK = {
     "GROUP_K": env.int("STEREORANK_GROUP_K", default=5),
     # Demographic fields that are special categories of personal data (GDPR Art. 9): no
     # group heads are trained on them (training/runs/group_heads.py).
+    # Every promotion first checks that no group of k or more loses more than this much
+    # alignment against the active version (training/perspectives/group_check.py).
+    "PROMOTION_GROUP_CHECK": env.bool("STEREORANK_PROMOTION_GROUP_CHECK", default=True),
+    "PROMOTION_GROUP_MARGIN": env.float("STEREORANK_PROMOTION_GROUP_MARGIN", default=0.02),
     "SPECIAL_CATEGORY_FIELDS": env.list("STEREORANK_SPECIAL_CATEGORY_FIELDS", default=["religion"]),
     # Overrides of annotation.stats.policy.Policy, whose defaults are documented there,
     # e.g. STEREORANK_QUALITY_POLICY='{"gold_min_score": 0.2}'.

@@ -28,9 +28,17 @@ def staff_site(transactional_db, media_root, tmp_path):
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_promote_and_roll_back_confirm_what_will_serve(driver, live_server, staff_site, size):  # noqa: F811
+def test_promote_and_roll_back_confirm_what_will_serve(
+    driver,  # noqa: F811
+    live_server,
+    staff_site,  # noqa: F811
+    size,
+    settings,
+):
+    """(The group check is off here: its doors are tested in test_training_group_promotion.)"""
     from training import services as training_services
 
+    settings.STEREORANK = {**settings.STEREORANK, "PROMOTION_GROUP_CHECK": False}
     # v1 active through the registry (the fixture only marked it), so it has a history.
     Checkpoint.objects.filter(version=1).update(status="candidate")
     training_services.promote(Checkpoint.objects.get(version=1), actor="test")

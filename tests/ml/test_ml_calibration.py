@@ -77,3 +77,18 @@ def test_others_denser_at_the_stereotypical_mode_fall_back_with_why():
         cal.basis
         == f"seed default {SEED_THRESHOLD}: {cal.reason} (21 stereotypical vs 21 other prompts)"
     )
+
+
+def test_flag_figures_hand_worked():
+    """Flagged below 0.3: items 1-3; stereotypical: 1, 2 and 4. TP 2 of 3 flagged, 2 of 3
+    stereotypical: precision = recall = F1 = 2/3; nothing flagged: no precision."""
+    from training.ml.calibration import flag_figures
+
+    f = flag_figures([0.0, 0.1, 0.2, 0.5, 0.6], [1, 1, 0, 1, 0], 0.3, n_boot=200)
+    assert (f["n_prompts"], f["n_stereotypical"], f["n_flagged"]) == (5, 3, 3)
+    assert f["precision"] == f["recall"] == f["f1"] == pytest.approx(2 / 3)
+    assert f["precision_ci"][0] <= 2 / 3 <= f["precision_ci"][1]
+    none = flag_figures([0.5, 0.6], [1, 0], 0.3, n_boot=50)
+    assert none["precision"] is None and none["recall"] == 0.0 and none["f1"] == 0.0
+    with pytest.raises(ValueError, match="same length"):
+        flag_figures([0.1], [1, 0], 0.3)

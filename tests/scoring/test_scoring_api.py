@@ -131,7 +131,7 @@ def test_the_schema_documents_score_and_optimise(db):
     score = schema["paths"]["/api/score/"]["post"]
     assert score["operationId"] == "score_prompts"
     request = schema["components"]["schemas"]["ScoreRequest"]
-    assert set(request["properties"]) == {"prompts", "version"}
+    assert set(request["properties"]) == {"prompts", "version", "group"}
     assert request["required"] == ["prompts"]
     response = schema["components"]["schemas"]["ScoreResponse"]
     assert set(response["properties"]) == {
@@ -141,7 +141,11 @@ def test_the_schema_documents_score_and_optimise(db):
         "encoder",
         "results",
         "scale",  # one scale per version, for the checker's bars (issue 37)
+        "group",  # whose head answered (issue 41)
+        "disagreement_threshold",
     }
+    scored = schema["components"]["schemas"]["ScoredWithSpread"]["properties"]
+    assert {"disagreement", "contested"} <= set(scored)
     served = schema["components"]["schemas"]["ServedEncoder"]["properties"]
     assert set(served) == {"backend", "quantization", "gate", "fallback"}
     assert "/api/optimise/" in schema["paths"]

@@ -5,8 +5,13 @@ from rest_framework.test import APIClient
 from training_study import FAST
 
 from tests.queued import queued
+from training import services
 from training.models import Checkpoint, DatasetSnapshot, Evaluation, TrainingRun
 from training.runs.services import execute_run
+
+
+def snapshot_of_2():
+    return Checkpoint.objects.get(version=2).snapshot
 
 
 @pytest.fixture
@@ -76,7 +81,22 @@ def test_start_train_cancel_promote_compare(
     assert r.status_code == 409 and r.json()["detail"] == "v1 is already active"
     missing = staff_client.post("/api/training/checkpoints/9/promote/")
     assert missing.status_code == 404 and missing.json() == {"detail": "Not found."}
-    staff_client.post("/api/training/checkpoints/2/promote/", {"reason": "x"}, format="json")
+    # the group check: its reports are queued, never computed in the request (409)
+    with django_capture_on_commit_callbacks() as callbacks:
+        r = staff_client.post(
+            "/api/training/checkpoints/2/promote/", {"reason": "x"}, format="json"
+        )
+    assert r.status_code == 409 and r.json()["detail"].startswith("reports computing: "), r.json()
+    assert {name for name, _ in queued(callbacks)} == {"training.tasks.perspective_report"}
+    assert Checkpoint.objects.get(version=2).status == "candidate"
+    for version in (1, 2):
+        services.compute_reports(Checkpoint.objects.get(version=version), snapshot_of_2())
+    r = staff_client.post("/api/training/checkpoints/2/promote/", {"force": True}, format="json")
+    assert r.status_code == 400 and "needs a reason" in r.json()["detail"]
+    r = staff_client.post(
+        "/api/training/checkpoints/2/promote/", {"reason": "x", "force": True}, format="json"
+    )
+    assert r.status_code == 200 and r.json()["status"] == "active"
     r = staff_client.post("/api/training/checkpoints/rollback/")
     assert r.json()["version"] == 1 and Checkpoint.objects.get(version=1).status == "active"
     r = staff_client.get("/api/training/checkpoints/compare/", {"a": 1, "b": 2})

@@ -1,7 +1,7 @@
 """Promotion that sees every group (issue 18): the active version is evaluated on the
-candidate's snapshot before the paired comparison, and a schedule's ``group_fields``
-(or ``promote --check-groups``) keeps a version that gains pooled rho while it loses a
-planted group's alignment."""
+candidate's snapshot before the paired comparison, and every promotion door (a schedule,
+the command, the API, the registry page) keeps a version that gains pooled rho while it
+loses a planted group's alignment, unless forced with a reason."""
 
 from __future__ import annotations
 
@@ -9,14 +9,18 @@ import io
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import Client
+from django.urls import reverse
+from rest_framework.test import APIClient
 from training_study import FAST, make_study, register_head
 
 from annotation.catalogue.loading import load_catalogue
 from annotation.studies.simulation import PLANTED, simulate
 from annotation.studies.tasks_builder import build_tasks
+from tests.staff import make_staff
 from training import services
 from training.errors import ScheduleError
-from training.models import Checkpoint, Evaluation, RetrainDecision, TrainingRun
+from training.models import Checkpoint, Evaluation, RegistryEvent, RetrainDecision, TrainingRun
 from training.perspectives.group_check import falls, group_losses
 from training.runs.services import execute_run, start_run
 from training.schedules import ScheduleSettings, scheduled_step
@@ -86,7 +90,7 @@ def test_a_version_that_gains_rho_but_loses_a_planted_group_is_kept(transactiona
     Pooled rho rises with a paired interval above zero while the minority's alignment
     falls: with ``group_fields`` the schedule keeps it and names the group (the pooled
     rule alone would have promoted it: its reason says "above zero, but"); manual
-    promotion refuses it with ``--check-groups`` and, unchecked, promotes it."""
+    promotion refuses it on every door and promotes it when forced with a reason."""
     settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 5}
     load_catalogue(placeholders_per_prompt=2)
     build_tasks(size=6, overlap=21, seed=0)
@@ -111,27 +115,57 @@ def test_a_version_that_gains_rho_but_loses_a_planted_group_is_kept(transactiona
     minority = next(loss for loss in losses if loss.group == MINORITY)
     assert minority.diff < -0.02 and minority.ci[1] < 0
 
+    # every door refuses it: the command (computing what it needs), the API and the page
     with pytest.raises(CommandError, match=rf"v{pooled.version} not promoted: age_band="):
-        call_command("promote", str(pooled.version), "--check-groups", stdout=io.StringIO())
+        call_command("promote", str(pooled.version), stdout=io.StringIO())
+    assert Checkpoint.objects.get(status="active") == steered
+    staff = make_staff("owner")
+    api = APIClient()
+    api.force_authenticate(staff)
+    url = f"/api/training/checkpoints/{pooled.version}/promote/"
+    r = api.post(url, {}, format="json")
+    assert (
+        r.status_code == 409 and f"v{pooled.version} not promoted: age_band=" in r.json()["detail"]
+    )
+    page = Client()
+    page.force_login(staff)
+    r = page.post(reverse("dashboards:promote", args=[pooled.version]))
+    html = r.content.decode()
+    assert r.status_code == 409 and "not promoted: age_band=" in html
+    assert f"Promote v{pooled.version} anyway" in html
     assert Checkpoint.objects.get(status="active") == steered
 
-    call_command("promote", str(pooled.version), stdout=io.StringIO())  # unchecked: as asked
+    # forced, with a reason: promoted, the reason and the losses it overrode recorded
+    call_command(
+        "promote", str(pooled.version), "--force", "--reason", "incident 7", stdout=io.StringIO()
+    )
     pooled.refresh_from_db()
     assert pooled.status == "active"
+    event = RegistryEvent.objects.latest("id")
+    assert event.reason.startswith("incident 7; forced past the group check (incident 7): ")
+    assert "age_band=" in event.reason
+    # a rollback (an incident) is never blocked
+    services.rollback(actor="test")
+    assert Checkpoint.objects.get(status="active") == steered
 
 
-def test_manual_check_groups_with_nothing_active_promotes(db, tmp_path):
+def test_the_first_version_and_an_imported_one_skip_the_check_and_say_so(db, tmp_path):
     make_study(tmp_path)
     snapshot = create_snapshot(include_synthetic=True)
     version, _ = register_head(snapshot)
-    out = io.StringIO()
-    call_command("promote", str(version.version), "--check-groups", stdout=out)
+    out, err = io.StringIO(), io.StringIO()
+    call_command("promote", str(version.version), stdout=out, stderr=err)
     assert out.getvalue().strip() == f"v{version.version} is active"
+    assert err.getvalue().strip() == "group check skipped: no version is active yet"
+    imported, _ = register_head(None, seed=1)
+    call_command("promote", str(imported.version), stdout=out, stderr=err)
+    assert f"v{imported.version} has no snapshot of its own (imported)" in err.getvalue()
+    assert "no snapshot of its own" in RegistryEvent.objects.latest("id").reason
 
 
 def test_a_bad_margin_is_one_line(db):
     with pytest.raises(CommandError, match="--margin must be from 0 up to 1, not -0.1"):
-        call_command("promote", "1", "--check-groups", "--margin", "-0.1")
+        call_command("promote", "1", "--margin", "-0.1")
 
 
 @pytest.mark.parametrize(

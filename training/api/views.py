@@ -182,6 +182,14 @@ class ReasonSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="")
 
 
+class PromoteSerializer(ReasonSerializer):
+    force = serializers.BooleanField(
+        default=False,
+        help_text="Promote past the group check (a group that clearly loses alignment); "
+        "needs a reason, recorded.",
+    )
+
+
 class CompareSerializer(serializers.Serializer):
     a = serializers.IntegerField(min_value=1, max_value=MAX_VERSION)
     b = serializers.IntegerField(min_value=1, max_value=MAX_VERSION)
@@ -303,11 +311,13 @@ class CheckpointsView(StaffView):
 
 
 class PromoteView(StaffView):
-    @extend_schema(request=ReasonSerializer, responses=CheckpointSerializer)
+    @extend_schema(request=PromoteSerializer, responses=CheckpointSerializer)
     def post(self, request, version: int):
-        reason = _valid(ReasonSerializer, request, request.data)
+        """Promote after the group check; 409 "reports computing" while the reports it
+        needs are queued (never computed in the request), 409 when a group falls."""
+        data = _valid(PromoteSerializer, request, request.data)
         checkpoint = _version(version, request.user, roles.RUN_STUDY)
-        checkpoint = services.promote(checkpoint, user=request.user, **reason)
+        checkpoint = services.promote(checkpoint, user=request.user, compute=False, **data)
         return Response(CheckpointSerializer(checkpoint).data)
 
 

@@ -1,6 +1,17 @@
 """Promotion that sees every group: does a candidate lose some group's alignment against
-the active version? Used by a schedule's ``auto`` promotion (``group_fields``) and by
-``manage.py promote --check-groups``.
+the active version? ``before_promotion`` is the check every promotion door runs (the
+``promote`` command, the API, the registry page, a schedule: ``training.services.promote``),
+on by default, over every demographic field; a schedule's ``group_fields`` also keeps a
+version by the same rule before it tries to promote.
+
+Not checked, and said so in the promotion's recorded reason: the first version (nothing
+active to lose against), a version without a snapshot of its own (an imported one), and
+every version where the installation turned the check off
+(``STEREORANK_PROMOTION_GROUP_CHECK=false``).
+A rollback (an incident) never runs the check. Forcing past it takes a reason, which is
+recorded with the losses it overrode. A door that answers a request (the API, the page)
+never computes reports in it: missing ones are queued and it answers "reports computing"
+(409); the command and a schedule compute them.
 
 Both versions' perspective reports on the candidate's snapshot are computed where
 missing (``perspectives.compute_reports``: stored once, reused after), then compared
@@ -17,10 +28,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from django.conf import settings
+
+from training import selectors
+from training.errors import GroupsFall, PerspectiveError, ReportsComputing, TrainingError
 from training.models import Checkpoint, DatasetSnapshot
 from training.perspectives import services as perspectives
 
 DEFAULT_MARGIN = 0.02
+
+
+def promotion_margin() -> float:
+    """The loss of alignment a promotion may cost a group (``STEREORANK``, default 0.02)."""
+    return float(settings.STEREORANK.get("PROMOTION_GROUP_MARGIN", DEFAULT_MARGIN))
 
 
 @dataclass(frozen=True)
@@ -85,3 +105,55 @@ def verdict(checked: list[str], losses: list[GroupLoss], margin: float, active_v
         return f"no group of {', '.join(checked)} falls by more than {margin:g}"
     more = f" (and {len(losses) - 1} more)" if len(losses) > 1 else ""
     return f"{losses[0].describe(active_version)} falls by more than {margin:g}{more}"
+
+
+def before_promotion(
+    candidate: Checkpoint,
+    *,
+    compute: bool,
+    force: bool = False,
+    reason: str = "",
+    margin: float | None = None,
+) -> str:
+    """The group check of a promotion of ``candidate`` (module doc): the words to record
+    with it, or ``GroupsFall`` (unless ``force``, which needs a ``reason``) or
+    ``ReportsComputing`` (``compute`` False and reports missing: they are queued)."""
+    margin = promotion_margin() if margin is None else margin
+    if force and not reason.strip():
+        raise TrainingError("forcing a promotion past the group check needs a reason")
+    if not settings.STEREORANK.get("PROMOTION_GROUP_CHECK", True):
+        return "group check off (STEREORANK_PROMOTION_GROUP_CHECK=false)"
+    active = selectors.active_checkpoint()
+    if active is None:
+        return "group check skipped: no version is active yet"
+    if active.pk == candidate.pk:
+        return ""
+    snapshot = candidate.snapshot
+    if snapshot is None:
+        return f"group check skipped: v{candidate.version} has no snapshot of its own (imported)"
+    try:
+        fields = perspectives.report_fields(snapshot)
+        if not fields:
+            return f"group check skipped: snapshot {snapshot.pk} has no demographic field"
+        missing = [
+            c for c in (candidate, active) if selectors.perspectives_missing(c, snapshot, fields)
+        ]
+        if missing and not compute:
+            for checkpoint in missing:
+                perspectives.request_reports(checkpoint, snapshot, fields)
+            names = " and ".join(f"v{c.version}" for c in missing)
+            raise ReportsComputing(
+                f"reports computing: the group check needs the perspective reports of {names} "
+                f"on snapshot {snapshot.pk}; they are queued, try again in a minute"
+            )
+        checked, losses = group_losses(candidate, active, snapshot, fields, margin)
+    except ReportsComputing:
+        raise
+    except PerspectiveError as error:  # e.g. no rankings count today (all withdrawn)
+        return f"group check skipped: {error}"
+    words = verdict(checked, losses, margin, active.version)
+    if not losses:
+        return words
+    if force:
+        return f"forced past the group check ({reason.strip()}): {words}"
+    raise GroupsFall(f"v{candidate.version} not promoted: {words}")

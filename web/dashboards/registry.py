@@ -19,6 +19,7 @@ from annotation.errors import RoleRefused
 from core.errors import refusals_as_messages
 from scoring import serving
 from training import selectors, services
+from training.errors import GroupsFall, ReportsComputing
 from training.models import Checkpoint, DatasetSnapshot
 
 from .base import form_errors, found, page, snapshot_param, staff_action, staff_only
@@ -101,10 +102,19 @@ def registry_chart(request: HttpRequest) -> HttpResponse:
 
 @staff_action("dashboards:registry")
 def registry_promote(request: HttpRequest, version: int) -> HttpResponse:
-    """Make this version the active one."""
+    """Make this version the active one, after the group check: a refusal (a group that
+    falls, or reports still computing: queued, never computed here) is a 409 page that
+    says why, with the way on (force with a reason; try again)."""
     checkpoint = selectors.checkpoint(version, request.user, roles.RUN_STUDY)
     checkpoint = found(checkpoint, "No such version.")
-    services.promote(checkpoint, user=request.user, reason=request.POST.get("reason", ""))
+    reason = request.POST.get("reason", "")
+    force = request.POST.get("force") == "1"
+    try:
+        services.promote(checkpoint, user=request.user, reason=reason, force=force, compute=False)
+    except (GroupsFall, ReportsComputing) as refusal:
+        computing = isinstance(refusal, ReportsComputing)
+        context = {"checkpoint": checkpoint, "refusal": refusal.message, "computing": computing}
+        return page(request, "dashboards/promote_refused.html", context, status=409)
     messages.success(request, f"Version {version} is now active.")
     return redirect("dashboards:registry")
 
