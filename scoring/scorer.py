@@ -136,10 +136,20 @@ class Scorer:
             self._cache = encoders.embedding_cache()
         gated, served = serving.load(row, self.device, self._cache)
         self.loads += 1
+        threshold, basis = row.threshold, row.threshold_basis
+        if gated.gate is not None and "copy_threshold" in gated.gate.metrics:
+            # A gated copy flags by its own threshold, calibrated against fp32's flags.
+            m = gated.gate.metrics
+            threshold = float(m["copy_threshold"])
+            basis = (
+                f"{served.label}'s own threshold, calibrated against fp32's flags (at "
+                f"{row.threshold:.4f}: {basis}) on {m.get('calibrated_on', '?')} training "
+                f"prompts (gate {gated.gate.pk})"
+            )
         return LoadedVersion(
             row.version,
-            row.threshold,
-            row.threshold_basis,
+            threshold,
+            basis,
             gated,
             served,
             row.pk,

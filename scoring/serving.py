@@ -105,7 +105,11 @@ def describe(checkpoint: Checkpoint, gates: list[dict]) -> dict:
     and which encoder serves the version now
     (``serves``) or the command that would let it be served (``refused``)."""
     mine = [
-        {**g, "within": encoders.within_tolerances(g["rho_drift"], g["flip_share"])}
+        {
+            **g,
+            "within": encoders.within_tolerances(g["rho_drift"], g.get("flip_upper")),
+            "flip_upper_pct": None if g.get("flip_upper") is None else 100 * g["flip_upper"],
+        }
         for g in gates
         if checkpoint.snapshot_id is None or g["snapshot_id"] == checkpoint.snapshot_id
     ]

@@ -174,7 +174,7 @@ def _side(word: str, version: int) -> Side:
         quantization="int8",
         encoder_key=word[:16],
         encoder_identity={"name": word},
-        metrics={"rho_drift": 0.001, "flips": 0, "flip_share": 0.0, "n": 10},
+        metrics={"rho_drift": 0.001, "flips": 0, "flip_share": 0.0, "flip_upper": 0.0075, "n": 10},
         passed=True,
     )
     curve = LearningCurve.objects.create(snapshot=snapshot, encoder=f"{word}-encoder")

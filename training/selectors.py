@@ -94,6 +94,8 @@ def encoder_gates(checkpoint_id: int | None = None, among=None) -> dict[int, lis
         rho_drift=KeyTransform("rho_drift", "metrics"),
         flips=KeyTransform("flips", "metrics"),
         flip_share=KeyTransform("flip_share", "metrics"),
+        flip_upper=KeyTransform("flip_upper", "metrics"),
+        flip_n=KeyTransform("flip_n", "metrics"),
         n=KeyTransform("n", "metrics"),
     )
     for row in rows:

@@ -141,7 +141,14 @@ def _staff_site(tmp_path) -> dict:
         quantization="int8",
         encoder_key="0" * 16,
         encoder_identity={"name": "minilm"},
-        metrics={"rho_drift": 0.0012, "flips": 1, "flip_share": 0.01, "n": 100},
+        metrics={
+            "rho_drift": 0.0012,
+            "flips": 1,
+            "flip_share": 0.0025,
+            "flip_n": 400,
+            "flip_upper": 0.0118,
+            "n": 100,
+        },
         passed=True,
     )
     steering = {"kind": "steer", "field": "age_band", "value": "65-74"}

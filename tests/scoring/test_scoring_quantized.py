@@ -126,7 +126,13 @@ def test_a_gated_copy_serves_the_gates_own_scores_until_its_verdict_changes(
     # The gate scored these prompts through the cache and the head the scorer serves by:
     # the same embeddings, the same float32 head, so the same numbers, bit for bit.
     np.testing.assert_array_equal(np.float32(served), np.float32(recorded["quantized"]))
-    assert [r["flagged"] for r in body["results"]] == [s < version.threshold for s in served]
+    # it flags by its own threshold, fp32's carried onto its scale (recorded with the gate)
+    own = gate.metrics["copy_threshold"]
+    assert (
+        body["threshold"] == own
+        and "own threshold, calibrated against fp32" in (body["threshold_basis"])
+    )
+    assert [r["flagged"] for r in body["results"]] == [s < own for s in served]
     # On a node with an empty cache the same request re-encodes them: the same batches
     # (the same texts in the same order, sorted by length), so again the same numbers.
     settings.TRAINING = {**settings.TRAINING, "EMBEDDING_CACHE": settings.MEDIA_ROOT / "fresh"}
@@ -140,7 +146,9 @@ def test_a_gated_copy_serves_the_gates_own_scores_until_its_verdict_changes(
     registry = staff_client.get(reverse("dashboards:registry")).content.decode()
     assert "onnx/int8: passed" in registry and "onnx/int8 (gated)" in registry
     assert f"drift {gate.metrics['rho_drift']:.4f}" in registry
-    assert f"{gate.metrics['flips']} of {gate.metrics['n']} flags flipped" in registry
+    m = gate.metrics
+    assert f"{m['flips']} of {m['flip_n']} gate-set flags flipped" in registry
+    assert f"(95% upper bound {100 * m['flip_upper']:.1f}%)" in registry
     # Tolerances tightened below the recorded figures: the next request is refused, no
     # restart needed.
     _tolerate(settings, gate.metrics["rho_drift"] - 1e-9, 1.0)

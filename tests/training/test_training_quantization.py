@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from scipy.stats import rankdata, spearmanr
+from scipy.stats import binomtest, rankdata, spearmanr
 from training_study import ENCODER, FAST
 
 from tests.model_exports import exported_once
@@ -77,20 +77,31 @@ def version(study, quant_settings):
 
 
 def _recomputed(m: dict) -> dict:
-    """The gate's figures recomputed with scipy and numpy from the scores it recorded."""
+    """The gate's figures recomputed with scipy and numpy from the scores it recorded: rank
+    figures on the eval split, the copy's threshold from the training prompts' line, flips
+    on the gate set, their bound by scipy's exact binomial interval."""
     ref, quant, labels = (np.array(m["scores"][k]) for k in ("fp32", "quantized", "labels"))
     t = m["threshold"]
-    flips = int(np.sum((ref < t) != (quant < t)))
+    slope, intercept = np.polyfit(
+        m["scores"]["train"]["fp32"], m["scores"]["train"]["quantized"], 1
+    )
+    copy = intercept + slope * t
+    gate_fp, gate_q = (np.array(m["scores"]["gate_set"][k]) for k in ("fp32", "quantized"))
+    flips = int(np.sum((gate_fp < t) != (gate_q < copy)))
     rho_fp32, rho_quant = spearmanr(ref, labels).statistic, spearmanr(quant, labels).statistic
     rank_rho = np.corrcoef(rankdata(ref), rankdata(quant))[0, 1]
+    upper = binomtest(flips, len(gate_fp)).proportion_ci(0.90, method="exact").high
     return {
         "n": len(ref),
         "rank_rho": rank_rho,
         "rho_fp32": rho_fp32,
         "rho_quantized": rho_quant,
         "rho_drift": max(1 - rank_rho, abs(rho_quant - rho_fp32)),
+        "copy_threshold": copy,
         "flips": flips,
-        "flip_share": flips / len(ref),
+        "flip_n": len(gate_fp),
+        "flip_share": flips / len(gate_fp),
+        "flip_upper": upper,
         "max_abs_diff": float(np.max(np.abs(ref - quant))),
     }
 
@@ -112,13 +123,15 @@ def _tolerate(settings, drift: float, flips: float) -> None:
 def test_a_passed_gate_is_recorded_and_opens_serving_within_todays_tolerances(
     version, quant_settings
 ):
-    texts, ref, quant, copy, flips = version.scores
-    _tolerate(quant_settings, 0.5, flips / len(texts))  # inclusive: exactly the share passes
+    texts, ref, quant, copy, _ = version.scores
+    _tolerate(quant_settings, 0.5, 1.0)
     with pytest.raises(QuantizationRefused, match="has not passed the accuracy gate"):
         gated_model(version, "onnx", "int8")
-    encoded = copy.texts_encoded
     gate = run_gate(version, "onnx", "int8")
-    assert copy.texts_encoded == encoded  # the gate scored the cached embeddings: one encode
+    encoded = copy.texts_encoded
+    run_gate(version, "onnx", "int8")
+    assert copy.texts_encoded == encoded  # a second gate encodes nothing: all cached
+    gate.refresh_from_db()
     assert gate.passed and gate.encoder_key == copy.identity.key
     assert gate.snapshot_id == version.snapshot_id
     assert gate.encoder_identity["backend"] == "onnx"
@@ -129,13 +142,17 @@ def test_a_passed_gate_is_recorded_and_opens_serving_within_todays_tolerances(
     assert m["scores"]["labels"] == pytest.approx([r["label"] for r in eval_rows])
     np.testing.assert_array_equal(m["scores"]["fp32"], ref)
     np.testing.assert_array_equal(m["scores"]["quantized"], quant)
+    assert m["scores"]["gate_set"]["version"] == m["gate_set_version"] == 1
     expected = _recomputed(m)
     assert m["n"] == expected["n"] == len(texts) and m["threshold"] == version.threshold
+    assert m["flip_n"] == 400 and m["calibrated_on"] == len(m["scores"]["train"]["fp32"])
     for key in ("rank_rho", "rho_fp32", "rho_quantized", "rho_drift", "flip_share"):
         assert m[key] == pytest.approx(expected[key], abs=1e-12), key
-    assert m["flips"] == expected["flips"] == flips
+    assert m["copy_threshold"] == pytest.approx(expected["copy_threshold"], abs=1e-9)
+    assert m["flip_upper"] == pytest.approx(expected["flip_upper"], rel=1e-9)
+    assert m["flips"] == expected["flips"]
     assert m["max_abs_diff"] == pytest.approx(expected["max_abs_diff"], abs=1e-12)
-    assert m["passed"] is True
+    assert 0 <= m["flag_agreement"]["catalogue"] <= 1 and m["passed"] is True
 
     gated = gated_model(version, "onnx", "int8")
     assert gated.model.encoder.identity == copy.identity and gated.gate == gate
@@ -144,25 +161,26 @@ def test_a_passed_gate_is_recorded_and_opens_serving_within_todays_tolerances(
     np.testing.assert_array_equal(gated.score(texts), quant)  # the gate's path, served
     fp32 = gated_model(version)
     assert fp32.model.encoder.identity.backend == "torch" and fp32.gate is None
-    # Tolerances tightened later: the recorded figures no longer open serving.
-    _tolerate(quant_settings, 0.5, (flips - 0.5) / len(texts))
+    # Tolerances tightened later, below the recorded bound: it no longer opens serving.
+    _tolerate(quant_settings, 0.5, m["flip_upper"] * 0.99)
     with pytest.raises(QuantizationRefused, match="current tolerances"):
         gated_model(version, "onnx", "int8")
 
 
 def test_the_command_refuses_above_tolerance_and_records_it(version, quant_settings):
-    texts, flips = version.scores[0], version.scores[4]
     _tolerate(quant_settings, 0.0, 0.0)
-    refused = rf"onnx/int8 refused for v1.*{flips} of {len(texts)} flags flip"
+    refused = r"onnx/int8 refused for v1.*of 400 flags flip: the flip rate's 95% upper bound"
     with pytest.raises(CommandError, match=refused):
         _command("1", "--backend", "onnx", "--quantization", "int8")
     gate = EncoderGate.objects.get()
-    assert not gate.passed and gate.metrics["flips"] == flips
+    flips = gate.metrics["flips"]
+    assert not gate.passed and gate.metrics["flip_n"] == 400
     with pytest.raises(QuantizationRefused):
         gated_model(version, "onnx", "int8")
-    _tolerate(quant_settings, 0.5, flips / len(texts))
+    _tolerate(quant_settings, 0.5, 1.0)
     out = _command("1")  # onnx/int8 by default
-    assert "v1 onnx/int8 on snapshot" in out and "passed" in out and f"{flips} flags flipped" in out
+    assert "v1 onnx/int8 on snapshot" in out and "passed" in out
+    assert f"{flips} of 400 gate-set flags flipped" in out and "flags agree with fp32's" in out
     gate = EncoderGate.objects.get()  # the same row, now passed
     assert gate.passed
     with pytest.raises(QuantizationError, match="fp32 encoder itself"):

@@ -20,6 +20,7 @@ Tolerances: ``TRAINING["QUANT_MAX_RHO_DRIFT"]``, ``TRAINING["QUANT_MAX_FLIP_SHAR
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ from django.conf import settings
 
 from training.errors import QuantizationError, QuantizationRefused, RegistryError, ml_refusals
 from training.models import Checkpoint, DatasetSnapshot, EncoderGate
-from training.snapshots.services import EVAL, rows_of
+from training.snapshots.services import EVAL, TRAIN, rows_of
 from training.storage import checkpoint_store
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ def run_gate(
     was trained on), record it with the per-prompt scores it was computed from (``metrics
     ["scores"]``: eval keys, fp32 and quantized scores, labels), and raise
     ``QuantizationRefused`` if it fails."""
-    from training.ml.encoders.gate import accuracy_gate
+    from training.ml.encoders.gate import accuracy_gate, copy_threshold
 
     snapshot = snapshot or checkpoint.snapshot
     if snapshot is None:
@@ -123,19 +124,50 @@ def run_gate(
         reference_model = files.to_model(fp32)
     cache = embedding_cache()
     candidate = Gated(files.to_model(copy, allow_other_backend=True), None, cache)
+
+    def both(texts: list[str]) -> tuple[list[float], list[float]]:
+        # One encode per encoder, through the cache; the copy through Gated.score, the
+        # path the scorer serves through. Recorded, so anyone can recompute the figures.
+        fp = reference_model.score(texts, cache=cache)
+        return [float(x) for x in fp], [float(x) for x in candidate.score(texts)]
+
     texts = [r["text"] for r in rows]
-    # One encode per encoder, through the cache: the figures below are computed from these
-    # scores alone, and the scores are recorded with them, so anyone can recompute them.
-    # The copy's scores come from Gated.score, the path the scorer serves through.
+    fp, qu = both(texts)
     scores = {
         "keys": [r["key"] for r in rows],
-        "fp32": [float(s) for s in reference_model.score(texts, cache=cache)],
-        "quantized": [float(s) for s in candidate.score(texts)],
+        "fp32": fp,
+        "quantized": qu,
         "labels": [float(r["label"]) for r in rows],
     }
+    # The copy's own threshold, from the training prompts against fp32's flags; judged on
+    # the gate set, which no version is trained or calibrated on.
+    train_fp, train_q = both(sorted({r["text"] for r in rows_of(snapshot, TRAIN)}))
+    threshold = copy_threshold(train_fp, train_q, checkpoint.threshold)
+    gate_set = load_gate_set()
+    gate_fp, gate_q = both(gate_set["texts"])
+    catalogue_fp, catalogue_q = both(catalogue_texts())
+    scores["gate_set"] = {"version": gate_set["version"], "fp32": gate_fp, "quantized": gate_q}
+    scores["train"] = {"fp32": train_fp, "quantized": train_q}  # the copy's threshold's basis
     result = accuracy_gate(
-        scores["fp32"], scores["quantized"], scores["labels"], checkpoint.threshold, **_tolerances()
+        scores["fp32"],
+        scores["quantized"],
+        scores["labels"],
+        checkpoint.threshold,
+        flip_set=(gate_fp, gate_q),
+        copy=threshold,
+        **_tolerances(),
     )
+    agreement = {
+        name: float(np.mean((np.array(a) < checkpoint.threshold) == (np.array(b) < threshold)))
+        for name, a, b in (("gate_set", gate_fp, gate_q), ("catalogue", catalogue_fp, catalogue_q))
+    }
+    metrics = {
+        **result.to_dict(),
+        "flag_agreement": agreement,
+        "calibrated_on": len(train_fp),
+        "gate_set_version": gate_set["version"],
+        "scores": scores,
+    }
     gate, _ = EncoderGate.objects.update_or_create(
         checkpoint=checkpoint,
         snapshot=snapshot,
@@ -144,7 +176,7 @@ def run_gate(
             "backend": backend,
             "quantization": quantization,
             "encoder_identity": copy.identity.to_dict(),
-            "metrics": {**result.to_dict(), "scores": scores},
+            "metrics": metrics,
             "passed": result.passed,
         },
     )
@@ -156,10 +188,29 @@ def run_gate(
     return gate
 
 
-def within_tolerances(rho_drift: float, flip_share: float) -> bool:
-    """Whether a gate's recorded drift and flip share are within today's tolerances."""
+def within_tolerances(rho_drift: float, flip_upper: float | None) -> bool:
+    """Whether a gate's recorded drift and flip rate's upper bound are within today's
+    tolerances (a gate recorded before the bound, with none, is not)."""
     tol = _tolerances()
-    return rho_drift <= tol["max_rho_drift"] and flip_share <= tol["max_flip_share"]
+    return (
+        flip_upper is not None
+        and rho_drift <= tol["max_rho_drift"]
+        and flip_upper <= tol["max_flip_share"]
+    )
+
+
+def load_gate_set() -> dict:
+    """The versioned gate set (``training/ml/encoders/gate_set.json``): its version and texts."""
+    path = Path(__file__).resolve().parents[1] / "ml" / "encoders" / "gate_set.json"
+    data = json.loads(path.read_text())
+    return {"version": data["version"], "texts": [p["text"] for p in data["prompts"]]}
+
+
+def catalogue_texts() -> list[str]:
+    """The packaged catalogue's prompts (the flag agreement the gate reports beside)."""
+    from annotation.catalogue.loading import read_catalogue
+
+    return [t for o in read_catalogue()["occupations"] for t in o["prompts"].values()]
 
 
 def current_gate(checkpoint_id: int, snapshot_id: int | None, encoder_key: str) -> int | None:
@@ -171,8 +222,8 @@ def current_gate(checkpoint_id: int, snapshot_id: int | None, encoder_key: str) 
     )
     if snapshot_id is not None:
         gates = gates.filter(snapshot_id=snapshot_id)
-    for pk, drift, share in gates.values_list("pk", "metrics__rho_drift", "metrics__flip_share"):
-        if within_tolerances(drift, share):
+    for pk, drift, upper in gates.values_list("pk", "metrics__rho_drift", "metrics__flip_upper"):
+        if within_tolerances(drift, upper):
             return pk
     return None
 

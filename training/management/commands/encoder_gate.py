@@ -29,6 +29,16 @@ class Command(ServiceCommand):
             f"({m['n']} prompts; rank rho {fmt_num(m['rank_rho'], 4)}; "
             f"rho {fmt_num(m['rho_fp32'], 4)} -> "
             f"{fmt_num(m['rho_quantized'], 4)}; drift {fmt_num(m['rho_drift'], 4)} <= "
-            f"{m['max_rho_drift']}; {m['flips']} flags flipped ({m['flip_share']:.2%} <= "
-            f"{m['max_flip_share']:.2%}) at threshold {m['threshold']:.4f})"
+            f"{m['max_rho_drift']}; {m['flips']} of {m['flip_n']} gate-set flags flipped, the "
+            f"rate's 95% upper bound {m['flip_upper']:.2%} <= {m['max_flip_share']:.2%}; the "
+            f"copy's threshold {m['copy_threshold']:.4f} (fp32's {m['threshold']:.4f}), "
+            f"calibrated on {m['calibrated_on']} training prompts)"
+        )
+        near = m["near_threshold"]
+        agree = m["flag_agreement"]
+        self.stdout.write(
+            f"flags agree with fp32's on {agree['gate_set']:.1%} of the gate set (v"
+            f"{m['gate_set_version']}) and {agree['catalogue']:.1%} of the catalogue; near the "
+            f"threshold (within {near['within']:.4f}): {near['flips']} of {near['n']} flipped, "
+            f"{near['expected_flip_rate']:.1%} expected"
         )
