@@ -433,7 +433,9 @@ STEREORANK = {
     # alignment against the active version (training/perspectives/group_check.py).
     "PROMOTION_GROUP_CHECK": env.bool("STEREORANK_PROMOTION_GROUP_CHECK", default=True),
     "PROMOTION_GROUP_MARGIN": env.float("STEREORANK_PROMOTION_GROUP_MARGIN", default=0.02),
-    "SPECIAL_CATEGORY_FIELDS": env.list("STEREORANK_SPECIAL_CATEGORY_FIELDS", default=["religion"]),
+    "SPECIAL_CATEGORY_FIELDS": env.list(
+        "STEREORANK_SPECIAL_CATEGORY_FIELDS", default=["religion_or_belief"]
+    ),
     # Overrides of annotation.stats.policy.Policy, whose defaults are documented there,
     # e.g. STEREORANK_QUALITY_POLICY='{"gold_min_score": 0.2}'.
     "QUALITY_POLICY": env.json("STEREORANK_QUALITY_POLICY", default={}),

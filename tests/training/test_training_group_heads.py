@@ -181,8 +181,8 @@ def test_refusals_at_the_start_of_a_run(db, tmp_path, settings):
     make_perspective_study(tmp_path)
     settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 2}
     snapshot = create_snapshot(include_synthetic=True)
-    with pytest.raises(RunError, match="religion is a special category"):
-        start_run(snapshot, steering=parse(groups="religion"), enqueue=False)
+    with pytest.raises(RunError, match="religion_or_belief is a special category"):
+        start_run(snapshot, steering=parse(groups="religion_or_belief"), enqueue=False)
     settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 3}  # 25-34 (2) falls under k
     with pytest.raises(RunError, match="need 2 groups of 3 or more annotators"):
         start_run(snapshot, steering=parse(groups="age_band"), enqueue=False)

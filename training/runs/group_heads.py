@@ -13,9 +13,10 @@ the snapshot does not hold is dropped and the others close up).
 The penalties are chosen once per snapshot, field and encoder by grouped cross-validation
 and recorded in ``DatasetSnapshot.group_penalties``, so a retrain reuses them (and says so).
 
-A special category (``STEREORANK["SPECIAL_CATEGORY_FIELDS"]``, religion by default) is
-refused: a head per religion would be a model of each religion's opinions, which needs
-an owner's recorded, explicit choice for the study, and no such choice exists yet.
+A special category (``STEREORANK["SPECIAL_CATEGORY_FIELDS"]``, ``religion_or_belief`` by
+default) is refused: a head per religion would be a model of each religion's opinions,
+which needs an owner's recorded, explicit choice for the study, and no such choice
+exists yet.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from training.snapshots.steering import train_groups
 
 
 def special_categories() -> set[str]:
-    return set(settings.STEREORANK.get("SPECIAL_CATEGORY_FIELDS", ("religion",)))
+    return set(settings.STEREORANK.get("SPECIAL_CATEGORY_FIELDS", ("religion_or_belief",)))
 
 
 def group_sizes(snapshot: DatasetSnapshot, field: str) -> dict[str, int]:
