@@ -149,6 +149,7 @@ def test_every_readme_block_runs_as_written(
     check_scoring(outputs)
     check_prolific_walk()
     check_best_worst(outputs)
+    check_group_heads(outputs)
     assert "lab" in outputs["create_annotator"][-1]
     assert "wave-2" in outputs["access_log"][0] or outputs["access_log"][0] == ""
 
@@ -214,6 +215,34 @@ def check_best_worst(outputs: dict[str, list[str]]) -> None:
     assert Checkpoint.objects.get(version=5).snapshot_id == 2
     active = Checkpoint.objects.get(status=Checkpoint.Status.ACTIVE)
     assert active.version == 1
+
+
+def check_group_heads(outputs: dict[str, list[str]]) -> None:
+    """v6 has a head per age group and a disagreement head; its JSON scores carry the
+    disagreement (the spread head's own, recomputed here); the group's score is the pooled
+    one plus that group's offset; v1 is active again."""
+    from training.storage import encoders
+    from training.storage.encoders import load_model
+
+    v6 = Checkpoint.objects.get(version=6)
+    assert v6.hyperparameters["steering"] == {"kind": "group_heads", "field": "age_band"}
+    body = next(json.loads(o) for o in outputs["score"] if o.startswith("{"))
+    assert body["version"] == 6, body
+    model = load_model(v6)
+    texts = [r["prompt"] for r in body["results"]]
+    emb = model.embed(texts, encoders.embedding_cache())
+    np.testing.assert_allclose(
+        [r["disagreement"] for r in body["results"]], model.groups.disagreement(emb), rtol=1e-4
+    )
+    grouped = next(o for o in outputs["score"] if "the head of age_band:45-54" in o)
+    value = float(grouped.splitlines()[1].split()[0])
+    one = model.embed(texts[1:], encoders.embedding_cache())
+    expected = (
+        model.score_embeddings(one)[0]
+        + model.groups.offsets_for(one)[model.groups.index("45-54")][0]
+    )
+    assert value == pytest.approx(float(expected), abs=1e-4)
+    assert Checkpoint.objects.get(status=Checkpoint.Status.ACTIVE).version == 1
 
 
 def check_prolific_walk() -> None:
