@@ -84,6 +84,7 @@ def encoder_gates(checkpoint_id: int | None = None, among=None) -> dict[int, lis
         gates = gates.filter(checkpoint_id=checkpoint_id)
     if among is not None:  # a viewer's checkpoints only
         gates = gates.filter(checkpoint__in=among)
+    figures = ("rho_drift", "flips", "flip_upper", "flip_n", "n")
     rows = gates.values(
         "checkpoint_id",
         "snapshot_id",
@@ -91,12 +92,7 @@ def encoder_gates(checkpoint_id: int | None = None, among=None) -> dict[int, lis
         "quantization",
         "passed",
         "at",
-        rho_drift=KeyTransform("rho_drift", "metrics"),
-        flips=KeyTransform("flips", "metrics"),
-        flip_share=KeyTransform("flip_share", "metrics"),
-        flip_upper=KeyTransform("flip_upper", "metrics"),
-        flip_n=KeyTransform("flip_n", "metrics"),
-        n=KeyTransform("n", "metrics"),
+        **{name: KeyTransform(name, "metrics") for name in figures},
     )
     for row in rows:
         out.setdefault(row["checkpoint_id"], []).append(row)

@@ -1,5 +1,7 @@
 """Evaluations of registry versions on a snapshot's eval split, and the paired
-comparison of two versions (``training.ml.metrics`` does the statistics).
+comparison of two versions (``training.ml.metrics`` does the statistics); a new
+version's threshold calibrated on its train split and its flag judged on its eval split
+(``calibrate_and_judge``).
 
 An evaluation is computed once per (version, snapshot) and stored with every
 prediction, so a comparison reads two rows and never loads an encoder; scoring
@@ -15,7 +17,7 @@ from core.json import json_safe
 from training.errors import EvaluationPending, RegistryError
 from training.models import Checkpoint, DatasetSnapshot, Evaluation
 from training.selectors import not_evaluated_on
-from training.snapshots.services import EVAL, rows_of
+from training.snapshots.services import EVAL, TRAIN, prompt_types, rows_of
 from training.storage import encoders
 from training.storage.encoders import load_model
 
@@ -126,3 +128,23 @@ def compare(
         "per_occupation_a": ea.metrics.get("per_occupation", {}),
         "per_occupation_b": eb.metrics.get("per_occupation", {}),
     }
+
+
+def calibrate_and_judge(model, snapshot: DatasetSnapshot, cache, config) -> tuple:
+    """``(calibration, flag figures)``: the threshold from the train split's prompts, the
+    flag's precision, recall and F1 on the eval split's (``training.ml.calibration``)."""
+    from training.ml.calibration import calibrate, flag_figures
+
+    def scored(split: str):
+        prompts = prompt_types(snapshot, split)
+        return model.score(list(prompts), cache=cache), [
+            t == "stereotypical" for t in prompts.values()
+        ]
+
+    calibration = calibrate(*scored(TRAIN))
+    scores, truth = scored(EVAL)
+    flag = flag_figures(
+        scores, truth, calibration.threshold, n_boot=config.n_boot, seed=config.seed
+    )
+    flag["calibration"] = calibration.method  # "seed-default" when it fell back to 0.12
+    return calibration, flag

@@ -27,7 +27,7 @@ from training.errors import AugmentationError, RunConflict, RunError, ml_refusal
 from training.ml.examples import Example, data_hash
 from training.models import Augmentation, DatasetSnapshot, TrainingRun
 from training.perspectives.services import request_reports
-from training.registry.evaluation import store_evaluation
+from training.registry.evaluation import calibrate_and_judge, store_evaluation
 from training.registry.services import register
 from training.runs import group_heads
 from training.runs.dispatch import DISPATCH
@@ -36,7 +36,7 @@ from training.runs.search import execute as execute_search
 from training.runs.search import lineage as search_lineage
 from training.runs.search import requested as search_request
 from training.selectors import active_checkpoint
-from training.snapshots.services import EVAL, TRAIN, prompt_types, rows_of, to_example
+from training.snapshots.services import EVAL, rows_of, to_example
 from training.snapshots.steering import GROUP_HEADS, split_hyperparameters
 from training.snapshots.steering import KEY as STEERING
 from training.snapshots.steering import check as steering_check
@@ -286,26 +286,6 @@ def _finish(attempt: _Attempt, status: str, error: str) -> None:
             attempt.attempt,
             status,
         )
-
-
-def calibrate_and_judge(model, snapshot: DatasetSnapshot, cache, config) -> tuple:
-    """``(calibration, flag figures)``: the threshold from the train split's prompts, the
-    flag's precision, recall and F1 on the eval split's (``training.ml.calibration``)."""
-    from training.ml.calibration import calibrate, flag_figures
-
-    def scored(split: str):
-        prompts = prompt_types(snapshot, split)
-        return model.score(list(prompts), cache=cache), [
-            t == "stereotypical" for t in prompts.values()
-        ]
-
-    calibration = calibrate(*scored(TRAIN))
-    scores, truth = scored(EVAL)
-    flag = flag_figures(
-        scores, truth, calibration.threshold, n_boot=config.n_boot, seed=config.seed
-    )
-    flag["calibration"] = calibration.method  # "seed-default" when it fell back to 0.12
-    return calibration, flag
 
 
 def _train(run: TrainingRun, attempt: _Attempt) -> int:
