@@ -529,3 +529,27 @@ class LLMSpend(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day}: ${self.spent_usd:.4f} spent, ${self.reserved_usd:.4f} reserved"
+
+
+class GroupHeadChoice(models.Model):
+    """A study owner's recorded choice to train group heads on a special-category field
+    (``STEREORANK["SPECIAL_CATEGORY_FIELDS"]``, religion or belief by default): who, when
+    and why (``manage.py allow_group_heads``). Without one for each study a snapshot froze,
+    ``train --groups`` on that field is refused (``training.runs.group_heads``)."""
+
+    study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="+")
+    field = models.CharField(max_length=50)
+    chosen_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    chosen_by_name = models.CharField(max_length=150, help_text="The owner's name then.")
+    reason = models.TextField()
+    chosen_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "field"], name="one_choice_per_field")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.field} for group heads in study {self.study_id}, by {self.chosen_by_name}"

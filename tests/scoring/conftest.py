@@ -4,19 +4,15 @@ fixtures), registered versions (``helpers``), a fresh scorer per test."""
 from __future__ import annotations
 
 import pytest
-from training_study import embedding_cache, training_storage  # noqa: F401
+from training_study import embedding_cache, fresh_scorer, training_storage  # noqa: F401
 
-from scoring.scorer import reset_scorer
 from tests.scoring.helpers import diversity_version as diversity_version_
 from tests.scoring.helpers import register_version, scoring_user, token_client
 
 
 @pytest.fixture(autouse=True)
-def fresh_scorer():
-    """No loaded version survives from one test to the next (settings differ)."""
-    reset_scorer()
-    yield
-    reset_scorer()
+def _fresh_scorer(fresh_scorer):  # noqa: F811
+    """Every scoring test starts with no loaded version (``training_study.fresh_scorer``)."""
 
 
 @pytest.fixture

@@ -9,12 +9,13 @@ import json
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
-from training_study import FAST, make_perspective_study
+from training_study import FAST, fresh_scorer, make_perspective_study  # noqa: F401
 
 from scoring.scorer import reset_scorer
 from tests.scoring.helpers import scoring_user, token_client
+from tests.staff import make_staff
 from training.errors import RunError
-from training.models import DatasetSnapshot
+from training.models import DatasetSnapshot, GroupHeadChoice
 from training.registry.services import promote
 from training.runs.services import execute_run, start_run
 from training.selectors import snapshot_rankings
@@ -28,11 +29,8 @@ PROMPTS = ["A photo of a nurse", "A photo of a nurse in a wheelchair wearing a h
 
 
 @pytest.fixture(autouse=True)
-def fresh_scorer():
-    """Versions are numbered from 1 in every test's database: no loaded one survives."""
-    reset_scorer()
-    yield
-    reset_scorer()
+def _fresh_scorer(fresh_scorer):  # noqa: F811
+    """Every test here starts with no loaded version (``training_study.fresh_scorer``)."""
 
 
 @pytest.fixture
@@ -181,8 +179,63 @@ def test_refusals_at_the_start_of_a_run(db, tmp_path, settings):
     make_perspective_study(tmp_path)
     settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 2}
     snapshot = create_snapshot(include_synthetic=True)
-    with pytest.raises(RunError, match="religion_or_belief is a special category"):
-        start_run(snapshot, steering=parse(groups="religion_or_belief"), enqueue=False)
+    special = parse(groups="religion_or_belief")
+    with pytest.raises(
+        RunError,
+        match="need a study owner's recorded choice \\(manage.py "
+        "allow_group_heads default religion_or_belief",
+    ):
+        start_run(snapshot, steering=special, enqueue=False)
+    # only an owner with the demographics permission may choose it, and only with a reason
+    make_staff("reader", demographics=False)
+    make_staff("owner")
+    with pytest.raises(CommandError, match="reader is not an owner of default with the demo"):
+        call_command(
+            "allow_group_heads",
+            "default",
+            "religion_or_belief",
+            "--owner",
+            "reader",
+            "--reason",
+            "x",
+            stdout=io.StringIO(),
+        )
+    with pytest.raises(CommandError, match="--reason is required"):
+        call_command(
+            "allow_group_heads",
+            "default",
+            "religion_or_belief",
+            "--owner",
+            "owner",
+            stdout=io.StringIO(),
+        )
+    with pytest.raises(CommandError, match="age_band is not a special category"):
+        call_command("allow_group_heads", "default", "age_band", "--owner", "owner")
+    call_command(
+        "allow_group_heads",
+        "default",
+        "religion_or_belief",
+        "--owner",
+        "owner",
+        "--reason",
+        "the ethics board approved per-belief heads (ref 12)",
+        stdout=io.StringIO(),
+    )
+    choice = GroupHeadChoice.objects.get()
+    assert (choice.chosen_by_name, choice.field) == ("owner", "religion_or_belief")
+    # chosen: refused now only for what the data lacks (no religion groups in this study)
+    with pytest.raises(RunError, match="need 2 groups of 2 or more annotators"):
+        start_run(snapshot, steering=special, enqueue=False)
+    call_command(
+        "allow_group_heads",
+        "default",
+        "religion_or_belief",
+        "--owner",
+        "owner",
+        "--withdraw",
+        stdout=io.StringIO(),
+    )
+    assert not GroupHeadChoice.objects.exists()
     settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 3}  # 25-34 (2) falls under k
     with pytest.raises(RunError, match="need 2 groups of 3 or more annotators"):
         start_run(snapshot, steering=parse(groups="age_band"), enqueue=False)

@@ -103,6 +103,22 @@ def test_a_trained_runs_threshold_comes_from_calibration(study, training_storage
         f"seed default {SEED_THRESHOLD}: imported from v1.pth, which carries no threshold"
     )
 
+    # an import calibrated on the snapshot runs a run's own calibration: the same threshold
+    call_command(
+        "import_checkpoint",
+        str(exported),
+        "--calibrate-on",
+        str(snapshot.pk),
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+    recalibrated = Checkpoint.objects.order_by("-version").first()
+    assert recalibrated.threshold == pytest.approx(checkpoint.threshold, abs=1e-6)
+    assert recalibrated.threshold_basis.endswith(
+        f"(snapshot {snapshot.pk}, train split, at import)"
+    )
+    assert recalibrated.metrics["flag"]["recall"] == pytest.approx(flag["recall"])
+
     # exported as the registry does (its model card beside the .pth): the import keeps the
     # version's own threshold, exactly, and says where it came from (issue 37)
     carded = card_export(checkpoint, "seed", out.with_name("carded.pth"))

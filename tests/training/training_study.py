@@ -54,6 +54,17 @@ def make_study(
     return {"tasks": tasks, **result}
 
 
+@pytest.fixture
+def fresh_scorer():
+    """No loaded version survives from one test to the next (settings differ, and every
+    test's database numbers its versions from 1). Autouse where a conftest imports it."""
+    from scoring.scorer import reset_scorer
+
+    reset_scorer()
+    yield
+    reset_scorer()
+
+
 @pytest.fixture(scope="session")
 def embedding_cache(tmp_path_factory):
     """One embedding cache for the session: each text is encoded once across tests."""

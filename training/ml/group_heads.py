@@ -167,6 +167,7 @@ class GroupHeads:
             "pooled_cv_error": self.cv.get("pooled_error"),
             "disagreement_penalty": spread.get("penalty"),
             "disagreement_threshold": self.threshold,
+            "special_category_choices": self.cv.get("special_category_choices", []),
         }
 
     @classmethod

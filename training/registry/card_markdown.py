@@ -217,6 +217,11 @@ def _group_heads(g: dict | None) -> list[str]:
         f"{num(g['disagreement_threshold'])} is one people disagree about{hidden}",
         "- The seed `.pth` export holds the pooled head only; the group heads and the "
         "disagreement head ship in the native format (`groups.safetensors`).",
+        *(
+            f"- {g['field']} is a special category: chosen for study {c['study']} by its owner "
+            f"{c['by']} on {c['at'][:10]}: {c['reason']}"
+            for c in g.get("special_category_choices") or []
+        ),
         "",
     ]
 

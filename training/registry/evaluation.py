@@ -130,9 +130,13 @@ def compare(
     }
 
 
-def calibrate_and_judge(model, snapshot: DatasetSnapshot, cache, config) -> tuple:
+def calibrate_and_judge(
+    model, snapshot: DatasetSnapshot, cache, *, n_boot: int = 1000, seed: int = 0
+) -> tuple:
     """``(calibration, flag figures)``: the threshold from the train split's prompts, the
-    flag's precision, recall and F1 on the eval split's (``training.ml.calibration``)."""
+    flag's precision, recall and F1 on the eval split's (``training.ml.calibration``). The
+    one calibration every path uses: a run's new version, an import calibrated on a
+    snapshot (``registry.services.import_checkpoint``)."""
     from training.ml.calibration import calibrate, flag_figures
 
     def scored(split: str):
@@ -143,8 +147,24 @@ def calibrate_and_judge(model, snapshot: DatasetSnapshot, cache, config) -> tupl
 
     calibration = calibrate(*scored(TRAIN))
     scores, truth = scored(EVAL)
-    flag = flag_figures(
-        scores, truth, calibration.threshold, n_boot=config.n_boot, seed=config.seed
-    )
+    flag = flag_figures(scores, truth, calibration.threshold, n_boot=n_boot, seed=seed)
     flag["calibration"] = calibration.method  # "seed-default" when it fell back to 0.12
     return calibration, flag
+
+
+def calibrated(files, snapshot: DatasetSnapshot):
+    """An imported checkpoint's files (``training.ml.checkpoints.Checkpoint``) with the
+    threshold ``calibrate_and_judge`` gives on ``snapshot`` and its flag figures."""
+    import dataclasses
+
+    fp32 = encoders.encoder(files.encoder.name, device="cpu")
+    calibration, flag = calibrate_and_judge(
+        files.to_model(fp32), snapshot, encoders.embedding_cache()
+    )
+    basis = f"{calibration.basis} (snapshot {snapshot.pk}, train split, at import)"
+    return dataclasses.replace(
+        files,
+        threshold=calibration.threshold,
+        metrics={**files.metrics, "flag": json_safe(flag)},
+        extra={**files.extra, "calibration": {"method": calibration.method, "basis": basis}},
+    )

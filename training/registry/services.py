@@ -347,9 +347,12 @@ def import_checkpoint(
     user=None,
     actor: str = "",
     threshold: float | None = None,
+    calibrate_on: DatasetSnapshot | None = None,
 ) -> Checkpoint:
     """Register a seed ``.pth`` (checked against the encoder; its threshold as
-    ``seed_threshold`` finds it) or a native folder as a version."""
+    ``seed_threshold`` finds it) or a native folder as a version; ``calibrate_on`` a
+    snapshot: its threshold calibrated on the snapshot's train split and its flag judged
+    on the eval split instead, as a run's (``evaluation.calibrate_and_judge``)."""
     from training.ml.checkpoints import import_seed_pth
     from training.ml.checkpoints import load as load_files
 
@@ -366,6 +369,12 @@ def import_checkpoint(
             files = load_files(path)
         else:
             raise RegistryError(f"unknown format {fmt!r}: use seed or native")
+        if calibrate_on is not None:
+            if threshold is not None:
+                raise RegistryError("--threshold or --calibrate-on, not both")
+            from training.registry.evaluation import calibrated
+
+            files = calibrated(files, calibrate_on)
 
     def record(checkpoint: Checkpoint) -> None:
         RegistryEvent.objects.create(

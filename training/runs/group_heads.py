@@ -14,9 +14,10 @@ The penalties are chosen once per snapshot, field and encoder by grouped cross-v
 and recorded in ``DatasetSnapshot.group_penalties``, so a retrain reuses them (and says so).
 
 A special category (``STEREORANK["SPECIAL_CATEGORY_FIELDS"]``, ``religion_or_belief`` by
-default) is refused: a head per religion would be a model of each religion's opinions,
-which needs an owner's recorded, explicit choice for the study, and no such choice
-exists yet.
+default) is refused unless every study the snapshot froze has an owner's recorded choice
+for it (``GroupHeadChoice``, ``manage.py allow_group_heads``: an owner with the
+demographics permission, a reason, when): a head per religion models each religion's
+opinions. The choices go into the version's card.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
+from annotation.models.studies import default_study
 from annotation.stats.records import group_of
 from training import selectors
 from training.errors import RunError
-from training.models import DatasetSnapshot
+from training.models import DatasetSnapshot, GroupHeadChoice
 from training.snapshots.services import TRAIN, rows_of
 from training.snapshots.steering import train_groups
 
@@ -47,13 +49,35 @@ def group_sizes(snapshot: DatasetSnapshot, field: str) -> dict[str, int]:
     return {value: len(who) for value, who in people.items()}
 
 
-def check(snapshot: DatasetSnapshot, field: str, k: int) -> dict[str, int]:
-    """The groups that get a head, with their sizes; ``RunError`` unless two or more."""
-    if field in special_categories():
+def special_choices(snapshot: DatasetSnapshot, field: str) -> list[dict]:
+    """The owners' recorded choices for a special-category ``field`` (none needed for
+    another), one per study the snapshot froze; ``RunError`` naming a study without one."""
+    if field not in special_categories():
+        return []
+    studies = list(snapshot.studies.all()) or [default_study()]
+    chosen = {c.study_id: c for c in GroupHeadChoice.objects.filter(study__in=studies, field=field)}
+    missing = [s.slug for s in studies if s.pk not in chosen]
+    if missing:
         raise RunError(
-            f"{field} is a special category of personal data: group heads on it are not "
-            "offered (see docs/reward-model.md)"
+            f"{field} is a special category of personal data: group heads on it need a study "
+            f"owner's recorded choice (manage.py allow_group_heads {missing[0]} {field} "
+            "--owner USERNAME --reason ...)"
         )
+    return [
+        {
+            "study": s.slug,
+            "by": chosen[s.pk].chosen_by_name,
+            "at": chosen[s.pk].chosen_at.isoformat(),
+            "reason": chosen[s.pk].reason,
+        }
+        for s in studies
+    ]
+
+
+def check(snapshot: DatasetSnapshot, field: str, k: int) -> dict[str, int]:
+    """The groups that get a head, with their sizes; ``RunError`` unless two or more (and,
+    for a special category, unless its owners chose it)."""
+    special_choices(snapshot, field)
     labelled = train_groups(snapshot, field)
     sizes = group_sizes(snapshot, field)
     kept = {value: sizes.get(value, 0) for value in labelled if sizes.get(value, 0) >= k}
@@ -129,6 +153,7 @@ def fit(snapshot: DatasetSnapshot, field: str, encoder, cache, k: int, seed: int
         cv = {**cv, "chosen": "now"}
     else:
         cv = {**cv, "chosen": "recorded with the snapshot"}
+    cv = {**cv, "special_category_choices": special_choices(snapshot, field)}
     return fit_heads(
         embeddings,
         by_group,

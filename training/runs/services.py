@@ -352,7 +352,9 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
     scores = result.model.score([e.text for e in eval_set], cache=cache)
     # The card calibrates on the training distribution: the train split's prompts, once
     # each; the flag is then judged on the eval split's, which calibration never saw.
-    calibration, flag = calibrate_and_judge(result.model, run.snapshot, cache, config)
+    calibration, flag = calibrate_and_judge(
+        result.model, run.snapshot, cache, n_boot=config.n_boot, seed=config.seed
+    )
     basis = f"{calibration.basis} (snapshot {run.snapshot_id}, train split)"
     metrics = json_safe({**(result.metrics or {}), "flag": flag})
     if groups is not None:  # what the card and the registry show of the heads
