@@ -67,7 +67,7 @@ def check_group(group: object, loaded: LoadedVersion) -> str | None:
     (today's k); None for the pooled score. Refusals name the groups it can answer for."""
     if group is None or group == "":
         return None
-    if not isinstance(group, str):
+    if not isinstance(group, str) or len(group) > 200:
         raise ScoringError("group must be a string FIELD:VALUE, e.g. age_band:45-54")
     heads = loaded.groups
     if heads is None:
@@ -75,6 +75,7 @@ def check_group(group: object, loaded: LoadedVersion) -> str | None:
             f"version {loaded.version} has no group heads: train one with --groups FIELD"
         )
     k = int(settings.STEREORANK["GROUP_K"])
+    # sizes as the heads were trained (k re-applied, as to stored perspective reports)
     known = [g for g, n in zip(heads.groups, heads.sizes, strict=True) if n >= k]
     field, sep, value = group.partition(":")
     if not sep or field.strip() != heads.field or value.strip() not in known:

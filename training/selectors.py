@@ -283,6 +283,12 @@ def snapshot_studies(snapshot: DatasetSnapshot) -> list[int] | None:
     return list(snapshot.studies.values_list("pk", flat=True)) or None
 
 
+def rankings_behind(snapshot: DatasetSnapshot):
+    """The rankings behind ``snapshot`` that count today (``snapshot_rankings``' rule)."""
+    rankings = counted_rankings(snapshot.include_synthetic, snapshot_studies(snapshot))
+    return rankings.filter(pk__lte=snapshot.last_ranking_id or 0)
+
+
 def snapshot_rankings(snapshot: DatasetSnapshot) -> list[tuple[int, int, list[int], dict, str]]:
     """The rankings behind ``snapshot`` as they count today: ``(ranking id, annotator id,
     items most to least stereotypical, demographics and ``GROUPING``: language, occupation)``.
@@ -294,11 +300,8 @@ def snapshot_rankings(snapshot: DatasetSnapshot) -> list[tuple[int, int, list[in
     """
     if snapshot.last_ranking_id is None:
         return []
-    rankings = counted_rankings(snapshot.include_synthetic, snapshot_studies(snapshot)).filter(
-        pk__lte=snapshot.last_ranking_id
-    )
     fields = ("id", "annotator_id", "order", "annotator__demographics", "task__occupation__name")
-    rows = rankings.order_by("id").values_list(*fields, "language")
+    rows = rankings_behind(snapshot).order_by("id").values_list(*fields, "language")
     return [
         (rid, annotator, order, {**(demographics or {}), GROUPING: language or None}, occupation)
         for rid, annotator, order, demographics, occupation, language in rows
@@ -310,10 +313,7 @@ def snapshot_task_rankings(snapshot: DatasetSnapshot) -> list[tuple[int, list[in
     ``snapshot`` as they count today (``snapshot_rankings``' rule), oldest first."""
     if snapshot.last_ranking_id is None:
         return []
-    rankings = counted_rankings(snapshot.include_synthetic, snapshot_studies(snapshot)).filter(
-        pk__lte=snapshot.last_ranking_id
-    )
-    return list(rankings.order_by("id").values_list("task_id", "order"))
+    return list(rankings_behind(snapshot).order_by("id").values_list("task_id", "order"))
 
 
 def learning_curve(snapshot: DatasetSnapshot) -> LearningCurve | None:

@@ -10,6 +10,7 @@ stored perspective report as JSON. Reads are in ``training.selectors``, refusals
 ``training.errors``.
 """
 
+from training import selectors
 from training.perspectives.export import across_versions as alignment_across_versions
 from training.perspectives.export import report as perspective_report
 from training.perspectives.group_check import before_promotion
@@ -48,9 +49,10 @@ def promote(
     (``perspectives.group_check.before_promotion``; ``compute`` False in a request, so
     missing reports are queued, not computed), then the registry's activation, with the
     check's words recorded beside ``reason``."""
+    active = selectors.active_checkpoint()
     words = before_promotion(checkpoint, compute=compute, force=force, reason=reason)
     recorded = "; ".join(part for part in (reason.strip(), words) if part)
-    return activate(checkpoint, user=user, reason=recorded, actor=actor)
+    return activate(checkpoint, user=user, reason=recorded, actor=actor, checked_against=active)
 
 
 __all__ = [

@@ -88,6 +88,9 @@ def test_flag_figures_hand_worked():
     assert (f["n_prompts"], f["n_stereotypical"], f["n_flagged"]) == (5, 3, 3)
     assert f["precision"] == f["recall"] == f["f1"] == pytest.approx(2 / 3)
     assert f["precision_ci"][0] <= 2 / 3 <= f["precision_ci"][1]
+    # resampled by cluster: one cluster holding every prompt makes every draw the sample
+    one = flag_figures([0.0, 0.1, 0.2, 0.5, 0.6], [1, 1, 0, 1, 0], 0.3, clusters=["a"] * 5)
+    assert one["clusters"] == 1 and one["precision_ci"] == pytest.approx([2 / 3, 2 / 3])
     none = flag_figures([0.5, 0.6], [1, 0], 0.3, n_boot=50)
     assert none["precision"] is None and none["recall"] == 0.0 and none["f1"] == 0.0
     with pytest.raises(ValueError, match="same length"):

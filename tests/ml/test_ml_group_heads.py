@@ -67,7 +67,7 @@ def test_the_disagreement_head_finds_split_prompts_and_its_null_threshold_is_cal
     rows = np.arange(len(x))
     sd = np.where(contested, 0.4, 0.1) + rng.normal(0, 0.03, len(x))
     train = np.array([int(p[1:]) % 4 != 0 for p in prompts])
-    spreads = SpreadTargets(rows[train], sd[train])
+    spreads = SpreadTargets(rows[train], sd[train], np.array(prompts)[train])
     cv = choose_spread_penalty(x, prompts, spreads)
     heads = fit(x, targets, spreads, field="f", penalty=1.0, spread_penalty=cv["penalty"])
     d = heads.disagreement(x)
@@ -76,7 +76,10 @@ def test_the_disagreement_head_finds_split_prompts_and_its_null_threshold_is_cal
     assert auroc > 0.9
     above = held > heads.threshold
     assert above[hit].mean() > 0.7 and above[~hit].mean() < 0.2
-    flat = SpreadTargets(rows, rng.normal(0.2, 0.03, len(x)))
+    # the level is the spreads' own, whatever the penalty (it shrinks the slope, not the mean)
+    stiff = fit(x, targets, spreads, field="f", penalty=1.0, spread_penalty=1e6)
+    assert stiff.disagreement(x[train]).mean() == pytest.approx(sd[train].mean(), abs=0.005)
+    flat = SpreadTargets(rows, rng.normal(0.2, 0.03, len(x)), np.array(prompts))
     cv = choose_spread_penalty(x, prompts, flat)
     heads = fit(x, targets, flat, field="f", penalty=1.0, spread_penalty=cv["penalty"])
     assert (heads.disagreement(x) > heads.threshold).mean() <= 0.15

@@ -156,6 +156,17 @@ class RunInSerializer(serializers.Serializer):
 
 class CheckpointSerializer(serializers.ModelSerializer):
     parent = serializers.SlugRelatedField(slug_field="version", read_only=True)
+    metrics = serializers.SerializerMethodField(
+        help_text="Eval figures; group heads' groups of today's k or more only, as the card."
+    )
+
+    def get_metrics(self, checkpoint: Checkpoint) -> dict:
+        from training.registry.card import group_heads_shown
+
+        metrics = dict(checkpoint.metrics or {})
+        if "group_heads" in metrics:
+            metrics["group_heads"] = group_heads_shown(checkpoint)
+        return metrics
 
     class Meta:
         model = Checkpoint

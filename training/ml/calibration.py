@@ -81,44 +81,51 @@ def calibrate(scores, is_stereotypical) -> Calibration:
     )
 
 
-def _share(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """numerator / denominator, NaN where the denominator is 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denominator > 0, numerator / np.maximum(denominator, 1), np.nan)
-
-
 def flag_figures(
-    scores, is_stereotypical, threshold: float, *, n_boot: int = 1000, seed: int = 0
+    scores,
+    is_stereotypical,
+    threshold: float,
+    *,
+    clusters=None,
+    n_boot: int = 1000,
+    seed: int = 0,
 ) -> dict:
     """The flag's precision, recall and F1 against the prompt type (flagged: ``score <
     threshold``; positive: stereotypical), each with a 95% percentile bootstrap interval
-    over prompts (draws where it is undefined left out; None when fewer than 20 remain).
-    A figure with no denominator (nothing flagged, no stereotypical prompt) is None."""
+    that resamples whole ``clusters`` (one label per prompt, e.g. its occupation: prompts
+    of one occupation are not independent; default: each prompt its own); draws where a
+    figure is undefined are left out (no interval when fewer than 20 remain). A figure with
+    no denominator (nothing flagged, no stereotypical prompt) is None."""
     s = np.asarray(scores, dtype=np.float64).ravel()
     truth = np.asarray(is_stereotypical, dtype=bool).ravel()
     if s.shape != truth.shape:
         raise ValueError("scores and is_stereotypical must have the same length")
     flagged = s < threshold
+    labels = np.arange(s.size) if clusters is None else np.asarray(clusters, dtype=object)
+    _, cluster = np.unique(labels.astype(str), return_inverse=True)
+    members = [np.flatnonzero(cluster == c) for c in range(cluster.max() + 1)] if s.size else []
     rng = np.random.default_rng(seed)
-    draws = [np.arange(s.size)] + [rng.integers(0, s.size, s.size) for _ in range(n_boot)]
-    idx = np.stack(draws)  # row 0: the sample itself
-    tp = (flagged[idx] & truth[idx]).sum(axis=1).astype(np.float64)
-    n_flagged = flagged[idx].sum(axis=1).astype(np.float64)
-    n_true = truth[idx].sum(axis=1).astype(np.float64)
-    figures = {
-        "precision": _share(tp, n_flagged),
-        "recall": _share(tp, n_true),
-        "f1": _share(2 * tp, n_flagged + n_true),
-    }
+    draws = [np.arange(s.size)] + [
+        np.concatenate([members[c] for c in rng.integers(0, len(members), len(members))])
+        for _ in range(n_boot)
+    ]
+    values: dict[str, list[float]] = {"precision": [], "recall": [], "f1": []}
+    for idx in draws:
+        tp = float(np.sum(flagged[idx] & truth[idx]))
+        n_flagged, n_true = float(flagged[idx].sum()), float(truth[idx].sum())
+        values["precision"].append(tp / n_flagged if n_flagged else np.nan)
+        values["recall"].append(tp / n_true if n_true else np.nan)
+        values["f1"].append(2 * tp / (n_flagged + n_true) if n_flagged + n_true else np.nan)
     out = {
         "threshold": float(threshold),
         "n_prompts": int(s.size),
         "n_stereotypical": int(truth.sum()),
         "n_flagged": int(flagged.sum()),
         "n_boot": n_boot,
+        "clusters": int(len(members)),
     }
-    for name, values in figures.items():
-        point, boot = values[0], values[1:]
+    for name, series in values.items():
+        point, boot = series[0], np.array(series[1:])
         boot = boot[~np.isnan(boot)]
         out[name] = None if np.isnan(point) else float(point)
         out[f"{name}_ci"] = (

@@ -38,8 +38,9 @@ when one group reads a prompt the other way, that prompt's labels split, while t
 group means move the prompts it passes too, and a field's groups miss disagreement that
 follows no demographic line. Its threshold is calibrated by a permutation null: the head
 refitted with the same penalty after the spreads are shuffled among the train items
-(the prompt's text then predicts nothing), ``NULL_DRAWS`` times; the threshold is the
-``NULL_QUANTILE`` of their predictions on the train items. Above it, the prompt's text
+(the prompt's text then predicts nothing), ``NULL_DRAWS`` times, each item predicted by
+a fit on the other prompts' folds (a head judged on prompts it has not seen, as it is
+served); the threshold is the ``NULL_QUANTILE`` of those predictions. Above it, the prompt's text
 predicts more disagreement than a head that knows nothing about prompts gives 19 times
 in 20. ``spread`` (the annotator-weighted spread of the group heads' scores) stays for
 the comparison.
@@ -72,10 +73,12 @@ class GroupTargets:
 
 @dataclass(frozen=True)
 class SpreadTargets:
-    """Train items (rows of the embedding table) and their place labels' spread (SD)."""
+    """Train items (rows of the embedding table), their place labels' spread (SD) and
+    their prompts (the null's folds; None: in-sample)."""
 
     rows: np.ndarray
     spreads: np.ndarray
+    prompts: np.ndarray | None = None
 
 
 def _centred(x: np.ndarray, t: np.ndarray, lists: np.ndarray | None):
@@ -278,6 +281,29 @@ def _offsets(x: np.ndarray, targets: Sequence[GroupTargets], penalty: float):
     return coefs[:, :-1].T, coefs[:, -1]
 
 
+def _spread_head(x, rows, spreads, penalty: float, mu) -> tuple[np.ndarray, float]:
+    """``(w, b)`` with ``disagreement = (x - mu) w + b``: the ridge fit of the centred
+    spreads on the centred embeddings (as the CV judged it), the mean added back unpenalized."""
+    xs = x[rows]
+    centre = xs.mean(axis=0)
+    w = _ridge_path(xs - centre, spreads - spreads.mean(), [penalty])[0]
+    return w, float(spreads.mean() - (centre - mu) @ w)
+
+
+def _held_out(x, spreads: SpreadTargets, values, penalty: float, mu, fold) -> np.ndarray:
+    """Predictions of a head fitted on ``values`` (a shuffle: the null) for items it did not
+    see: each fold's from the other folds' fit (all items' in-sample without prompts)."""
+    if fold is None:
+        w, b = _spread_head(x, spreads.rows, values, penalty, mu)
+        return (x[spreads.rows] - mu) @ w + b
+    out = np.empty(len(values))
+    for f in np.unique(fold):
+        test = fold == f
+        w, b = _spread_head(x, spreads.rows[~test], values[~test], penalty, mu)
+        out[test] = (x[spreads.rows[test]] - mu) @ w + b
+    return out
+
+
 def choose_spread_penalty(
     embeddings: np.ndarray, prompts: Sequence[str], spreads: SpreadTargets, *, seed: int = 0
 ) -> dict:
@@ -311,11 +337,11 @@ def fit(
     rank = min(len(groups), MAX_RANK)
     u, s, vt = np.linalg.svd(a, full_matrices=False)
     basis, weights = u[:, :rank], (s[:rank, None] * vt[:rank]).T
-    z = _design(x[spreads.rows] - mu)
-    spread_coef = _ridge_path(z, spreads.spreads, [spread_penalty])[0]
+    spread_w, spread_b = _spread_head(x, spreads.rows, spreads.spreads, spread_penalty, mu)
     rng = np.random.default_rng(seed)
+    fold = _folds(list(spreads.prompts), FOLDS, seed) if spreads.prompts is not None else None
     null = [
-        z @ _ridge_path(z, rng.permutation(spreads.spreads), [spread_penalty])[0]
+        _held_out(x, spreads, rng.permutation(spreads.spreads), spread_penalty, mu, fold)
         for _ in range(NULL_DRAWS)
     ]
     return GroupHeads(
@@ -328,7 +354,7 @@ def fit(
         basis=basis.astype(np.float32),
         weights=weights.astype(np.float32),
         offsets=c.astype(np.float32),
-        spread_weights=spread_coef[:-1].astype(np.float32),
-        spread_bias=spread_coef[-1:].astype(np.float32),
+        spread_weights=spread_w.astype(np.float32),
+        spread_bias=np.array([spread_b], dtype=np.float32),
         cv=dict(cv or {}),
     )

@@ -139,6 +139,8 @@ def before_promotion(
             c for c in (candidate, active) if selectors.perspectives_missing(c, snapshot, fields)
         ]
         if missing and not compute:
+            if not selectors.rankings_behind(snapshot).exists():  # no report would ever come
+                return f"group check skipped: no ranking of snapshot {snapshot.pk} counts today"
             for checkpoint in missing:
                 perspectives.request_reports(checkpoint, snapshot, fields)
             names = " and ".join(f"v{c.version}" for c in missing)

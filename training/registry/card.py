@@ -178,9 +178,11 @@ def _perspectives(checkpoint: Checkpoint, snapshot: DatasetSnapshot | None) -> l
     return out
 
 
-def _group_heads(checkpoint: Checkpoint, k: int) -> dict | None:
-    """The version's group heads (``metrics["group_heads"]``): groups of k or more today
-    with their sizes (a smaller one is counted, never named), and the fit's figures."""
+def group_heads_shown(checkpoint: Checkpoint, k: int | None = None) -> dict | None:
+    """The version's group heads (``metrics["group_heads"]``) as anyone is shown them (the
+    card, the staff API): groups of k (today's by default) or more with their sizes (a
+    smaller one is counted, never named), and the fit's figures."""
+    k = k_anonymity() if k is None else k
     heads = (checkpoint.metrics or {}).get("group_heads")
     if not heads:
         return None
@@ -262,7 +264,7 @@ def card_data(checkpoint: Checkpoint, validation: Sequence[Mapping] | None = Non
             },
             "validation": _validation(validation),
             "perspectives": _perspectives(checkpoint, snapshot),
-            "group_heads": _group_heads(checkpoint, k),
+            "group_heads": group_heads_shown(checkpoint, k),
             "k": k,
         }
     )

@@ -134,7 +134,8 @@ def calibrate_and_judge(
     model, snapshot: DatasetSnapshot, cache, *, n_boot: int = 1000, seed: int = 0
 ) -> tuple:
     """``(calibration, flag figures)``: the threshold from the train split's prompts, the
-    flag's precision, recall and F1 on the eval split's (``training.ml.calibration``). The
+    flag's precision, recall and F1 on the eval split's, resampled by occupation
+    (``training.ml.calibration``). The
     one calibration every path uses: a run's new version, an import calibrated on a
     snapshot (``registry.services.import_checkpoint``)."""
     from training.ml.calibration import calibrate, flag_figures
@@ -147,7 +148,11 @@ def calibrate_and_judge(
 
     calibration = calibrate(*scored(TRAIN))
     scores, truth = scored(EVAL)
-    flag = flag_figures(scores, truth, calibration.threshold, n_boot=n_boot, seed=seed)
+    occupation = {r["text"]: r["occupation"] for r in rows_of(snapshot, EVAL)}
+    clusters = [occupation[t] for t in prompt_types(snapshot, EVAL)]
+    flag = flag_figures(
+        scores, truth, calibration.threshold, clusters=clusters, n_boot=n_boot, seed=seed
+    )
     flag["calibration"] = calibration.method  # "seed-default" when it fell back to 0.12
     return calibration, flag
 

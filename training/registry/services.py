@@ -247,10 +247,18 @@ def _activate(target: Checkpoint, action: str, user, actor: str, reason: str) ->
     )
 
 
-def promote(checkpoint: Checkpoint, user=None, reason: str = "", actor: str = "") -> Checkpoint:
-    """Make ``checkpoint`` the active version (the former active is archived), recorded."""
+UNCHECKED = object()
+
+
+def promote(checkpoint: Checkpoint, user=None, reason="", actor="", checked_against=UNCHECKED):
+    """Make ``checkpoint`` the active version (the former active is archived), recorded;
+    refused if ``checked_against`` (the active version a group check compared it with, or
+    None) is no longer the active one."""
     with transaction.atomic():
         _locked_counter()  # one registry change at a time
+        now = active_checkpoint()
+        if checked_against is not UNCHECKED and now != checked_against:
+            raise RegistryConflict("another version became active during the group check")
         target = Checkpoint.objects.get(pk=checkpoint.pk)
         if target.status == Checkpoint.Status.ACTIVE:
             raise RegistryConflict(f"v{target.version} is already active")

@@ -28,6 +28,7 @@ from django.db import transaction
 
 from annotation.models.studies import default_study
 from annotation.stats.records import group_of
+from core.json import json_safe
 from training import selectors
 from training.errors import RunError
 from training.models import DatasetSnapshot, GroupHeadChoice
@@ -111,6 +112,7 @@ def targets(snapshot: DatasetSnapshot, field: str, sizes: dict[str, int]):
     spreads = SpreadTargets(
         np.array(held, dtype=np.int64),
         np.array([np.std(places[rows[i]["item_id"]]) for i in held], dtype=np.float64),
+        np.array([rows[i]["group"] for i in held], dtype=object),
     )
     return [r["text"] for r in rows], [r["group"] for r in rows], out, spreads
 
@@ -147,7 +149,7 @@ def fit(snapshot: DatasetSnapshot, field: str, encoder, cache, k: int, seed: int
         with transaction.atomic():
             locked = DatasetSnapshot.objects.select_for_update().get(pk=snapshot.pk)
             penalties = dict(locked.group_penalties or {})
-            cv = penalties.setdefault(key, cv)  # a concurrent run's choice stands
+            cv = penalties.setdefault(key, json_safe(cv))  # a concurrent run's choice stands
             locked.group_penalties = penalties
             locked.save(update_fields=["group_penalties"])
         cv = {**cv, "chosen": "now"}

@@ -3,6 +3,7 @@ from django.core.management.base import CommandError
 from core.commands import ServiceCommand
 from training.management.commands._common import command_actor
 from training.perspectives.group_check import before_promotion, promotion_margin
+from training.selectors import active_checkpoint
 from training.services import activate, get_version
 
 
@@ -33,11 +34,14 @@ class Command(ServiceCommand):
         if not 0 <= margin < 1:
             raise CommandError(f"--margin must be from 0 up to 1, not {margin}")
         checkpoint = get_version(version)
+        active = active_checkpoint()
         words = before_promotion(
             checkpoint, compute=True, force=force, reason=reason, margin=margin
         )
         recorded = "; ".join(part for part in (reason.strip(), words) if part)
-        activate(checkpoint, reason=recorded, actor=command_actor("promote"))
+        activate(
+            checkpoint, reason=recorded, actor=command_actor("promote"), checked_against=active
+        )
         if words:
             self.stderr.write(words)
         self.stdout.write(f"v{version} is active")
