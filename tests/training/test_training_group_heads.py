@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
 from training_study import FAST, fresh_scorer, make_perspective_study  # noqa: F401
 
 from scoring.scorer import reset_scorer
@@ -106,6 +107,26 @@ def test_the_card_and_the_registry_list_the_groups_never_one_under_k(grouped, se
     settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 3}  # 25-34 has 2
     card = model_card(checkpoint, validation=[])
     assert "25-34" not in card and "1 group(s) under k not named" in card
+    # the staff API shows the same, never the raw metrics' small group
+    api = APIClient()
+    api.force_authenticate(make_staff("viewer-of-versions"))
+    listed = api.get("/api/training/checkpoints/").json()
+    (heads,) = [c["metrics"]["group_heads"] for c in listed]
+    assert [g["group"] for g in heads["groups"]] == ["18-24"] and heads["hidden_groups"] == 1
+    assert "25-34" not in json.dumps(listed)
+
+
+def test_a_promotion_checked_against_a_version_no_longer_active_is_refused(grouped):
+    from training.errors import RegistryConflict
+    from training.services import activate
+
+    again = start_run(
+        grouped.snapshot, hyperparameters=FAST, steering=parse(groups="age_band"), enqueue=False
+    )
+    execute_run(again.pk, "node-a")
+    again.refresh_from_db()
+    with pytest.raises(RegistryConflict, match="became active during the group check"):
+        activate(again.checkpoint, actor="test", checked_against=None)  # v1 is active now
 
 
 def test_score_gives_disagreement_and_a_groups_score(grouped):
