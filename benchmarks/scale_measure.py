@@ -63,11 +63,11 @@ def perspective() -> dict:
     from training.ml.alignment import RankedList
     from training.ml.alignment_report import perspective_report
     from training.models import DatasetSnapshot
-    from training.perspectives.services import _study, report_fields
+    from training.perspectives.services import report_fields, study_rankings
 
     snapshot = DatasetSnapshot.objects.latest("pk")
     fields = report_fields(snapshot)
-    rankings, item_prompt, texts, eval_prompts = _study(snapshot)
+    rankings, item_prompt, texts, eval_prompts = study_rankings(snapshot)
     scores = {item: (item % 13) / 13 for item in texts}
     groups = 0
     for field in fields:

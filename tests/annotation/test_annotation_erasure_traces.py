@@ -151,7 +151,7 @@ def _perspective_report(snapshot, field: str) -> None:
         snapshot=snapshot,
         threshold=0.1,
     )
-    rankings, item_prompt, texts, eval_prompts = perspectives._study(snapshot)
+    rankings, item_prompt, texts, eval_prompts = perspectives.study_rankings(snapshot)
     scores = {item: float(item % 7) for item in texts}
     ranked = [
         RankedList(rid, annotator, tuple(order), (demo or {}).get(field), occupation)

@@ -34,7 +34,9 @@ def test_registry_commands(versions, tmp_path):
     assert [line.split()[:2] for line in listing[1:]] == [["v1", "candidate"], ["v2", "candidate"]]
     assert run("promote", "1") == "v1 is active\n"
     assert run("promote", "2", "--reason", "better on eval") == "v2 is active\n"
-    assert RegistryEvent.objects.order_by("-id").first().reason == "better on eval"
+    # the reason given, then the group check's words (every field, none falls)
+    reason = RegistryEvent.objects.order_by("-id").first().reason
+    assert reason.startswith("better on eval; ") and "falls by more than 0.02" in reason
     assert run("rollback") == "v1 is active\n"
     # The history names the command and who ran it, never "the schedule".
     actors = list(RegistryEvent.objects.order_by("id").values_list("actor", flat=True))

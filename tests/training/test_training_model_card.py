@@ -104,7 +104,11 @@ def test_every_figure_of_the_card_is_its_source(trained):
     # the recipe and the threshold, as the run and the row recorded them
     assert s["recipe"]["name"] == run.hyperparameters["recipe"] == "standard"
     assert s["recipe"]["hyperparameters"]["lr"] == FAST["lr"] == run.hyperparameters["lr"]
-    assert s["threshold"] == {"value": checkpoint.threshold, "basis": checkpoint.threshold_basis}
+    assert s["threshold"] == {
+        "value": checkpoint.threshold,
+        "basis": checkpoint.threshold_basis,
+        "flag": checkpoint.metrics["flag"],
+    }
     assert f"snapshot {snapshot.pk}" in checkpoint.threshold_basis
 
     # the training data: the snapshot, the database's rankings and people, the augmentation
