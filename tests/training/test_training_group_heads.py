@@ -210,52 +210,25 @@ def test_refusals_at_the_start_of_a_run(db, tmp_path, settings):
     # only an owner with the demographics permission may choose it, and only with a reason
     make_staff("reader", demographics=False)
     make_staff("owner")
+
+    def choose(field: str, owner: str, *more: str) -> None:
+        call_command(
+            "allow_group_heads", "default", field, "--owner", owner, *more, stdout=io.StringIO()
+        )
+
     with pytest.raises(CommandError, match="reader is not an owner of default with the demo"):
-        call_command(
-            "allow_group_heads",
-            "default",
-            "religion_or_belief",
-            "--owner",
-            "reader",
-            "--reason",
-            "x",
-            stdout=io.StringIO(),
-        )
+        choose("religion_or_belief", "reader", "--reason", "x")
     with pytest.raises(CommandError, match="--reason is required"):
-        call_command(
-            "allow_group_heads",
-            "default",
-            "religion_or_belief",
-            "--owner",
-            "owner",
-            stdout=io.StringIO(),
-        )
+        choose("religion_or_belief", "owner")
     with pytest.raises(CommandError, match="age_band is not a special category"):
-        call_command("allow_group_heads", "default", "age_band", "--owner", "owner")
-    call_command(
-        "allow_group_heads",
-        "default",
-        "religion_or_belief",
-        "--owner",
-        "owner",
-        "--reason",
-        "the ethics board approved per-belief heads (ref 12)",
-        stdout=io.StringIO(),
-    )
+        choose("age_band", "owner")
+    choose("religion_or_belief", "owner", "--reason", "the ethics board approved it (ref 12)")
     choice = GroupHeadChoice.objects.get()
     assert (choice.chosen_by_name, choice.field) == ("owner", "religion_or_belief")
     # chosen: refused now only for what the data lacks (no religion groups in this study)
     with pytest.raises(RunError, match="need 2 groups of 2 or more annotators"):
         start_run(snapshot, steering=special, enqueue=False)
-    call_command(
-        "allow_group_heads",
-        "default",
-        "religion_or_belief",
-        "--owner",
-        "owner",
-        "--withdraw",
-        stdout=io.StringIO(),
-    )
+    choose("religion_or_belief", "owner", "--withdraw")
     assert not GroupHeadChoice.objects.exists()
     settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 3}  # 25-34 (2) falls under k
     with pytest.raises(RunError, match="need 2 groups of 3 or more annotators"):
