@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
+from privacy_claims import says
 from rest_framework.test import APIClient
 from training_study import FAST, fresh_scorer, make_perspective_study  # noqa: F401
 
@@ -196,6 +197,11 @@ def test_a_version_without_heads_says_so(db, tmp_path, settings):
     )
 
 
+@says(
+    "Group heads on a special category (religion or belief) are trained only after a study "
+    "owner with the demographics permission has recorded the choice and its reason "
+    "(`manage.py allow_group_heads`)."
+)
 def test_refusals_at_the_start_of_a_run(db, tmp_path, settings):
     make_perspective_study(tmp_path)
     settings.STEREORANK = {**settings.STEREORANK, "GROUP_K": 2}

@@ -26,7 +26,7 @@ from core.json import json_safe
 from training.errors import AugmentationError, RunConflict, RunError, ml_refusals
 from training.ml.examples import Example, data_hash
 from training.models import Augmentation, DatasetSnapshot, TrainingRun
-from training.perspectives.services import request_reports
+from training.perspectives.services import k_anonymity, request_reports
 from training.registry.evaluation import calibrate_and_judge, store_evaluation
 from training.registry.services import register
 from training.runs import group_heads
@@ -116,8 +116,6 @@ def start_run(
         raise RunError(f"snapshot {snapshot.pk} has an empty train or eval split")
     steering_check(snapshot, steering)
     if steering and steering["kind"] == GROUP_HEADS:
-        from training.perspectives.services import k_anonymity
-
         group_heads.check(snapshot, steering["field"], k_anonymity())
     search_row = search_request(snapshot, search)
     task_id = str(uuid.uuid4())
@@ -344,8 +342,6 @@ def _train(run: TrainingRun, attempt: _Attempt) -> int:
     attempt.update(status=Status.EVALUATING)
     groups = None
     if steering and steering["kind"] == GROUP_HEADS:
-        from training.perspectives.services import k_anonymity
-
         groups = group_heads.fit(
             run.snapshot, steering["field"], encoder, cache, k_anonymity(), seed=config.seed
         )
