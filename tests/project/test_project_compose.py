@@ -216,7 +216,8 @@ def test_the_compose_services_serve_pages_and_run_tasks(tmp_path, services_here)
         check_page_and_static(http)
         check_worker_round_trip(stack, http)
         check_beat(stack)
-        # the image holds the quant extra: an int8 copy can be exported and served there
+        # the services' environment holds the quant extra (the image's own import is checked
+        # by tests/project/test_project_podman.py): an int8 copy can be served there
         quant = stack.manage("shell", "-c", "import onnxruntime, openvino, nncf; print('quant ok')")
         assert quant.returncode == 0 and "quant ok" in quant.stdout, quant.stderr
         assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [

@@ -189,6 +189,9 @@ def test_the_image_builds_and_the_compose_stack_serves(tmp_path):
         assert owner.stdout.split() == ["stereorank", "755", "stereorank", "755"]
         listed = _podman("exec", stack.container("worker"), "ls", "/data/checkpoints")
         assert listed.stdout.split() == ["v1"]
+        # the quant extra is in the image: the README's int8 setting can be served there
+        quant = _podman("exec", web, "python", "-c", "import onnxruntime, openvino, nncf")
+        assert quant.returncode == 0, quant.stderr
     finally:
         http.close()
         stack.compose("down", "-v", timeout=300)
