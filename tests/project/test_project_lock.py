@@ -29,8 +29,12 @@ from tests.project.compose_stack import dockerfile_instructions
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "requirements"
 # Each lock, and the extras of stereorank it holds beside the dependencies.
-# The runtime lock holds the quant extra: the image and bin/run can serve an int8 copy.
-LOCKS = {"runtime.txt": {"minilm", "quant"}, "test.txt": {"minilm", "test", "quant"}}
+# The runtime lock holds the quant extra: the image and bin/run can serve an int8 copy; the
+# release extra (datasets, for manage.py export_dataset) is the test lock's only.
+LOCKS = {
+    "runtime.txt": {"minilm", "quant"},
+    "test.txt": {"minilm", "test", "quant", "release"},
+}
 VIA_PYPROJECT = "stereorank (pyproject.toml)"
 VIA_BUILD = "stereorank (pyproject.toml::build-system.requires)"
 PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+) \\")
