@@ -3,6 +3,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from annotation.crowd import hooks as crowd_hooks
 from web.media import serve_media
 from web.views import ApiRootView
 
@@ -18,6 +19,7 @@ urlpatterns = [
     # Swagger UI's set-up script as a file of its own (no inline script: the CSP).
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("", include("web.health")),  # /healthz
+    path("hooks/prolific/", crowd_hooks.prolific, name="hooks-prolific"),
     path("", include("annotation.portal.urls")),
 ]
 

@@ -37,11 +37,18 @@ def policy() -> Policy:
 
 def decide(profile: AnnotatorProfile) -> Decision:
     """The policy's decision on one annotator, from their rankings since reinstatement."""
+    quality = quality_of(profile)
+    if quality is None:
+        return Decision(AnnotatorStatus.OK, ())
+    return policy().decide(quality)
+
+
+def quality_of(profile: AnnotatorProfile):
+    """The annotator's quality figures (since reinstatement), or None without rankings;
+    ``policy().fired(...)`` of them says which criteria fire."""
     inputs = quality_selectors.annotator_quality_inputs(profile)
     quality = annotator_quality(inputs.records, inputs.gold, inputs.checks)
-    if profile.user_id not in quality:
-        return Decision(AnnotatorStatus.OK, ())
-    return policy().decide(quality[profile.user_id])
+    return quality.get(profile.user_id)
 
 
 def apply_policy(profile: AnnotatorProfile) -> StatusChange | None:

@@ -158,10 +158,15 @@ class Policy:
             return WARNED, f"{said} (within {self.untouched_warn_margin:.0%} of {line:.0%})"
         return None
 
+    def fired(self, quality: AnnotatorQuality) -> dict[str, tuple[str, str]]:
+        """Each criterion that fires on one annotator (``gold``, ``checks``, ``untouched``):
+        the status it gives and its reason. What a crowd platform's review reads to tell
+        an exclusion on attention checks from one on gold tasks or untouched rankings."""
+        rules = {"gold": self._gold, "checks": self._checks, "untouched": self._untouched}
+        return {name: found for name, rule in rules.items() if (found := rule(quality))}
+
     def decide(self, quality: AnnotatorQuality) -> Decision:
         """The status the rule gives one annotator, with every reason that fired."""
-        fired = [
-            f for f in (self._gold(quality), self._checks(quality), self._untouched(quality)) if f
-        ]
+        fired = list(self.fired(quality).values())
         status = max((s for s, _ in fired), key=_SEVERITY.__getitem__, default=OK)
         return Decision(status=status, reasons=tuple(reason for _, reason in fired))
