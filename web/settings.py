@@ -398,6 +398,15 @@ STEREORANK = {
     # Scheme and host participants reach, for the entry links shown in the admin
     # (e.g. https://study.example.org); blank: the host the admin page was asked on.
     "SITE_URL": env.str("STEREORANK_SITE_URL", default=""),
+    # A study's life on Prolific (annotation/crowd/): the API token (never logged, never
+    # shown), the API's host root (the client appends /api/v1/...), the webhooks' secret.
+    "PROLIFIC": {
+        "TOKEN": env.str("STEREORANK_PROLIFIC_TOKEN", default=""),
+        "API_URL": env.str("STEREORANK_PROLIFIC_API_URL", default="https://api.prolific.com"),
+        "WEBHOOK_SECRET": env.str("STEREORANK_PROLIFIC_WEBHOOK_SECRET", default=""),
+        "TIMEOUT": 20.0,
+        "BACKOFF_S": 1.0,
+    },
     # Quality (annotation/stats/). The agreement subset: this fraction of the tasks
     # build_tasks makes is ranked by AGREEMENT_OVERLAP annotators, the rest by TASK_OVERLAP.
     "AGREEMENT_FRACTION": env.float("STEREORANK_AGREEMENT_FRACTION", default=0.2),
@@ -555,6 +564,8 @@ STATICFILES_DIRS = [BASE_DIR / "web" / "static"]
 # the access app's; its backend answers user.has_perm(capability, study) (after the
 # backends above, which grant nothing per object).
 INSTALLED_APPS.append("annotation.access")
+# A study's crowd-platform records and the payment ledger (annotation/crowd/).
+INSTALLED_APPS.append("annotation.crowd")
 AUTHENTICATION_BACKENDS.append("annotation.access.backend.StudyRoleBackend")
 
 # ---- Issue 30, part 5: erasure that erases; log lines that name nobody ----
