@@ -46,7 +46,8 @@ class PlatformStudy(models.Model):
 
 class Submission(models.Model):
     """One submission as the platform last reported it (sync or webhook), matched to our
-    participation by its id; ``participation`` is null for one we never saw arrive."""
+    participation by its id; ``participation`` is null for one we never saw arrive. It goes
+    with its participation (an erasure); the ledger keeps the payment record."""
 
     study = models.ForeignKey(
         "annotation.Study", on_delete=models.PROTECT, related_name="crowd_submissions"
@@ -56,7 +57,7 @@ class Submission(models.Model):
         "annotation.Participation",
         null=True,
         blank=True,
-        on_delete=models.SET_NULL,
+        on_delete=models.CASCADE,
         related_name="crowd_submissions",
     )
     status = models.CharField(max_length=40)

@@ -244,8 +244,8 @@ def _erase(person, capsys, django_capture_on_commit_callbacks) -> None:
 
 @says(
     "After an erasure, no table, cache entry or log line holds the person's username, crowd "
-    "id, session id, e-mail or answers in their own words, and no table or cache entry holds "
-    "their pseudonym.",
+    "id, session id (the payment ledger's submission id aside), e-mail or answers in their "
+    "own words, and no table or cache entry holds their pseudonym.",
     "Log lines name a person by pseudonym, never by username, crowd id or address.",
     "Log lines written before the erasure stay as the operator keeps them, naming the person "
     "by pseudonym only.",
