@@ -99,3 +99,18 @@ def test_only_the_studys_owners_see_the_ledger(fake, store_ranking, make_tasks):
     browser.force_login(owner)
     assert browser.post(change, {"kind": "reject"}).status_code == 403  # read only
     assert LedgerEntry.objects.get(pk=entry.pk).kind == entry.kind
+
+
+def test_the_dashboard_shows_the_ledger_to_owners_only(fake, store_ranking, make_tasks):
+    study, part = _paid(fake, store_ranking, make_tasks)
+    owner = make_staff("owner", study, role="owner")
+    researcher = make_staff("researcher", study, role="researcher")
+    browser = Client()
+    browser.force_login(owner)
+    page = browser.get("/dashboards/?study=wave").content.decode()
+    assert 'id="ledger"' in page and part.session_id in page
+    assert "1 approved, 0 rejected, 0 held for a person, 1 bonuses" in page
+    assert "20 cents (pay call taken)" in page
+    browser.force_login(researcher)
+    page = browser.get("/dashboards/?study=wave").content.decode()
+    assert 'id="ledger"' not in page and part.session_id not in page

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from annotation.access import roles
 from annotation.assignment import quotas
+from annotation.crowd import selectors as crowd
 from annotation.models import DemographicField
 from annotation.participants import content
 from annotation.rankings import selectors
@@ -121,6 +122,8 @@ def progress(request: HttpRequest) -> HttpResponse:
             "samplers": selectors.study_samplers(request.user),
             "consent_warnings": content.unready_open_studies(request.user),
             "group_k": k,
+            # The payment ledger: the study's owners only (docs/privacy.md).
+            "ledger": crowd.ledger(study) if allows(request, roles.MANAGE_STUDY, study) else None,
             "section": "progress",
         },
     )

@@ -6,94 +6,262 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('annotation', '0025_consent_release'),
+        ("annotation", "0024_minimum_in_format"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='HookDelivery',
+            name="HookDelivery",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('digest', models.CharField(max_length=64, unique=True)),
-                ('received_at', models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("digest", models.CharField(max_length=64, unique=True)),
+                ("received_at", models.DateTimeField(auto_now_add=True, db_index=True)),
             ],
         ),
         migrations.CreateModel(
-            name='BulkPayment',
+            name="BulkPayment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=100, unique=True)),
-                ('state', models.CharField(choices=[('set_up', 'Set up, not paid'), ('sending', 'Pay call sent, answer not yet read'), ('sent', 'Pay call taken'), ('reconciled', "Paid, checked against the platform's records"), ('unreconciled', 'Answer lost, not shown paid: for a person')], max_length=20)),
-                ('currency', models.CharField(blank=True, max_length=3)),
-                ('total_cents', models.PositiveIntegerField(help_text='Bonuses, before fees.')),
-                ('charged_cents', models.PositiveIntegerField(blank=True, help_text='What the platform said it deducts, fees included.', null=True)),
-                ('note', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('sent_at', models.DateTimeField(blank=True, null=True)),
-                ('checked_at', models.DateTimeField(blank=True, null=True)),
-                ('by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='bulk_payments', to='annotation.study')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("external_id", models.CharField(max_length=100, unique=True)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("set_up", "Set up, not paid"),
+                            ("sending", "Pay call sent, answer not yet read"),
+                            ("sent", "Pay call taken"),
+                            ("reconciled", "Paid, checked against the platform's records"),
+                            ("unreconciled", "Answer lost, not shown paid: for a person"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("currency", models.CharField(blank=True, max_length=3)),
+                ("total_cents", models.PositiveIntegerField(help_text="Bonuses, before fees.")),
+                (
+                    "charged_cents",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="What the platform said it deducts, fees included.",
+                        null=True,
+                    ),
+                ),
+                ("note", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("sent_at", models.DateTimeField(blank=True, null=True)),
+                ("checked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="bulk_payments",
+                        to="annotation.study",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-pk'],
+                "ordering": ["-pk"],
             },
         ),
         migrations.CreateModel(
-            name='PlatformStudy',
+            name="PlatformStudy",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('platform', models.CharField(max_length=20)),
-                ('external_id', models.CharField(max_length=100, unique=True)),
-                ('status', models.CharField(choices=[('unpublished', 'Created, not published'), ('active', 'Published'), ('paused', 'Paused (every place taken)')], max_length=20)),
-                ('currency', models.CharField(blank=True, help_text='As the platform reads it.', max_length=3)),
-                ('reward_cents', models.PositiveIntegerField()),
-                ('places', models.PositiveIntegerField()),
-                ('minutes', models.PositiveIntegerField()),
-                ('screening', models.JSONField(blank=True, default=list)),
-                ('removed_groups', models.JSONField(blank=True, default=list)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('published_at', models.DateTimeField(blank=True, null=True)),
-                ('paused_at', models.DateTimeField(blank=True, null=True)),
-                ('study', models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='platform_study', to='annotation.study')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("platform", models.CharField(max_length=20)),
+                ("external_id", models.CharField(max_length=100, unique=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("unpublished", "Created, not published"),
+                            ("active", "Published"),
+                            ("paused", "Paused (every place taken)"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "currency",
+                    models.CharField(
+                        blank=True, help_text="As the platform reads it.", max_length=3
+                    ),
+                ),
+                ("reward_cents", models.PositiveIntegerField()),
+                ("places", models.PositiveIntegerField()),
+                ("minutes", models.PositiveIntegerField()),
+                ("screening", models.JSONField(blank=True, default=list)),
+                ("removed_groups", models.JSONField(blank=True, default=list)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("published_at", models.DateTimeField(blank=True, null=True)),
+                ("paused_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "study",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="platform_study",
+                        to="annotation.study",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Submission',
+            name="Submission",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('submission_id', models.CharField(max_length=100, unique=True)),
-                ('status', models.CharField(max_length=40)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('participation', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='crowd_submissions', to='annotation.participation')),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='crowd_submissions', to='annotation.study')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("submission_id", models.CharField(max_length=100, unique=True)),
+                ("status", models.CharField(max_length=40)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "participation",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="crowd_submissions",
+                        to="annotation.participation",
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="crowd_submissions",
+                        to="annotation.study",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['pk'],
+                "ordering": ["pk"],
             },
         ),
         migrations.CreateModel(
-            name='LedgerEntry',
+            name="LedgerEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('approve', 'Approved'), ('reject', 'Rejected'), ('hold', 'Held for a person'), ('bonus', 'Bonus')], max_length=10)),
-                ('submission_id', models.CharField(max_length=100)),
-                ('reason', models.TextField()),
-                ('amount_cents', models.PositiveIntegerField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('participation', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='ledger_entries', to='annotation.participation')),
-                ('payment', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='lines', to='crowd.bulkpayment')),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='ledger', to='annotation.study')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("approve", "Approved"),
+                            ("reject", "Rejected"),
+                            ("hold", "Held for a person"),
+                            ("bonus", "Bonus"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("submission_id", models.CharField(max_length=100)),
+                ("reason", models.TextField()),
+                ("amount_cents", models.PositiveIntegerField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "participation",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="ledger_entries",
+                        to="annotation.participation",
+                    ),
+                ),
+                (
+                    "payment",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="lines",
+                        to="crowd.bulkpayment",
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="ledger",
+                        to="annotation.study",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'ledger entries',
-                'ordering': ['pk'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('kind', 'bonus')), fields=('submission_id',), name='one_bonus_per_submission'), models.UniqueConstraint(condition=models.Q(('kind__in', ['approve', 'reject'])), fields=('submission_id',), name='one_decision_per_submission'), models.CheckConstraint(condition=models.Q(models.Q(('amount_cents__isnull', False), ('kind', 'bonus'), ('payment__isnull', False)), models.Q(models.Q(('kind', 'bonus'), _negated=True), ('amount_cents__isnull', True)), _connector='OR'), name='bonus_lines_have_an_amount_and_payment')],
+                "verbose_name_plural": "ledger entries",
+                "ordering": ["pk"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("kind", "bonus")),
+                        fields=("submission_id",),
+                        name="one_bonus_per_submission",
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("kind__in", ["approve", "reject"])),
+                        fields=("submission_id",),
+                        name="one_decision_per_submission",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(
+                                ("amount_cents__isnull", False),
+                                ("kind", "bonus"),
+                                ("payment__isnull", False),
+                            ),
+                            models.Q(
+                                models.Q(("kind", "bonus"), _negated=True),
+                                ("amount_cents__isnull", True),
+                            ),
+                            _connector="OR",
+                        ),
+                        name="bonus_lines_have_an_amount_and_payment",
+                    ),
+                ],
             },
         ),
     ]
