@@ -598,3 +598,8 @@ LOGGING["loggers"] = {
     "django.request": {"filters": ["refusals_without_traceback"]},
 }
 AXES_CLIENT_STR_CALLABLE = "annotation.participants.log_names.axes_client"
+
+# ---- Issue 42, part 3: rankings imported from Label Studio, Argilla or Potato ----
+# Sources with the owner's basis, batches by file hash, imported annotators under a keyed
+# hash of their source id: the imports app's (annotation/imports/), migrations of its own.
+INSTALLED_APPS.append("annotation.imports")
