@@ -47,10 +47,29 @@ from annotation.rankings.labels import LabelRow
 from annotation.stats.tiers import closed_places
 
 
-def consent_stands(annotator: str = "annotator") -> Exists:
-    """``EXISTS`` an active consent of the profile the outer query's ``annotator`` field
-    (``"pk"`` for profiles) names: its consent stands (any version)."""
-    return Exists(Consent.objects.active().filter(annotator=OuterRef(annotator)))
+def consent_stands(annotator: str = "annotator") -> Q:
+    """Whether the basis to use the data of the profile the outer query's ``annotator``
+    field (``"pk"`` for profiles) names stands: an active consent of theirs (any version),
+    or, for a person imported from another tool (``annotation.imports``: they gave us no
+    consent), their source's basis, recorded and not withdrawn, while they are not erased.
+    The one definition of whose rankings may count: every reader of rankings, labels
+    (``label_sql`` through ``counted_rankings``), quotas and counts asks it."""
+    consent = Exists(Consent.objects.active().filter(annotator=OuterRef(annotator)))
+    return Q(consent) | Q(_import_basis_stands(annotator))
+
+
+def _import_basis_stands(annotator: str) -> Exists:
+    """``EXISTS`` the outer profile as an imported person whose source's basis stands.
+    Read through the reverse relation ``imported`` (``annotation.imports.models``, a
+    package above this one, named in the query, never imported)."""
+    return Exists(
+        AnnotatorProfile.objects.filter(
+            pk=OuterRef(annotator),
+            erased_at__isnull=True,
+            imported__source__basis_recorded_at__isnull=False,
+            imported__source__basis_withdrawn_at__isnull=True,
+        )
+    )
 
 
 def _superseded() -> Exists:
@@ -183,6 +202,7 @@ def label_rows(include_synthetic: bool = False, studies=None) -> list[LabelRow]:
     return rows
 
 
+NO_IMPORT_BASIS = "imported, basis not recorded or withdrawn"
 CONSENT_WITHDRAWN, EXCLUDED, SYNTHETIC, GOLD = (
     "consent withdrawn",
     "excluded annotator",
@@ -196,10 +216,12 @@ def left_out_rankings(
 ) -> list[dict]:
     """The rankings of ``studies`` up to ``last_ranking_id`` that do not count, by annotator
     and reason (one query): ``[{"user_id", "reason", "rankings"}]``. A ranking's reason is the first
-    that applies of: consent withdrawn, excluded annotator, synthetic annotator (when
-    not included), gold task; the complement of ``counted_rankings``."""
+    that applies of: an imported person's source without a standing basis, consent
+    withdrawn, excluded annotator, synthetic annotator (when not included), gold task; the
+    complement of ``counted_rankings``."""
     consented = consent_stands()
     reasons = [
+        When(~consented & Q(annotator__imported__isnull=False), then=Value(NO_IMPORT_BASIS)),
         When(~consented, then=Value(CONSENT_WITHDRAWN)),
         When(annotator__status=AnnotatorStatus.EXCLUDED, then=Value(EXCLUDED)),
         When(task__is_gold=True, then=Value(GOLD)),
