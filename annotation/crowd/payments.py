@@ -23,6 +23,7 @@ from annotation.crowd.models import BulkPayment, LedgerEntry, Submission
 from annotation.crowd.platform import AnswerLost, CrowdPlatform, PlatformError
 from annotation.crowd.services import Report, client, platform_study
 from annotation.models import Participation, Study
+from annotation.rankings.selectors import counted_rankings
 from core.errors import Conflict
 
 CENT = Decimal("0.01")
@@ -68,7 +69,9 @@ def _check(payment: BulkPayment, platform: CrowdPlatform, report: Report) -> Non
 
 def owed(study: Study, per_ranking: Decimal) -> tuple[list[tuple[Participation, Decimal]], list]:
     """Who a bonus run would pay (the approved submissions of first participations that have
-    no bonus yet), with the amount; and the duplicates listed for a person."""
+    no bonus yet), with the amount: ``per_ranking`` for each ranking that counts (an excluded
+    annotator's count for nothing, though their submission was approved); and the
+    duplicates listed for a person."""
     approved = set(
         LedgerEntry.objects.filter(study=study, kind=LedgerEntry.Kind.APPROVE).values_list(
             "submission_id", flat=True
@@ -83,19 +86,26 @@ def owed(study: Study, per_ranking: Decimal) -> tuple[list[tuple[Participation, 
             "submission_id", flat=True
         )
     )
+    counted = dict(
+        counted_rankings(studies=[study])
+        .order_by()
+        .values("annotator")
+        .annotate(n=Count("pk"))
+        .values_list("annotator", "n")
+    )
     rows = (
         Participation.objects.filter(study=study)
         .exclude(session_id="")
         .exclude(session_id__in=paid)
-        .annotate(n=Count("annotator__rankings"))
         .order_by("pk")
     )
     pay, duplicates = [], []
     for part in rows:
-        if part.duplicate and part.n:
+        n = counted.get(part.annotator_id, 0)
+        if part.duplicate and n:
             duplicates.append(part)  # whatever its review: a person decides
-        elif part.n and part.session_id in approved:
-            pay.append((part, (per_ranking * part.n).quantize(CENT, ROUND_HALF_UP)))
+        elif n and part.session_id in approved:
+            pay.append((part, (per_ranking * n).quantize(CENT, ROUND_HALF_UP)))
     return pay, duplicates
 
 
@@ -107,7 +117,7 @@ def bonus(
     by=None,
     platform: CrowdPlatform | None = None,
 ) -> Report:
-    """Pay ``per_ranking`` (in the study's currency) for each ranking of every approved
+    """Pay ``per_ranking`` (in the study's currency) for each counted ranking of every approved
     first participation not paid yet: a dry run unless ``apply``; refused above
     ``max_total``."""
     if per_ranking <= 0:

@@ -82,17 +82,17 @@ def test_retries_honour_429_and_5xx_and_give_up_in_one_line(fake):
 
 def _ready(fake, store_ranking, make_tasks):
     """A published study with: ann (done), shy (declined consent), twin (duplicate),
-    cheat (failed two readable checks), early (failed checks before widths), gold (excluded
-    on gold only), short (below the minimum)."""
+    cheat (failed two readable checks), early (failed checks before widths), short (below
+    the minimum), lazy (excluded on untouched rankings only)."""
     study = make_study()
     study.minimum_rankings = 2
     study.save(update_fields=["minimum_rankings"])
     publish("wave", "--minutes", "10", "--apply")
     sid = PlatformStudy.objects.get().external_id
-    tasks = make_tasks(n=4, k=3, overlap=6, study=study)
+    tasks = make_tasks(n=6, k=3, overlap=6, study=study)
     check_tasks = checks(make_tasks(n=2, k=3, study=study, occupation="pilot"))
     people = {}
-    for name in ("ann", "shy", "twin", "cheat", "early", "short"):
+    for name in ("ann", "shy", "twin", "cheat", "early", "short", "lazy"):
         people[name] = participant(study, name)
         fake.add_submission(sid, people[name].session_id)
     people["twin"].duplicate = True
@@ -104,6 +104,9 @@ def _ready(fake, store_ranking, make_tasks):
         for task in tasks[:3]:
             rank(store_ranking, people[name], task)
     rank(store_ranking, people["short"], tasks[0])
+    for task in tasks[:5]:  # each in the order shown: excluded as untouched, not on checks
+        rank(store_ranking, people["lazy"], task)
+    exclude(people["lazy"])
     for name, width in (("cheat", 1280), ("early", None)):
         rank(store_ranking, people[name], tasks[0])
         for task in check_tasks:
@@ -127,6 +130,7 @@ def test_review_dry_run_then_final_decisions_by_the_rule(fake, store_ranking, ma
         people["cheat"].session_id: "reject",  # two readable checks failed
         people["early"].session_id: "hold",  # checks failed before widths
         people["short"].session_id: "hold",  # below the minimum
+        people["lazy"].session_id: "approve",  # excluded on untouched rankings: paid
         "unknown-session": "hold",
     }
     assert kinds == expected

@@ -109,7 +109,9 @@ def test_every_block_is_run_or_says_why_not():
     found = blocks()
     assert all(b.skip or b.steps for b in found)
     skipped = [b.line for b in found if b.skip]
-    assert len(skipped) <= 5, f"blocks skipped at lines {skipped}: run them or say why here"
+    # Six, each saying why: the two commands, a container engine, long-running processes,
+    # a running server, PyPI, and Prolific's paid API (tests/crowd/ runs it against a fake).
+    assert len(skipped) <= 6, f"blocks skipped at lines {skipped}: run them or say why here"
 
 
 def ids_from_one(*models) -> None:
