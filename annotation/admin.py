@@ -154,6 +154,10 @@ class ConsentTextAdmin(StudyScopedAdmin):
             },
         ),
         (None, {"fields": ["text"]}),
+        (
+            "What a public dataset release may hold (nothing unless allowed here)",
+            {"fields": ["release_rankings", "release_demographics", "release_free_text"]},
+        ),
     ]
 
     @admin.display(boolean=True, description="complete")

@@ -112,5 +112,13 @@ def ml_refusals(error: type[StereorankError], prefix: str = "") -> Iterator[None
         raise error(f"{prefix}{exc}") from exc
 
 
+class ReleaseError(TrainingError):
+    """A dataset release that cannot be written or pushed as asked (nothing published)."""
+
+
+class NothingToRelease(ReleaseError, Conflict):
+    """No ranking of the snapshot may be released: no consent allowed it (a state)."""
+
+
 class ImageGenerationRefused(TrainingError):
     """A validation study's images cannot be generated (no generator, or it failed)."""

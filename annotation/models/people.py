@@ -185,6 +185,28 @@ class ConsentText(models.Model):
         verbose_name="free text",
         help_text="What the study is, what taking part means, and the participant's rights.",
     )
+    # What a public dataset release may hold (training.releases): a release cannot be
+    # recalled, so each participant's own version decides, and "no" is the default (versions
+    # published before these fields read as no). The consent page shows all three.
+    release_rankings = models.BooleanField(
+        default=False,
+        verbose_name="rankings may be released",
+        help_text="The participant's rankings may be published in a public dataset, under a "
+        "pseudonym made for that release only.",
+    )
+    release_demographics = models.JSONField(
+        default=list,
+        blank=True,
+        verbose_name="answers that may be released",
+        help_text="Keys of the demographic fields whose answers may be published with the "
+        "rankings, only in combinations that k or more released participants share.",
+    )
+    release_free_text = models.BooleanField(
+        default=False,
+        verbose_name="own words may be released",
+        help_text="Answers in the participant's own words may be published too (otherwise "
+        "only the listed choices are).",
+    )
     published_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -197,6 +219,33 @@ class ConsentText(models.Model):
 
     def __str__(self) -> str:
         return f"consent v{self.version} ({self.language})"
+
+    def clean(self) -> None:
+        keys = self.release_demographics
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            raise ValidationError({"release_demographics": "A list of demographic field keys."})
+        if len(set(keys)) != len(keys):
+            raise ValidationError({"release_demographics": "Each key may appear only once."})
+        known = set(DemographicField.objects.filter(key__in=keys).values_list("key", flat=True))
+        if unknown := [k for k in keys if k not in known]:
+            raise ValidationError(
+                {"release_demographics": f"No demographic field {', '.join(unknown)}."}
+            )
+        if (keys or self.release_free_text) and not self.release_rankings:
+            raise ValidationError(
+                {
+                    "release_rankings": "Answers are released only with the rankings: allow "
+                    "the rankings too, or release no answers."
+                }
+            )
+
+    def release_terms(self) -> dict:
+        """What a release may hold of those who agreed to this version."""
+        return {
+            "rankings": self.release_rankings,
+            "demographics": list(self.release_demographics or []),
+            "free_text": self.release_free_text,
+        }
 
 
 class AnnotatorStatus(models.TextChoices):

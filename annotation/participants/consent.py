@@ -4,6 +4,10 @@ demonstration values of ``bin/run``).
 
 A version is never edited once published: a change is a new version, which every
 annotator agrees to again before their next task (``annotation.rankings.selectors.has_consent``).
+
+Beside the required fields, a version says what a public dataset release may hold of those
+who agree to it (``RELEASE``: the rankings, which demographic answers, answers in their own
+words; ``training.releases``); a file that leaves them out publishes "no".
 """
 
 from __future__ import annotations
@@ -13,14 +17,35 @@ from django.db import transaction
 
 from annotation.catalogue.loading import ensure_consent_text, read_catalogue
 from annotation.errors import InvalidAnswer
-from annotation.models import ConsentText
+from annotation.models import ConsentText, DemographicField
 from annotation.models.studies import Study
 
 TEMPLATE_MARK = "[to fill in"
 """Marks what a study must still write in the catalogue's template text."""
 
 FIELDS = ConsentText.REQUIRED
-LABELS = {name: str(ConsentText._meta.get_field(name).verbose_name) for name in FIELDS}
+RELEASE = ("release_rankings", "release_demographics", "release_free_text")
+"""What a release may hold: true or false, a list of demographic field keys, true or false."""
+LABELS = {name: str(ConsentText._meta.get_field(name).verbose_name) for name in (*FIELDS, *RELEASE)}
+
+
+def _release_value(name: str, value):
+    """A release field's value from a file, checked for its type (``InvalidAnswer``)."""
+    if name == "release_demographics":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InvalidAnswer(f'{name}: a list of demographic field keys, e.g. ["age_band"].')
+        return [v.strip() for v in value]
+    if not isinstance(value, bool):
+        raise InvalidAnswer(f"{name}: true or false, not {value!r}.")
+    return value
+
+
+def released_answers(text: ConsentText, language: str | None) -> list[str]:
+    """The questions whose answers ``text`` lets a public release hold, as a participant
+    reading ``language`` sees them (the fields' own translations), in the form's order."""
+    keys = set(text.release_demographics or [])
+    fields = DemographicField.objects.filter(key__in=keys)
+    return [field.translated(language)[0] for field in fields]
 
 
 def missing_fields(text: ConsentText) -> list[str]:
@@ -66,11 +91,13 @@ def publish(
     marked as a demonstration. ``InvalidAnswer`` names an unknown field, a bad value or a
     language the study does not offer, and nothing is written."""
     language = check_offered(study, language)
-    unknown = set(values) - set(FIELDS)
+    unknown = set(values) - set(FIELDS) - set(RELEASE)
     if unknown:
         raise InvalidAnswer(
-            f"Unknown consent field(s) {', '.join(sorted(unknown))}; use {', '.join(FIELDS)}."
+            f"Unknown consent field(s) {', '.join(sorted(unknown))}; use "
+            f"{', '.join((*FIELDS, *RELEASE))}."
         )
+    values = {n: _release_value(n, v) if n in RELEASE else v for n, v in values.items()}
     base = ensure_consent_text(study=study)  # the English template when it has none
     texts = ConsentText.objects.select_for_update().filter(study=study, language=language)
     newest = texts.first()
@@ -81,8 +108,11 @@ def publish(
     if fill_only:
         lacking = set(missing_fields(newest))
         values = {name: value for name, value in values.items() if name in lacking}
-    current = {name: getattr(newest, name) for name in FIELDS}
-    merged = {**current, **{name: str(value).strip() for name, value in values.items()}}
+    current = {name: getattr(newest, name) for name in (*FIELDS, *RELEASE)}
+    merged = {
+        **current,
+        **{n: v if n in RELEASE else str(v).strip() for n, v in values.items()},
+    }
     demo = demonstration_values()  # a choice (the legal basis) is nobody's made-up value
     marked = any(merged[n] and merged[n] == demo[n] for n in FIELDS if n != "legal_basis")
     if newest.pk and merged == current and marked == newest.demonstration:

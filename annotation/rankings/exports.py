@@ -158,6 +158,18 @@ def _annotators(ids, keys: list[str] | None) -> dict[int, tuple]:
     }
 
 
+def preference_pairs(ranked: Tiers) -> list[tuple]:
+    """Every pair a ranking's tiers state (its attention-check card taken out first), as
+    ``(chosen, rejected, margin)``: chosen is the less stereotypical item, ``margin = (place
+    of chosen - place of rejected) / (K - 1)`` in (0, 1]. The one rule of ``pair_rows`` and
+    of a dataset release's pairs (``training.releases``)."""
+    k, place = sum(len(t) for t in ranked), places(ranked)
+    return [
+        (later, earlier, (place[later] - place[earlier]) / (k - 1))
+        for earlier, later in pairs(ranked)
+    ]
+
+
 def pair_rows(
     include_synthetic: bool = False,
     keep_identical_texts: bool = False,
@@ -183,9 +195,7 @@ def pair_rows(
         ).values_list("id", "prompt__text", "prompt__prompt_type", "image")
     }
     for row in ranking_rows(include_synthetic, study=study, demographics=demographics):
-        ranked = without(row["tiers"], row["check_item"])
-        k, place = sum(len(t) for t in ranked), places(ranked)
-        for earlier, later in pairs(ranked):
+        for later, earlier, margin in preference_pairs(without(row["tiers"], row["check_item"])):
             chosen, chosen_type, chosen_image = items[later]
             rejected, rejected_type, rejected_image = items[earlier]
             if chosen == rejected and not keep_identical_texts:
@@ -193,7 +203,7 @@ def pair_rows(
             yield {
                 "chosen": chosen,
                 "rejected": rejected,
-                "margin": (place[later] - place[earlier]) / (k - 1),
+                "margin": margin,
                 "chosen_item": later,
                 "rejected_item": earlier,
                 "chosen_prompt_type": chosen_type,

@@ -22,7 +22,7 @@ after tier; ``Ranking.tiers`` holds the tiers only when one holds more than one 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Container, Hashable, Iterable, Mapping, Sequence
 from itertools import accumulate, groupby
 
 Tiers = tuple[tuple[Hashable, ...], ...]
@@ -97,6 +97,12 @@ def from_tier_index(index: Mapping[Hashable, int], shown: Sequence[Hashable] = (
 def without(tiers: Sequence[Sequence[Hashable]], item: Hashable) -> Tiers:
     """The tiers with ``item`` taken out (an attention-check card), empty tiers dropped."""
     return tuple(t for t in (tuple(i for i in tier if i != item) for tier in tiers) if t)
+
+
+def within(tiers: Sequence[Sequence[Hashable]], items: Container[Hashable]) -> Tiers:
+    """The tiers with only ``items`` kept (one split's items of a ranking), empty tiers
+    dropped."""
+    return tuple(t for t in (tuple(i for i in tier if i in items) for tier in tiers) if t)
 
 
 def pairs(tiers: Sequence[Sequence[Hashable]]) -> list[tuple[Hashable, Hashable]]:

@@ -1,1 +1,1 @@
-"""A snapshot's labels released as a Hugging Face dataset, with its card: only what consent allowed."""
+"""A snapshot's labels released as a Hugging Face dataset with its card: what consent allowed."""

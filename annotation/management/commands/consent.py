@@ -22,7 +22,8 @@ class Command(ServiceCommand):
         source.add_argument(
             "--file",
             type=Path,
-            help=f"a JSON object with any of: {', '.join(consent.FIELDS)}",
+            help=f"a JSON object with any of: {', '.join((*consent.FIELDS, *consent.RELEASE))} "
+            "(the release fields: true/false, a list of demographic field keys, true/false)",
         )
         source.add_argument(
             "--demo",
@@ -69,6 +70,12 @@ class Command(ServiceCommand):
                 if name == "legal_basis":
                     value = text.get_legal_basis_display()
                 self.stdout.write(f"  {consent.LABELS[name]}: {value or '(missing)'}")
+        release = [
+            f"rankings {'yes' if text.release_rankings else 'no'}",
+            f"answers {', '.join(text.release_demographics) or 'none'}",
+            f"own words {'yes' if text.release_free_text else 'no'}",
+        ]
+        self.stdout.write(f"  a public release may hold: {'; '.join(release)}")
         missing = consent.missing_fields(text)
         if missing:
             self.stdout.write(f"  missing: {', '.join(consent.LABELS[n] for n in missing)}")
