@@ -18,7 +18,8 @@ annotator's released answers (``training.releases.demographics``).
 Annotators and tasks are named by keys made for this release only (``keyed``: an HMAC with
 a fresh random key the caller never stores), so two releases cannot be joined by them, nor
 a release with the platform's exports; rows are sorted by those keys, not stored order.
-Pure Python (no Django).
+Only the annotators with a row (``present``) count towards k when their answers are
+coarsened, so no combination shows in the rows with fewer people than k. Pure Python.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from annotation.rankings.exports import preference_pairs
-from annotation.stats.tiers import Tiers, places, within
+from annotation.stats.tiers import Tiers, flatten, places, within
 
 CONFIGS = ("rankings", "items", "labels", "pairs")
 
@@ -71,6 +72,23 @@ class Ranked:
     tiers: Tiers
 
 
+def _part(ranked: Ranked, items: Mapping[int, Item], split: str) -> Tiers:
+    """The ranking's tiers over the split's items (its row of the rankings config)."""
+    return within(
+        ranked.tiers, {i for i in flatten(ranked.tiers) if i in items and items[i].split == split}
+    )
+
+
+def present(rankings: Sequence[Ranked], items: Mapping[int, Item], splits: Sequence[str]) -> set:
+    """The annotators who have a row in the release: a ranking with two or more of a
+    split's items (a pair needs two items of one split too). Only they count towards k."""
+    return {
+        r.annotator
+        for r in rankings
+        if any(len(flatten(_part(r, items, split))) >= 2 for split in splits)
+    }
+
+
 def _demographics(answers: Mapping[int, Mapping], columns: Sequence[str], annotator: int):
     mine = answers.get(annotator, {})
     return {column: mine.get(column) for column in columns}
@@ -98,9 +116,7 @@ def release_rows(
                 sums[item] += at / (k - 1)
                 counts[item] += 1
         for split in splits:
-            part = within(
-                ranked.tiers, {i for i in place if i in items and items[i].split == split}
-            )
+            part = _part(ranked, items, split)
             if sum(len(t) for t in part) < 2:
                 continue
             out["rankings"][split].append(

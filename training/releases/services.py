@@ -41,7 +41,7 @@ from training.models import DatasetSnapshot
 from training.releases import card as release_card
 from training.releases import files, push
 from training.releases.demographics import Question, coarsen, group_counts, released_answer
-from training.releases.rows import CONFIGS, Ranked, release_key, release_rows
+from training.releases.rows import CONFIGS, Ranked, present, release_key, release_rows
 from training.releases.rows import Item as ReleaseItem
 from training.snapshots.services import EVAL, TRAIN
 
@@ -198,6 +198,13 @@ def export_dataset(
         synthetic, human = synthetic or is_synthetic, human or not is_synthetic
         dates.append(created.date())
     k = int(settings.STEREORANK["GROUP_K"])
+    shown = present(ranked, items, SPLITS)  # only they count towards k, and in the card
+    if not shown:
+        raise NothingToRelease(
+            f"no ranking of study {study.slug} that may be released holds two items of one "
+            f"split of snapshot {snapshot_id}"
+        )
+    answers = {user: mine for user, mine in answers.items() if user in shown}
     consented = {key for keys, _ in consents.values() for key in keys}
     coarsened = coarsen(answers, [names[q.key] for q in questions if q.key in consented], k)
     key = release_key()  # this release's only: dropped when the function returns
