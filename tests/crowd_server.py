@@ -61,6 +61,7 @@ class FakeProlific:
         self.bulk: dict[str, dict] = {}
         self.calls: list[tuple[str, str, dict | None]] = []
         self.faults: list[dict] = []
+        self.bonus_markup = 0  # cents added to "Set up bonuses"'s amount: a wrong answer
         self.lock = threading.Lock()
         fake = self
 
@@ -242,7 +243,7 @@ class FakeProlific:
             lines.append((sub, Decimal(amount)))
         bid = secrets.token_hex(12)
         self.bulk[bid] = {"lines": lines, "paid": 0}
-        amount = sum(a for _, a in lines) * 100
+        amount = sum(a for _, a in lines) * 100 + self.bonus_markup
         fees = float(amount) * 0.33
         return 201, {
             "id": bid,

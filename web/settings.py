@@ -596,6 +596,9 @@ LOGGING["loggers"] = {
         "filters": ["no_query_strings"],
     },
     "django.request": {"filters": ["refusals_without_traceback"]},
+    # httpx logs each request's URL at INFO; a crowd platform's URL holds a submission id
+    # (the participant's session id): warnings and errors only.
+    "httpx": {"level": "WARNING"},
 }
 AXES_CLIENT_STR_CALLABLE = "annotation.participants.log_names.axes_client"
 

@@ -13,6 +13,7 @@ never sends it again: the next run, or the same one, reads each submission's
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.db import transaction
@@ -28,6 +29,9 @@ from core.errors import Conflict
 
 CENT = Decimal("0.01")
 OPEN_STATES = (BulkPayment.State.SENDING, BulkPayment.State.SENT)
+# Prolific pays "in the following minutes": a sent payment still not shown paid after
+# this long goes to a person (Prolific may have failed it, e.g. for want of funds).
+SENT_GRACE = timedelta(hours=24)
 
 
 def reconcile(study: Study, platform: CrowdPlatform, report: Report) -> None:
@@ -50,15 +54,22 @@ def _check(payment: BulkPayment, platform: CrowdPlatform, report: Report) -> Non
     if not unpaid:
         payment.state = BulkPayment.State.RECONCILED
         report.say(f"payment {payment.external_id}: every line shows paid (reconciled)")
-    elif payment.state == BulkPayment.State.SENT:
+    elif payment.state == BulkPayment.State.SENT and (
+        payment.sent_at is None or timezone.now() - payment.sent_at < SENT_GRACE
+    ):
         report.say(
             f"payment {payment.external_id}: sent, {len(unpaid)} of {len(lines)} lines not yet "
             "shown paid (Prolific pays in the following minutes)"
         )
     else:
+        how = (
+            f"Sent {payment.sent_at:%Y-%m-%d %H:%M}, not paid within {SENT_GRACE}"
+            if payment.state == BulkPayment.State.SENT
+            else "The pay call's answer was lost"
+        )
         payment.state = BulkPayment.State.UNRECONCILED
         payment.note = (
-            f"The pay call's answer was lost; {len(unpaid)} of {len(lines)} lines show no "
+            f"{how}; {len(unpaid)} of {len(lines)} lines show no "
             f"bonus on Prolific ({', '.join(unpaid[:10])}{'...' if len(unpaid) > 10 else ''}). "
             "Never sent again: a person checks on Prolific (it may still arrive) and pays by "
             "hand if it does not."
@@ -99,10 +110,12 @@ def owed(study: Study, per_ranking: Decimal) -> tuple[list[tuple[Participation, 
         .exclude(session_id__in=paid)
         .order_by("pk")
     )
-    pay, duplicates = [], []
+    pay, duplicates, seen = [], [], set()
     for part in rows:
         n = counted.get(part.annotator_id, 0)
-        if part.duplicate and n:
+        first = part.session_id not in seen
+        seen.add(part.session_id)
+        if (part.duplicate or not first) and n:
             duplicates.append(part)  # whatever its review: a person decides
         elif n and part.session_id in approved:
             pay.append((part, (per_ranking * n).quantize(CENT, ROUND_HALF_UP)))
@@ -128,7 +141,13 @@ def bonus(
     reconcile(study, platform, report)
     pay, duplicates = owed(study, per_ranking)
     for part in duplicates:
-        report.say(f"held for a person: {part.session_id} is a duplicate participation")
+        report.say(
+            f"held for a person: {part.session_id} is a duplicate participation (a crowd id "
+            "or a session id seen before)"
+        )
+    if not record.currency:
+        record.currency = platform.study_currency(record.external_id)[:3]
+        record.save(update_fields=["currency"])
     currency = record.currency or "the study's currency"
     total = sum((amount for _, amount in pay), Decimal("0"))
     for part, amount in pay:
@@ -144,6 +163,11 @@ def bonus(
         return report
     lines = [(part.session_id, amount) for part, amount in pay]
     set_up = platform.set_up_bonuses(record.external_id, lines)
+    if set_up.total_cents != int(total * 100):
+        raise Conflict(
+            f"Prolific set up bulk payment {set_up.id} for {set_up.total_cents} cents, not the "
+            f"{int(total * 100)} sent: nothing paid (that bulk payment is left unpaid)."
+        )
     with transaction.atomic():
         payment = BulkPayment.objects.create(
             study=study,

@@ -85,6 +85,9 @@ class CrowdPlatform(Protocol):
     def transition(self, study_id: str, action: str) -> None:
         """Publish, pause or start the study (``PUBLISH``, ``PAUSE``, ``START``)."""
 
+    def study_currency(self, study_id: str) -> str:
+        """The study's currency as the platform reads it (e.g. ``GBP``)."""
+
     def set_screening(self, study_id: str, filters: list[dict]) -> None:
         """Replace the study's screening."""
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from decimal import Decimal
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -46,7 +47,6 @@ from annotation.crowd.platform import (
     StudyDraft,
 )
 
-PLACEHOLDERS = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
 REJECTION_MESSAGE_MIN = 100  # characters, per "Approve or reject a submission"
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _MAX_RETRY_AFTER_S = 60.0
@@ -77,7 +77,13 @@ class Prolific:
                 "No Prolific token: set STEREORANK_PROLIFIC_TOKEN (an API token from "
                 "Prolific's settings page)."
             )
+        if not _safe_root(api_url):
+            raise PlatformError(
+                "STEREORANK_PROLIFIC_API_URL must be an https:// address (the token travels "
+                "with every call); plain http only to this machine, for tests."
+            )
         self.root = api_url.rstrip("/") + "/api/v1"
+        self._token = token
         self.tries, self.backoff_s, self._sleep = max(1, tries), backoff_s, sleep
         self._http = httpx.Client(
             timeout=timeout, headers={"Authorization": f"Token {token}"}, follow_redirects=False
@@ -162,8 +168,10 @@ class Prolific:
                 f"The pay call for bulk payment {payment_id} answered {response.status_code}: "
                 "it may have paid."
             )
-        if response.status_code >= 400:
-            raise PlatformError(_refusal("POST", "/bulk-bonus-payments/.../pay/", response))
+        if not 200 <= response.status_code < 300:  # a redirect, a refusal: not taken
+            raise PlatformError(
+                self._scrub(_refusal("POST", "/bulk-bonus-payments/.../pay/", response))
+            )
 
     # ---- transport -------------------------------------------------------------------
 
@@ -200,14 +208,18 @@ class Prolific:
             raise _Retryable(type(error).__name__) from None
         if response.status_code in _RETRY_STATUS:
             raise _Retryable(f"HTTP {response.status_code}", _retry_after(response))
-        if response.status_code >= 400:
-            raise PlatformError(_refusal(method, path, response))
+        if not 200 <= response.status_code < 300:  # redirects are not followed
+            raise PlatformError(self._scrub(_refusal(method, path, response)))
         if not response.content:
             return {}
         try:
             return response.json()
         except ValueError:
             raise PlatformError(f"Prolific: {method} {_short(path)} answered no JSON.") from None
+
+    def _scrub(self, message: str) -> str:
+        """A message safe to print: the token out of whatever the server echoed."""
+        return message.replace(self._token, "[token]")
 
     def _wait(self, attempt: int, retry: _Retryable) -> None:
         wait = retry.wait if retry.wait is not None else self.backoff_s * 2**attempt
@@ -271,6 +283,12 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
+def _safe_root(url: str) -> bool:
+    parts = urlsplit(url)
+    local = parts.hostname in ("127.0.0.1", "localhost", "::1")
+    return parts.scheme == "https" or (parts.scheme == "http" and local)
+
+
 def _short(path: str) -> str:
     return path.split("/api/v1", 1)[-1].split("?", 1)[0]
 
@@ -280,5 +298,5 @@ def _refusal(method: str, path: str, response: httpx.Response) -> str:
         detail = response.json()
         detail = detail.get("error", detail) if isinstance(detail, dict) else detail
     except ValueError:
-        detail = response.text[:200]
-    return f"Prolific refused {method} {_short(path)} ({response.status_code}): {detail}"
+        detail = response.text
+    return f"Prolific refused {method} {_short(path)} ({response.status_code}): {str(detail)[:200]}"

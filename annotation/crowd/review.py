@@ -12,8 +12,13 @@ The rule, per Prolific's rules for researchers ("Approvals, rejections & returns
   asks for two or more) failed checks answered in a window whose width was recorded
   (checks failed before widths were recorded may have been hidden by a phone's layout);
 - held for a person: checks failed only before widths were recorded, a screened-out
-  participant (never rejected), a duplicate, the minimum not reached, a submission with no
-  participation of ours.
+  participant (never rejected), a duplicate (a crowd id or a session id seen before), the
+  minimum not reached, a submission with no participation of ours.
+
+"Screened out" is what Prolific means by it: declined consent or a full group
+(``Participation.ScreenOut``). An annotator the quality policy excluded also leaves with
+the screen-out code (``ScreenOut.EXCLUDED``), but is not screened out in that sense: the
+rule above decides, and only attention checks can make it a rejection.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ class Facts:
 
     matched: bool
     duplicate: bool = False
+    shared: bool = False  # two participations of ours hold this submission id
     screen_out: str = ""
     answers: int = 0
     minimum: int = 1
@@ -61,6 +67,8 @@ def verdict(facts: Facts) -> Verdict:
     """The decision on one submission awaiting review (pure)."""
     if not facts.matched:
         return Verdict(HOLD, "no participation of ours holds this submission id")
+    if facts.shared:
+        return Verdict(HOLD, "two participations of ours hold this submission id: which did it?")
     if facts.duplicate:
         return Verdict(HOLD, "a second participation of one crowd id: check before paying twice")
     if facts.screen_out in (
@@ -90,13 +98,16 @@ def verdict(facts: Facts) -> Verdict:
 def rejection_message(language: str, failed: int) -> str:
     """What a rejected participant reads on the platform, in their portal language; at
     least 100 characters, as Prolific requires."""
+    text = (
+        "Your submission was rejected because %(failed)s attention checks were failed. "
+        "Each check was a card whose text asked you to place it first or last, and it was "
+        "shown in full in your browser window. If you think this is a mistake, please "
+        "write to the researchers through Prolific."
+    )
     with translation.override(language or "en"):
-        return gettext(
-            "Your submission was rejected because %(failed)s attention checks were failed. "
-            "Each check was a card whose text asked you to place it first or last, and it was "
-            "shown in full in your browser window. If you think this is a mistake, please "
-            "write to the researchers through Prolific."
-        ) % {"failed": failed}
+        message = gettext(text) % {"failed": failed}
+    # A translation too short for Prolific's minimum would stop the run: English instead.
+    return message if len(message) >= 100 else text % {"failed": failed}
 
 
 def _facts(study: Study) -> dict[str, tuple[Facts, Participation]]:
@@ -108,8 +119,11 @@ def _facts(study: Study) -> dict[str, tuple[Facts, Participation]]:
         readable[row.profile.pk] = (known, len(row.failed) - known)
     rules = standing.policy()
     out = {}
-    rows = Participation.objects.filter(study=study).exclude(session_id="")
+    rows = Participation.objects.filter(study=study).exclude(session_id="").order_by("pk")
     for part in rows.select_related("annotator", "study"):
+        if part.session_id in out:  # a second participation of one submission
+            out[part.session_id] = (Facts(matched=True, shared=True), out[part.session_id][1])
+            continue
         profile = part.annotator
         on_checks = False
         if profile.status == AnnotatorStatus.EXCLUDED:

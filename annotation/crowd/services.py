@@ -174,12 +174,14 @@ def sync(study: Study, apply: bool = True, platform: CrowdPlatform | None = None
     report = Report()
     remote = platform.submissions(record.external_id)
     ours = dict(
-        Participation.objects.filter(
-            study=study, session_id__in=[s.id for s in remote]
-        ).values_list("session_id", "pk")
+        Participation.objects.filter(study=study, session_id__in=[s.id for s in remote])
+        .order_by("-pk")  # a session id twice: the first participation holds it
+        .values_list("session_id", "pk")
     )
     with transaction.atomic():
         for sub in remote:  # the participant id stays in ``remote``, in memory
+            if sub.id not in ours:  # counted, not stored (an erased person's among them)
+                continue
             Submission.objects.update_or_create(
                 submission_id=sub.id,
                 defaults={

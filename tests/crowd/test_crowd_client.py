@@ -89,3 +89,22 @@ def test_the_estimated_time_is_the_median_answer_times_the_quota(
         assert estimated_minutes(study) == 10 + 4  # median 30 s x 20 answers, plus overhead
     finally:
         fake.close()
+
+
+def test_plain_http_to_another_host_is_refused_and_errors_never_echo_the_token(server):
+    with pytest.raises(PlatformError, match="must be an https:// address"):
+        Prolific(TOKEN, "http://api.prolific.example")
+    assert Prolific(TOKEN, "https://api.prolific.com").root == "https://api.prolific.com/api/v1"
+    echoing = Prolific(TOKEN, server.url, timeout=0.3)
+    server.token = "other"  # now our token is refused, and the answer echoes what it got
+    original = server._answer
+
+    def echo(h, status, body, headers=None):
+        if status == 401:
+            body = {"error": {"detail": f"bad {h.headers.get('Authorization')}"}}
+        return original(h, status, body, headers)
+
+    server._answer = echo
+    with pytest.raises(PlatformError) as refused:
+        echoing.filters()
+    assert TOKEN not in refused.value.message and "[token]" in refused.value.message

@@ -73,7 +73,16 @@ def test_a_good_delivery_updates_the_status_and_keeps_no_participant_id(study):
 
 @pytest.mark.parametrize(
     "attack",
-    ["wrong secret", "no signature", "tampered body", "reserialised", "old", "future", "replay"],
+    [
+        "wrong secret",
+        "no signature",
+        "tampered body",
+        "reserialised",
+        "old",
+        "future",
+        "replay",
+        "not a number",
+    ],  # fmt: skip
 )
 def test_every_forgery_is_refused_and_changes_nothing(study, attack):
     part = participant(study, "ann")
@@ -93,6 +102,10 @@ def test_every_forgery_is_refused_and_changes_nothing(study, attack):
         body = body.replace(b"REJECTED", b"APPROVED")
     elif attack == "reserialised":  # same JSON, other bytes: the raw body is what counts
         body = json.dumps(json.loads(body), indent=1).encode()
+    elif attack == "not a number":  # signed, but a timestamp no window can judge
+        body = json.dumps(event(part.session_id, "REJECTED")).encode()
+        stamp = "nan"
+        sig = signature(SECRET, stamp, body)
     elif attack in ("old", "future"):
         shift = -301 if attack == "old" else 301
         body, stamp, sig = signed(event(part.session_id, "REJECTED"), at=time.time() + shift)

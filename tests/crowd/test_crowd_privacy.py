@@ -114,3 +114,15 @@ def test_the_dashboard_shows_the_ledger_to_owners_only(fake, store_ranking, make
     browser.force_login(researcher)
     page = browser.get("/dashboards/?study=wave").content.decode()
     assert 'id="ledger"' not in page and part.session_id not in page
+
+
+def test_no_log_line_names_a_submission_and_an_erased_one_does_not_come_back(
+    fake, store_ranking, make_tasks, caplog
+):
+    caplog.set_level("DEBUG")
+    study, part = _paid(fake, store_ranking, make_tasks)
+    session = part.session_id
+    assert not [r for r in caplog.records if session in r.getMessage()]
+    erase_annotator(part.annotator, via="staff")
+    run("prolific", "sync", "wave")  # Prolific still lists the submission
+    assert not Submission.objects.exists()

@@ -247,3 +247,47 @@ def test_a_bad_amount_or_no_token_is_one_line(fake, settings):
     with pytest.raises(CommandError, match="No Prolific token"):
         publish("wave", "--minutes", "5")
     assert Decimal("0.05") * 3 == Decimal("0.15")
+
+
+def test_a_session_id_twice_is_held_and_paid_once(fake, store_ranking, make_tasks):
+    study, sid, people = _ready(fake, store_ranking, make_tasks)
+    second = participant(study, "ann-again")  # the same submission, a new crowd id
+    Participation.objects.filter(pk=second.pk).update(session_id=people["ann"].session_id)
+    second.refresh_from_db()
+    task = study.tasks.filter(check_item__isnull=True).order_by("pk").last()
+    rank(store_ranking, second, task)  # work of its own: listed, never paid
+    held = f"hold     {people['ann'].session_id}  two participations of ours hold this"
+    assert held in run("prolific", "review", "wave")
+    run("prolific", "review", "wave", "--apply")
+    assert fake.submissions[people["ann"].session_id]["status"] == "AWAITING REVIEW"
+    fake.submissions[people["ann"].session_id]["status"] = "APPROVED"  # by hand, on Prolific
+    run("prolific", "sync", "wave")
+    out = run("prolific", "bonus", "wave", "--per-ranking", "0.05", "--apply")
+    assert "total 0.15 GBP to 1 participants" in out
+    assert out.count(f"held for a person: {people['ann'].session_id}") == 1
+    assert fake.submissions[people["ann"].session_id]["bonus_payments"] == [15]
+
+
+def test_a_wrong_set_up_total_pays_nothing(fake, store_ranking, make_tasks):
+    study, sid, people = _ready(fake, store_ranking, make_tasks)
+    run("prolific", "review", "wave", "--apply")
+    fake.bonus_markup = 100
+    with pytest.raises(CommandError, match="for 115 cents, not the 15 sent: nothing paid"):
+        run("prolific", "bonus", "wave", "--per-ranking", "0.05", "--apply")
+    assert fake.count("POST", r"/pay/$") == 0 and not BulkPayment.objects.exists()
+
+
+def test_a_sent_payment_never_shown_paid_goes_to_a_person(fake, store_ranking, make_tasks):
+    from datetime import timedelta
+
+    study, sid, people = _ready(fake, store_ranking, make_tasks)
+    run("prolific", "review", "wave", "--apply")
+    run("prolific", "bonus", "wave", "--per-ranking", "0.05", "--apply")
+    fake.submissions[people["ann"].session_id]["bonus_payments"] = []  # Prolific failed it
+    out = run("prolific", "bonus", "wave", "--per-ranking", "0.05")
+    assert "not yet shown paid" in out and BulkPayment.objects.get().state == "sent"
+    BulkPayment.objects.update(sent_at=BulkPayment.objects.get().sent_at - timedelta(hours=25))
+    out = run("prolific", "bonus", "wave", "--per-ranking", "0.05")
+    assert "UNRECONCILED" in out and "not paid within 1 day" in out
+    assert BulkPayment.objects.get().state == "unreconciled"
+    assert fake.count("POST", r"/pay/$") == 1
