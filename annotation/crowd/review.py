@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import translation
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 from annotation.crowd.models import LedgerEntry
 from annotation.crowd.platform import CrowdPlatform
@@ -38,6 +38,12 @@ from annotation.quality import selectors as quality_selectors
 from annotation.quality import standing
 
 MIN_FAILED_CHECKS = 2
+REJECTION = gettext_noop(
+    "Your submission was rejected because %(failed)s attention checks were failed. Each check "
+    "was a card whose text asked you to place it first or last, and it was shown in full in "
+    "your browser window. If you think this is a mistake, please write to the researchers "
+    "through Prolific."
+)
 AWAITING_REVIEW = "AWAITING REVIEW"
 APPROVE, REJECT, HOLD = LedgerEntry.Kind.APPROVE, LedgerEntry.Kind.REJECT, LedgerEntry.Kind.HOLD
 
@@ -98,16 +104,10 @@ def verdict(facts: Facts) -> Verdict:
 def rejection_message(language: str, failed: int) -> str:
     """What a rejected participant reads on the platform, in their portal language; at
     least 100 characters, as Prolific requires."""
-    text = (
-        "Your submission was rejected because %(failed)s attention checks were failed. "
-        "Each check was a card whose text asked you to place it first or last, and it was "
-        "shown in full in your browser window. If you think this is a mistake, please "
-        "write to the researchers through Prolific."
-    )
     with translation.override(language or "en"):
-        message = gettext(text) % {"failed": failed}
+        message = gettext(REJECTION) % {"failed": failed}
     # A translation too short for Prolific's minimum would stop the run: English instead.
-    return message if len(message) >= 100 else text % {"failed": failed}
+    return message if len(message) >= 100 else REJECTION % {"failed": failed}
 
 
 def _facts(study: Study) -> dict[str, tuple[Facts, Participation]]:

@@ -291,3 +291,13 @@ def test_a_sent_payment_never_shown_paid_goes_to_a_person(fake, store_ranking, m
     assert "UNRECONCILED" in out and "not paid within 1 day" in out
     assert BulkPayment.objects.get().state == "unreconciled"
     assert fake.count("POST", r"/pay/$") == 1
+
+
+@pytest.mark.parametrize("language", ["en", "nl", "ar", "xx"])
+def test_the_rejection_message_is_in_the_participants_language_and_long_enough(language):
+    from annotation.crowd.review import REJECTION, rejection_message
+
+    message = rejection_message(language, 2)
+    assert len(message) >= 100 and "2" in message
+    translated = message != REJECTION % {"failed": 2}
+    assert translated == (language in ("nl", "ar"))  # an unknown language reads English
