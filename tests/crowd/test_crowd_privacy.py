@@ -110,7 +110,7 @@ def test_the_dashboard_shows_the_ledger_to_owners_only(fake, store_ranking, make
     page = browser.get("/dashboards/?study=wave").content.decode()
     assert 'id="ledger"' in page and part.session_id in page
     assert "1 approved, 0 rejected, 0 held for a person, 1 bonuses" in page
-    assert "20 cents (pay call taken)" in page
+    assert "20&nbsp;cents" in page and "pay call taken" in page
     browser.force_login(researcher)
     page = browser.get("/dashboards/?study=wave").content.decode()
     assert 'id="ledger"' not in page and part.session_id not in page
