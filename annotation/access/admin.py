@@ -152,6 +152,13 @@ class StudyScopedAdmin(NoOracle, admin.ModelAdmin):
         return super().formfield_for_manytomany(db_field, request, **kwargs)
 
 
+class OwnersReadOnlyAdmin(ReadOnlyAdmin, StudyScopedAdmin):
+    """A study's records that its owners read (``roles.MANAGE_STUDY``) and nobody changes
+    here (their writes go through services): the payment ledger, the imports' bases."""
+
+    read = roles.MANAGE_STUDY
+
+
 class StudyScopedInline:
     """An inline of a ``StudyScopedAdmin``'s object: it may what the parent's study allows."""
 

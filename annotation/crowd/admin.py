@@ -4,24 +4,8 @@ another study is a 404, as everywhere in the admin (``annotation.access.admin``)
 
 from django.contrib import admin
 
-from annotation.access import roles
-from annotation.access.admin import StudyScopedAdmin
+from annotation.access.admin import OwnersReadOnlyAdmin as OwnersReadOnly
 from annotation.crowd.models import BulkPayment, LedgerEntry, PlatformStudy
-
-
-class OwnersReadOnly(StudyScopedAdmin):
-    """Read only (writes go through ``annotation.crowd``'s services), owners only."""
-
-    read = roles.MANAGE_STUDY
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(LedgerEntry)

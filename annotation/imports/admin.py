@@ -6,26 +6,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from annotation.access import roles, scope
-from annotation.access.admin import NoOracle
+from annotation.access.admin import OwnersReadOnlyAdmin as OwnersReadOnly
 from annotation.imports.models import ImportBatch, ImportSource
-from core.admin import ReadOnlyAdmin
-
-
-class OwnersReadOnly(NoOracle, ReadOnlyAdmin):
-    """Rows of the studies the viewer owns, read only."""
-
-    def get_queryset(self, request):
-        mine = scope.visible_studies(request.user, roles.MANAGE_STUDY)
-        return super().get_queryset(request).filter(study_id__in=mine.values("pk"))
-
-    def has_module_permission(self, request) -> bool:
-        return scope.has_any(request.user, roles.MANAGE_STUDY)
-
-    def has_view_permission(self, request, obj=None) -> bool:
-        if obj is None:
-            return scope.has_any(request.user, roles.MANAGE_STUDY)
-        return self.get_queryset(request).filter(pk=obj.pk).exists()
 
 
 class BatchInline(admin.TabularInline):
