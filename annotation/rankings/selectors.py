@@ -55,9 +55,8 @@ def consent_stands(annotator: str = "annotator") -> Q:
     The one definition of whose rankings may count: every reader of rankings, labels
     (``label_sql`` through ``counted_rankings``), quotas and counts asks it.
 
-    One ``IN`` over a ``UNION ALL`` of the two sets, not two ``EXISTS`` joined by ``OR``:
-    PostgreSQL turns the ``IN`` into one hashed semi-join, where an ``OR`` of ``EXISTS``
-    is a subplan run per row (a 100,000-ranking snapshot took 1.7 times as long)."""
+    One ``IN`` over a ``UNION ALL``, a hashed semi-join on PostgreSQL, not ``EXISTS ...
+    OR EXISTS ...``, a subplan per row (docs/benchmarks.md: 2.2 times as long)."""
     return Q(**{f"{annotator}__in": _standing_bases()})
 
 
