@@ -84,7 +84,8 @@ def study_screening(study: Study, catalogue: list[dict]) -> screens.Screening:
     return screens.screening(groups, choices, names, catalogue)
 
 
-def _draft(study: Study, reward_cents: int, places: int, minutes: int, filters) -> StudyDraft:
+def _publishable(study: Study) -> None:
+    """Refuse a study that is not a Prolific one with both codes, or no https site."""
     missing = [name for name in ("completion_code", "screen_out_code") if not getattr(study, name)]
     if study.platform != Study.Platform.PROLIFIC or missing:
         raise Conflict(
@@ -92,9 +93,12 @@ def _draft(study: Study, reward_cents: int, places: int, minutes: int, filters) 
             + (f" (missing: {', '.join(missing)})" if missing else "")
             + ": see create_study --platform prolific."
         )
-    site = settings.STEREORANK["SITE_URL"]
-    if not site.startswith("https://"):
+    if not settings.STEREORANK["SITE_URL"].startswith("https://"):
         raise Conflict("Set STEREORANK_SITE_URL to the https:// address participants reach.")
+
+
+def _draft(study: Study, reward_cents: int, places: int, minutes: int, filters) -> StudyDraft:
+    site = settings.STEREORANK["SITE_URL"]
     return StudyDraft(
         name=study.name,
         internal_name=f"stereorank:{study.slug}",
@@ -125,6 +129,7 @@ def publish(
         if existing.status == PlatformStudy.Status.UNPUBLISHED and apply:
             _publish(platform or client(), existing, report)
         return report
+    _publishable(study)  # before the token is asked for: what the study lacks first
     if reward_cents < 1 or places < 1:
         raise Conflict("--reward-cents and --places must be 1 or more.")
     minutes = minutes or estimated_minutes(study)

@@ -246,6 +246,9 @@ def test_a_bad_amount_or_no_token_is_one_line(fake, settings):
     settings.STEREORANK = {**settings.STEREORANK, "PROLIFIC": conf}
     with pytest.raises(CommandError, match="No Prolific token"):
         publish("wave", "--minutes", "5")
+    run("create_study", "lab")  # what the study lacks is said before the token
+    with pytest.raises(CommandError, match="not a Prolific study with both codes"):
+        publish("lab", "--minutes", "5")
     assert Decimal("0.05") * 3 == Decimal("0.15")
 
 
