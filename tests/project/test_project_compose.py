@@ -180,9 +180,11 @@ def services_here():
     server = f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
     name = f"stereorank_compose_{uuid.uuid4().hex[:10]}"
     broker = urlsplit(settings.REDIS_URL)
+    # An empty database outside the pytest workers' (broker 1 + i, cache 15 - i, at most
+    # six workers: tests/conftest.py), so the stack never shares one with a worker's cache.
     number = next(
         n
-        for n in range(15, 0, -1)
+        for n in (9, 8, 7)
         if redis.Redis(host=broker.hostname, port=broker.port or 6379, db=n).dbsize() == 0
     )
     redis_url = f"redis://{broker.hostname}:{broker.port or 6379}/{number}"
